@@ -1,0 +1,283 @@
+/*
+ * servprof.h — the whole public API of libservprof.
+ *
+ * What is not declared in this file is not API. libservprof records what an
+ * LLM inference server does (spans, events, metrics, links between request
+ * ids) into one SQLite raw store per process, under the control of the JSON
+ * file named by SERVICE_PROF_CONFIG_PATH (see docs/config.md).
+ *
+ * Design, in four rules:
+ *
+ *  1. A disabled call site costs one relaxed load and one predictable branch.
+ *     Every record starts with servprof_rec_begin(), which returns NULL when
+ *     the level or the domain is not being collected. Every other recording
+ *     function accepts NULL and returns at once, so a call site reads
+ *
+ *         servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Schedule");
+ *         servprof_res_str(r, rid);
+ *         servprof_metric(r, "QueueSize", 3);
+ *         servprof_event(r, "Enqueue");
+ *
+ *     and the cheap check servprof_is_enabled() is inline.
+ *
+ *  2. The hot path never blocks: no lock, no malloc, no syscall except the
+ *     clock. A record is copied into a buffer owned by the calling thread and
+ *     a background writer turns it into rows. When the buffer is full the
+ *     record is dropped and counted (Meta 'dropped_records'); never silently.
+ *
+ *  3. Strings are copied. Every `const char *` argument may be freed or reused
+ *     by the caller as soon as the call returns. Names and strings longer than
+ *     SERVPROF_MAX_STRING bytes are truncated and counted. NULL strings are
+ *     recorded as "" (and counted as bad input), never dereferenced.
+ *
+ *  4. One record is built at a time per thread: servprof_rec_begin() ...
+ *     attributes ... one finishing call (servprof_event, servprof_span_begin,
+ *     servprof_span_end_rec, servprof_span_at, servprof_link_rec,
+ *     servprof_rec_cancel). Beginning a new record on a thread while one is
+ *     still being built abandons the old one (counted).
+ *
+ * Thread safety: every function may be called from any thread. The record
+ * handle (servprof_rec *) belongs to the thread that began it. A span handle
+ * (servprof_span) may be ended on any thread.
+ *
+ * Errors: functions outside the hot path return int, 0 on success or a
+ * negative SERVPROF_E* code; servprof_strerror() names it. Hot path
+ * functions return nothing and count what they drop.
+ */
+#ifndef SERVPROF_H
+#define SERVPROF_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SERVPROF_API
+#else
+#define SERVPROF_API __attribute__((visibility("default")))
+#endif
+
+#define SERVPROF_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                               */
+/* ------------------------------------------------------------------ */
+
+/* One list, so codes and names cannot drift apart. Codes are only ever
+ * added at the end. */
+#define SERVPROF_ERRNO_MAP(X)                                              \
+    X(OK, 0, "success")                                                    \
+    X(EINVAL, -1, "invalid argument")                                      \
+    X(ENOMEM, -2, "out of memory")                                         \
+    X(EIO, -3, "input/output error")                                       \
+    X(ESTATE, -4, "not allowed in the current state")                      \
+    X(ECONFIG, -5, "configuration error")                                  \
+    X(ESTORE, -6, "raw store error")                                       \
+    X(ENOTFOUND, -7, "not found")
+
+typedef enum {
+#define SERVPROF_ERRNO_GEN(name, code, text) SERVPROF_##name = (code),
+    SERVPROF_ERRNO_MAP(SERVPROF_ERRNO_GEN)
+#undef SERVPROF_ERRNO_GEN
+} servprof_err;
+
+/* Static text for an error code; never NULL. Thread-safe. */
+SERVPROF_API const char *servprof_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Levels                                                               */
+/* ------------------------------------------------------------------ */
+
+/* A record is kept when its level <= the configured profiler_level. */
+#define SERVPROF_LEVEL_ERROR 10    /* also "L0" */
+#define SERVPROF_LEVEL_INFO 20     /* also "L1"; the default */
+#define SERVPROF_LEVEL_DETAILED 30 /* also "L2" */
+#define SERVPROF_LEVEL_VERBOSE 40
+
+/* Longest name, key or string value kept; longer ones are truncated. */
+#define SERVPROF_MAX_STRING 4096
+
+/* ------------------------------------------------------------------ */
+/* Process life and control                                             */
+/* ------------------------------------------------------------------ */
+
+/* Reads SERVICE_PROF_CONFIG_PATH, creates the file when missing, starts the
+ * watcher and, when "enable" is 1, a session. Optional: the first call of
+ * any other function does it. Idempotent. Returns 0, or a negative code
+ * when the library could not start (it then stays off; the program goes on). */
+SERVPROF_API int servprof_init(void);
+
+/* Stops collection (draining every buffer into the store), stops the watcher
+ * and frees what the library holds. Also runs at exit. After it, recording
+ * calls are ignored and counted; servprof_init() may start again. */
+SERVPROF_API void servprof_shutdown(void);
+
+/* Starts a session now, whatever the file says, using the current config
+ * (or the defaults when there is no file). Returns 0, SERVPROF_ESTATE when
+ * already collecting, or an error when the session could not be opened. */
+SERVPROF_API int servprof_start(void);
+
+/* Stops the current session: drains, commits, closes. 0, or SERVPROF_ESTATE
+ * when not collecting. */
+SERVPROF_API int servprof_stop(void);
+
+/* Counts one step (a scheduler iteration). With profiler_step_num = N the
+ * session stops after N steps and "enable": 0 is written back to the file. */
+SERVPROF_API void servprof_step(void);
+
+/* Folder of the current session, copied into buf (NUL-terminated).
+ * Returns 0, SERVPROF_ESTATE when not collecting, SERVPROF_EINVAL when buf
+ * is too small. */
+SERVPROF_API int servprof_session_dir(char *buf, size_t len);
+
+/* Raw store path of this process in the current session, like above. */
+SERVPROF_API int servprof_store_path(char *buf, size_t len);
+
+/* Names this process and the calling thread in the timeline. Copied. */
+SERVPROF_API void servprof_set_process_name(const char *name);
+SERVPROF_API void servprof_set_thread_name(const char *name);
+
+/* Adds a key/value to Meta of this process's store, now and in every later
+ * session. A key set twice keeps the last value. Returns 0 or an error. */
+SERVPROF_API int servprof_meta(const char *key, const char *value);
+
+/* ------------------------------------------------------------------ */
+/* The cheap check                                                      */
+/* ------------------------------------------------------------------ */
+
+/* The level being collected: 0 when off. Written by the library only; read
+ * it through servprof_is_enabled(). */
+extern SERVPROF_API _Atomic int servprof__level;
+
+/* Nonzero when records of this level are being collected now. One relaxed
+ * load and a compare: use it to skip building expensive attributes. */
+static inline int servprof_is_enabled(int level)
+{
+    int on = atomic_load_explicit(&servprof__level, memory_order_relaxed);
+    return __builtin_expect(level <= on, 0);
+}
+
+/* Wall clock in nanoseconds since the Unix epoch (CLOCK_REALTIME), the
+ * scale of every timestamp in the store. */
+SERVPROF_API int64_t servprof_now_ns(void);
+
+/* ------------------------------------------------------------------ */
+/* Building a record                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct servprof_rec servprof_rec; /* opaque; owned by the library */
+
+/* Begins a record of this level and domain (domain may be NULL: records
+ * without a domain pass every domain filter). Returns NULL when the record
+ * would not be kept — every function below accepts NULL. The timestamp of an
+ * event is taken here. Hot path. */
+SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain);
+static inline servprof_rec *servprof_rec_begin(int level, const char *domain)
+{
+    if (!servprof_is_enabled(level))
+        return (servprof_rec *)0;
+    return servprof_rec_begin_slow(level, domain);
+}
+
+/* Drops the record being built without recording it. */
+SERVPROF_API void servprof_rec_cancel(servprof_rec *r);
+
+/* The resource id ("rid" in args): a string or an integer. For a list of
+ * requests (a batch) use servprof_attr_array_begin(r, "rid"). */
+SERVPROF_API void servprof_res_str(servprof_rec *r, const char *rid);
+SERVPROF_API void servprof_res_int(servprof_rec *r, int64_t rid);
+
+/* Attributes: a key and a value, in args in the order given. Inside an
+ * array, key is ignored (pass NULL). */
+SERVPROF_API void servprof_attr_str(servprof_rec *r, const char *key, const char *val);
+SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *key, const char *val, size_t len);
+SERVPROF_API void servprof_attr_int(servprof_rec *r, const char *key, int64_t val);
+SERVPROF_API void servprof_attr_double(servprof_rec *r, const char *key, double val);
+SERVPROF_API void servprof_attr_bool(servprof_rec *r, const char *key, int val);
+SERVPROF_API void servprof_attr_int_array(servprof_rec *r, const char *key,
+                                          const int64_t *vals, size_t n);
+SERVPROF_API void servprof_attr_double_array(servprof_rec *r, const char *key,
+                                             const double *vals, size_t n);
+/* A value that is already JSON text (an object, array, number ...). It is
+ * checked on the writer thread; text that is not valid JSON is stored as a
+ * JSON string instead, and counted. */
+SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *key, const char *json);
+
+/* Nested values: arrays and objects, closed by servprof_attr_end(). A
+ * batch's request list:
+ *
+ *     servprof_attr_array_begin(r, "rid");
+ *     for each request:
+ *         servprof_attr_object_begin(r, NULL);
+ *         servprof_attr_str(r, "rid", id);
+ *         servprof_attr_int(r, "iter", iter);
+ *         servprof_attr_end(r);
+ *     servprof_attr_end(r);
+ *
+ * Unclosed containers are closed when the record finishes. */
+SERVPROF_API void servprof_attr_array_begin(servprof_rec *r, const char *key);
+SERVPROF_API void servprof_attr_object_begin(servprof_rec *r, const char *key);
+SERVPROF_API void servprof_attr_end(servprof_rec *r);
+
+/* Metrics are attributes with the reference tool's key conventions:
+ * gauge "name=": value, increment "name+": value, scope "scope#name": value. */
+SERVPROF_API void servprof_metric(servprof_rec *r, const char *name, double val);
+SERVPROF_API void servprof_metric_inc(servprof_rec *r, const char *name, double val);
+SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *name, const char *val);
+
+/* ------------------------------------------------------------------ */
+/* Finishing a record                                                   */
+/* ------------------------------------------------------------------ */
+
+/* An instant event named `name` (args "type": 0). */
+SERVPROF_API void servprof_event(servprof_rec *r, const char *name);
+
+/* A link between two ids of one request (name "Link", args
+ * {"type": 3, "from": from, "to": to}). */
+SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to);
+/* Shorthand: a link at INFO level without a domain. */
+SERVPROF_API void servprof_link(const char *from, const char *to);
+
+/* Spans. servprof_span_begin() finishes the record as the start of a span
+ * (args "type": 2) and returns its handle (0 when not recording). End it
+ * once, from any thread; a second end is ignored and counted, a span never
+ * ended is counted and reported when the session stops. Many spans may be
+ * open at once on one thread. */
+typedef uint64_t servprof_span;
+SERVPROF_API servprof_span servprof_span_begin(servprof_rec *r, const char *name);
+SERVPROF_API void servprof_span_end(servprof_span span);
+/* Ends a span adding the attributes of r (begun with servprof_rec_begin on
+ * the ending thread; its domain and level are ignored). r may be NULL. */
+SERVPROF_API void servprof_span_end_rec(servprof_rec *r, servprof_span span);
+
+/* A whole span whose ends the caller measured with servprof_now_ns()
+ * (start_ns <= end_ns). Used by the Python binding's `with span(...)`. */
+SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name,
+                                   int64_t start_ns, int64_t end_ns);
+
+/* ------------------------------------------------------------------ */
+/* Counters                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct servprof_stats {
+    uint64_t records;       /* records accepted into thread buffers */
+    uint64_t dropped;       /* records dropped: buffers full */
+    uint64_t written;       /* rows committed to the store */
+    uint64_t truncated;     /* strings cut to SERVPROF_MAX_STRING */
+    uint64_t bad_input;     /* NULL strings, misuse of the API */
+    uint64_t span_double_end;
+    uint64_t span_never_ended;
+    uint64_t write_errors;  /* store errors (disk full ...) */
+} servprof_stats;
+
+/* Totals since the process started (all sessions). Thread-safe. */
+SERVPROF_API void servprof_get_stats(servprof_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SERVPROF_H */

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test.sh — builds servprof three ways and runs every test in each:
+#   build/        plain RelWithDebInfo (all tests, Python included)
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer
+#   build-tsan/   ThreadSanitizer
+# The last line is "N passed, N failed" over all three runs.
+# SERVPROF_TEST_BUILDS="plain asan tsan" picks the builds (default all three).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+JOBS=$(nproc 2>/dev/null || echo 2)
+BUILDS=${SERVPROF_TEST_BUILDS:-plain asan tsan}
+passed=0; failed=0; status=0
+for b in $BUILDS; do
+  case $b in
+    plain) dir=build;      opts=() ;;
+    asan)  dir=build-asan; opts=(-DSERVPROF_SANITIZE=address -DSERVPROF_BUILD_BENCH=OFF) ;;
+    tsan)  dir=build-tsan; opts=(-DSERVPROF_SANITIZE=thread -DSERVPROF_BUILD_BENCH=OFF) ;;
+    *) echo "test.sh: unknown build '$b'" >&2; exit 2 ;;
+  esac
+  echo "=== $b build ($dir) ==="
+  if ! { cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${opts[@]}" >/dev/null &&
+         cmake --build "$dir" -j "$JOBS" >"$dir.log" 2>&1; }; then
+    tail -50 "$dir.log" 2>/dev/null
+    echo "test.sh: $b build failed" >&2
+    failed=$((failed + 1)); status=1; continue
+  fi
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  out=$(cd "$dir" && ctest --output-on-failure -j "$JOBS" 2>&1); rc=$?
+  echo "$out"
+  line=$(echo "$out" | grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" | tail -1)
+  total=$(echo "$line" | sed -E 's/.*out of ([0-9]+).*/\1/')
+  nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')
+  if [ -z "$line" ]; then
+    echo "test.sh: no ctest summary for the $b build" >&2; failed=$((failed + 1)); status=1; continue
+  fi
+  passed=$((passed + total - nfail)); failed=$((failed + nfail))
+  [ $rc -eq 0 ] || status=1
+done
+echo "$passed passed, $failed failed"
+exit $status

@@ -1,0 +1,54 @@
+/*
+ * check.h — assertions for the C tests. Each failed check prints the file,
+ * line, the expression and both values, counts the failure and goes on, so
+ * one run shows every broken case; CHECK_DONE() ends the test with exit
+ * status 1 when anything failed.
+ */
+#ifndef SERVPROF_TEST_CHECK_H
+#define SERVPROF_TEST_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_failures;
+static int check_count;
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        check_count++;                                                         \
+        if (!(cond)) {                                                         \
+            check_failures++;                                                  \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_INT(a, b)                                                        \
+    do {                                                                       \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                  \
+        check_count++;                                                         \
+        if (va_ != vb_) {                                                      \
+            check_failures++;                                                  \
+            fprintf(stderr, "%s:%d: CHECK_INT failed: %s == %s (%lld != %lld)\n", \
+                    __FILE__, __LINE__, #a, #b, va_, vb_);                     \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                        \
+    do {                                                                       \
+        const char *sa_ = (a), *sb_ = (b);                                     \
+        check_count++;                                                         \
+        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                           \
+            check_failures++;                                                  \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s == %s (\"%s\" != \"%s\")\n", \
+                    __FILE__, __LINE__, #a, #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)"); \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_DONE()                                                           \
+    do {                                                                       \
+        fprintf(stderr, "%d checks, %d failed\n", check_count, check_failures); \
+        return check_failures ? 1 : 0;                                         \
+    } while (0)
+
+#endif
