@@ -1,0 +1,13 @@
+/*
+ * report_ops.h — device-activity reports (op_summary.csv, op_statistic.csv)
+ * from the activity stores (ascend_service_profiler_*.db, tables Kernel/Api).
+ */
+#ifndef SERVPROF_PARSE_REPORT_OPS_H
+#define SERVPROF_PARSE_REPORT_OPS_H
+
+/* Writes out_dir/op_summary.csv and out_dir/op_statistic.csv from the n
+ * activity stores. Writes nothing and returns 0 when n == 0 or no store has
+ * a kernel. Returns 0, or -1 after printing what went wrong on stderr. */
+int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir);
+
+#endif
