@@ -21,6 +21,7 @@
 #ifndef SERVPROF_INTERNAL_H
 #define SERVPROF_INTERNAL_H
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -52,6 +53,7 @@ void sp_log_reset(void);
 #define SP_MAX_DOMAINS 32
 #define SP_DOMAIN_LEN 64
 #define SP_FILTER_LEN 1024
+#define SP_DEFAULT_BUFFER_KB 2048
 
 typedef struct sp_config {
     int enable;                     /* 0 / 1 */
@@ -74,7 +76,8 @@ typedef struct sp_config {
     int torch_prof_modules;
     int torch_prof_step_num;
     int64_t profiler_step_num;      /* 0 = unset (no limit) */
-    size_t buffer_bytes;            /* per-thread buffer; "buffer_size_kb" */
+    size_t buffer_bytes;            /* per-thread buffer: key "buffer_size_kb" (64..65536,
+                                       default SP_DEFAULT_BUFFER_KB); ours, not the reference's */
 } sp_config;
 
 /* Problems found while reading a config: one message per problem. */
@@ -157,7 +160,18 @@ void sp_samplers_atfork_child(void);
 /* runtime.c                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Makes sure the library is initialized (first API call). Cheap after. */
+/* servprof__level (defined in runtime.c) starts at SP_LEVEL_UNINIT, and is
+ * set back to it in a fork child, so that the first record call of a process
+ * fails the inline check's "off" branch and reaches servprof_rec_begin_slow(),
+ * which calls sp_runtime_ensure() when it sees this value. The runtime then
+ * publishes the real level (0 when off). This is how "no explicit init
+ * needed" works without a constructor and without a cost on the hot path. */
+#define SP_LEVEL_UNINIT INT_MAX
+
+/* Makes sure the library is initialized for this process (first API call,
+ * first call in a fork child). Cheap after: one atomic load and a pid check.
+ * Every public control function calls it; servprof_rec_begin_slow() calls it
+ * when it reads SP_LEVEL_UNINIT. */
 void sp_runtime_ensure(void);
 
 /* ------------------------------------------------------------------ */

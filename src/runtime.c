@@ -1,7 +1,7 @@
 /* runtime.c — placeholder: process life, start/stop (issue 2 replaces it). */
 #include "internal.h"
 
-_Atomic int servprof__level;
+_Atomic int servprof__level = 0; /* the real runtime starts at SP_LEVEL_UNINIT */
 
 void sp_runtime_ensure(void) {}
 SERVPROF_API int servprof_init(void) { return 0; }
