@@ -1,0 +1,189 @@
+"""Process-level control: start/stop, steps, names, meta, counters, exit.
+
+These map one to one onto the C control functions, called through the
+CDLL handle so that the GIL is released while they open files or drain
+buffers. Errors become ServprofError (with the C code and its text);
+"already collecting" / "not collecting" are answers, not errors: start()
+and stop() return False then.
+
+Exit: the C library drains and closes its store from an atexit handler,
+but multiprocessing's fork workers leave through os._exit(), which runs no
+atexit handler. So the binding registers a multiprocessing finalizer that
+calls servprof_shutdown() — again in every fork child, through
+multiprocessing.util.register_after_fork, because a fork child starts with
+an empty finalizer list. It only shuts down a library that initialized in
+this process: a child that never recorded creates no store on its way out.
+"""
+
+import ctypes
+import multiprocessing.util as _mp_util
+
+from . import _core, _lib
+from ._core import state, b, LEVEL_UNINIT
+
+EINVAL, ENOMEM, EIO, ESTATE, ECONFIG, ESTORE, ENOTFOUND = -1, -2, -3, -4, -5, -6, -7
+
+
+class ServprofError(RuntimeError):
+    """A C function returned an error code (.code, servprof_strerror text)."""
+
+    def __init__(self, func, code):
+        self.code = code
+        text = _lib.load().slow.servprof_strerror(code).decode("utf-8", "replace")
+        super().__init__("%s failed: %s (%d)" % (func, text, code))
+
+
+def _slow():
+    """The CDLL handle, or LibraryNotFoundError for an explicit control call."""
+    return _core.load().slow
+
+
+def _check(func, rc):
+    if rc < 0:
+        raise ServprofError(func, rc)
+    return rc
+
+
+def init():
+    """Reads the config and starts what it asks for (optional: the first
+    record call does it). Raises ServprofError if the library could not start."""
+    _check("servprof_init", _slow().servprof_init())
+
+
+def shutdown():
+    """Stops collection, drains every buffer into the store, frees the
+    library's state. Runs by itself at exit."""
+    if state.lib is not None:
+        state.lib.slow.servprof_shutdown()
+
+
+def start():
+    """Starts a session now, whatever the config file says. True when a
+    session was started, False when one was already running."""
+    rc = _slow().servprof_start()
+    if rc == ESTATE:
+        return False
+    _check("servprof_start", rc)
+    return True
+
+
+def stop():
+    """Stops the session: drains, commits, closes. True when one was
+    stopped, False when nothing was being collected."""
+    rc = _slow().servprof_stop()
+    if rc == ESTATE:
+        return False
+    _check("servprof_stop", rc)
+    return True
+
+
+def is_enabled(level=20):
+    """True when records of this level are being collected now."""
+    if state.lib is None:
+        return False
+    return level <= _core.current_level()
+
+
+def step():
+    """Counts one scheduler step (profiler_step_num stops after N)."""
+    if state.lib is not None:
+        state.lib.slow.servprof_step()
+
+
+def _path(func):
+    if state.lib is None:
+        return None
+    buf = ctypes.create_string_buffer(4096 + 1)
+    rc = getattr(state.lib.slow, func)(buf, len(buf))
+    if rc == ESTATE:
+        return None
+    _check(func, rc)
+    return buf.value.decode("utf-8", "surrogateescape")
+
+
+def session_dir():
+    """Folder of the current session, or None when not collecting."""
+    return _path("servprof_session_dir")
+
+
+def store_path():
+    """This process's raw store in the current session, or None."""
+    return _path("servprof_store_path")
+
+
+def set_process_name(name):
+    """Names this process in the timeline."""
+    if state.lib is not None:
+        state.lib.slow.servprof_set_process_name(str(name).encode("utf-8", "replace"))
+
+
+def set_thread_name(name):
+    """Names the calling thread in the timeline."""
+    if state.lib is not None:
+        state.lib.slow.servprof_set_thread_name(str(name).encode("utf-8", "replace"))
+
+
+def meta(key, value):
+    """Adds key = str(value) to Meta of this process's store, now and in
+    every later session."""
+    if state.lib is not None:
+        _check("servprof_meta", state.lib.slow.servprof_meta(
+            b(key), str(value).encode("utf-8", "replace")))
+
+
+add_meta_info = meta
+
+
+def link(from_rid, to_rid):
+    """Records that two ids name the same request (INFO, no domain)."""
+    if 20 <= state.level.value:
+        state.f.servprof_link(str(from_rid).encode("utf-8", "replace"),
+                              str(to_rid).encode("utf-8", "replace"))
+
+
+def now_ns():
+    """Wall clock in ns since the epoch: the scale of every stored timestamp."""
+    return _core.now_ns()
+
+
+def stats():
+    """Counters since the process started (servprof_get_stats) as a dict."""
+    s = _lib.Stats()
+    _slow().servprof_get_stats(ctypes.byref(s))
+    return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
+
+
+def library_path():
+    """The path libservprof was loaded from (raises LibraryNotFoundError)."""
+    return _core.load().path
+
+
+def load_library():
+    """Loads libservprof now; raises LibraryNotFoundError naming every place
+    tried. Returns the path loaded."""
+    return _core.load().path
+
+
+# ---------------------------------------------------------------- exit
+
+def _shutdown_at_exit():
+    if state.lib is not None and state.level.value != LEVEL_UNINIT:
+        state.lib.slow.servprof_shutdown()
+
+
+class _ExitHook:
+    """Something alive for multiprocessing's weak after-fork registry."""
+
+
+_exit_hook = _ExitHook()
+
+
+def _install_exit_finalizer(_obj=None):
+    # Runs after every ordinary finalizer (lower priorities run later), so
+    # what a worker's own finalizers record still reaches the store.
+    _mp_util.Finalize(None, _shutdown_at_exit, exitpriority=-1000)
+
+
+def install_exit_hooks():
+    _install_exit_finalizer()
+    _mp_util.register_after_fork(_exit_hook, _install_exit_finalizer)
