@@ -1,13 +1,524 @@
-/* runtime.c — placeholder: process life, start/stop (issue 2 replaces it). */
+/*
+ * runtime.c — process life of libservprof: init, start/stop, limits, fork,
+ * exit.
+ *
+ * Design: one mutex, rt_mu, serializes every decision about collection.
+ * Four parties race to start or stop: the API (servprof_start/stop/init/
+ * shutdown), the watcher thread (edits of the config file), the limits
+ * (timelimit, profiler_step_num, checked on the watcher thread's tick) and
+ * process events (atexit, fork). Each takes rt_mu and calls start_locked()
+ * or stop_locked(); those keep the order that internal.h promises:
+ *
+ *   start: session folder -> sp_recorder_open -> domain filter -> level
+ *          -> sp_samplers_start
+ *   stop:  level 0 -> sp_samplers_stop -> sp_recorder_close (drains) ->
+ *          leave the session folder
+ *
+ * The hot path never takes rt_mu: it reads servprof__level (relaxed). The
+ * level starts at SP_LEVEL_UNINIT so that the first record call of the
+ * process (or of a fork child) goes to the slow path, which calls
+ * sp_runtime_ensure(): "no explicit init needed" without a constructor.
+ *
+ * Limits: servprof_step() only counts (an atomic add); on the N-th step it
+ * wakes the watcher, which stops collection and writes "enable": 0 back
+ * into the file, so a scheduler thread never waits for a drain.
+ *
+ * Fork: the child handler takes no lock (another parent thread may hold
+ * rt_mu at fork time and does not exist in the child). It re-initializes
+ * the mutex, forgets the parent's session, watcher, recorder and samplers,
+ * and sets the level back to SP_LEVEL_UNINIT: the child's first record call
+ * re-reads the config and, when it says enable, opens the child's own store
+ * in the session folder that the parent is using.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
 #include "internal.h"
+#include "runtime.h"
 
-_Atomic int servprof__level = 0; /* the real runtime starts at SP_LEVEL_UNINIT */
+_Atomic int servprof__level = SP_LEVEL_UNINIT;
 
-void sp_runtime_ensure(void) {}
-SERVPROF_API int servprof_init(void) { return 0; }
-SERVPROF_API void servprof_shutdown(void) {}
-SERVPROF_API int servprof_start(void) { return SERVPROF_ESTATE; }
-SERVPROF_API int servprof_stop(void) { return SERVPROF_ESTATE; }
-SERVPROF_API void servprof_step(void) {}
-SERVPROF_API int servprof_session_dir(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
-SERVPROF_API int servprof_store_path(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
+#define CONFIG_MAX_BYTES (1u << 20)
+
+/* ---- state: everything below is owned by rt_mu unless it is atomic ---- */
+
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int ready;           /* init done in this process (release/acquire) */
+static _Thread_local int in_runtime; /* this thread holds rt_mu: no re-entry */
+
+static char cfg_path[SP_PATH_MAX];  /* "" when SERVICE_PROF_CONFIG_PATH is unset */
+static sp_config cur;               /* the config in force (last good read) */
+static char *last_text;             /* content of the last read of the file */
+static size_t last_len;
+static int file_missing;            /* the file was gone at the last look */
+static int file_enable;             /* "enable" as last read from the file */
+static int start_failed;            /* the last file-driven start failed */
+static int self_wrote;              /* we wrote "enable": 0 ourselves */
+static int collecting;
+static sp_session sess;             /* valid while collecting */
+static uint64_t serial;
+static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
+static int watching;
+
+static _Atomic int64_t steps;       /* servprof_step() calls this session */
+static _Atomic int64_t step_limit;  /* 0 = none */
+static _Atomic int limit_hit;       /* the N-th step was counted */
+
+/* Domain filters are published to the hot path and never freed (a reader
+ * may hold an old pointer); identical filters are reused. */
+typedef struct filter_node {
+    sp_domain_filter f;
+    struct filter_node *next;
+} filter_node;
+static filter_node *filters;
+
+static void lock(void)
+{
+    pthread_mutex_lock(&rt_mu);
+    in_runtime = 1;
+}
+
+static void unlock(void)
+{
+    in_runtime = 0;
+    pthread_mutex_unlock(&rt_mu);
+}
+
+/* ---- config diagnostics to the log ---------------------------------- */
+
+static void log_diag(void *ctx, int is_error, const char *msg)
+{
+    sp_log(is_error ? SP_LOG_ERROR : SP_LOG_WARNING, "config %s: %s", (const char *)ctx, msg);
+}
+
+/* Parses text into *out, logging each problem. 0 or SERVPROF_ECONFIG. */
+static int parse_logged(const char *text, size_t len, sp_config *out)
+{
+    sp_config_diag d = {0, 0, log_diag, cfg_path};
+    return sp_config_parse(text, len, out, &d);
+}
+
+/* ---- start / stop ---------------------------------------------------- */
+
+static const sp_domain_filter *filter_for(const sp_config *c)
+{
+    if (c->ndomains == 0)
+        return NULL;
+    for (filter_node *n = filters; n; n = n->next)
+        if (n->f.n == c->ndomains &&
+            !memcmp(n->f.names, c->domains, sizeof c->domains[0] * (size_t)c->ndomains))
+            return &n->f;
+    filter_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL; /* out of memory: keep every domain rather than none */
+    n->f.n = c->ndomains;
+    memcpy(n->f.names, c->domains, sizeof c->domains[0] * (size_t)c->ndomains);
+    n->next = filters;
+    filters = n;
+    return &n->f;
+}
+
+static int start_locked(void)
+{
+    if (collecting)
+        return SERVPROF_ESTATE;
+    int rc = sp_session_open(&sess, &cur, cfg_path, serial + 1);
+    if (rc != 0)
+        return rc; /* logged by session.c */
+    rc = sp_recorder_open(&sess, &cur);
+    if (rc != 0) {
+        sp_log(SP_LOG_ERROR, "cannot open the raw store '%s': %s; collection stays off",
+               sess.store_path, servprof_strerror(rc));
+        sp_session_leave(&sess, 0);
+        return rc;
+    }
+    serial++;
+    atomic_store_explicit(&sp__domain_filter, filter_for(&cur), memory_order_release);
+    atomic_store(&steps, 0);
+    atomic_store(&limit_hit, 0);
+    atomic_store(&step_limit, cur.profiler_step_num);
+    atomic_store(&deadline_ns,
+                 cur.timelimit ? sp_now_monotonic_ns() + (int64_t)cur.timelimit * 1000000000 : 0);
+    collecting = 1;
+    atomic_store_explicit(&servprof__level, cur.profiler_level, memory_order_release);
+    sp_samplers_start(&sess, &cur);
+    sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
+           sess.dir, sess.store_path);
+    return 0;
+}
+
+/* close_generation: the stop comes from the file (see session.c). */
+static int stop_locked(int close_generation, const char *why)
+{
+    if (!collecting)
+        return SERVPROF_ESTATE;
+    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    sp_samplers_stop();
+    sp_recorder_close();
+    sp_session_leave(&sess, close_generation);
+    collecting = 0;
+    atomic_store(&deadline_ns, 0);
+    atomic_store(&step_limit, 0);
+    sp_log(SP_LOG_INFO, "Profiler Disabled Successfully! (%s) Data is in %s", why, sess.dir);
+    return 0;
+}
+
+/* A limit was reached: stop, then write "enable": 0 back to the file. */
+static void limit_stop_locked(const char *why)
+{
+    stop_locked(1, why);
+    if (!cfg_path[0])
+        return;
+    char err[512];
+    int changed = 0;
+    if (sp_config_set_enable(cfg_path, 0, &changed, err, sizeof err) != 0) {
+        sp_log(SP_LOG_ERROR, "cannot write \"enable\": 0 into %s: %s; collection is off in this "
+               "process anyway", cfg_path, err);
+        return;
+    }
+    file_enable = 0;
+    self_wrote = changed;
+}
+
+/* ---- the watcher's hooks (watcher thread) ---------------------------- */
+
+static void on_changed(void)
+{
+    lock();
+    if (!atomic_load(&ready)) {
+        unlock();
+        return;
+    }
+    char *text;
+    size_t len;
+    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    if (rc != 0) {
+        if (!file_missing)
+            sp_log(SP_LOG_WARNING, "config %s: cannot read it (%s); collection stays %s",
+                   cfg_path, strerror(-rc), collecting ? "on" : "off");
+        file_missing = 1;
+        unlock();
+        return;
+    }
+    file_missing = 0;
+    if (last_text && len == last_len && !memcmp(text, last_text, len)) {
+        free(text); /* touched, not changed */
+        unlock();
+        return;
+    }
+    free(last_text);
+    last_text = text;
+    last_len = len;
+    sp_config next;
+    if (parse_logged(text, len, &next) != 0) {
+        unlock(); /* logged: the previous config stays in force */
+        return;
+    }
+    sp_config old = cur;
+    cur = next;
+    if (next.enable != file_enable) {
+        file_enable = next.enable;
+        self_wrote = 0;
+        if (next.enable && !collecting) {
+            start_failed = start_locked() != 0;
+        } else if (!next.enable && collecting) {
+            stop_locked(1, "\"enable\": 0 in the config file");
+        } else {
+            sp_log(SP_LOG_INFO, "config %s: \"enable\": %d; collection was already %s",
+                   cfg_path, next.enable, collecting ? "on" : "off");
+        }
+    } else if (next.enable && !collecting && start_failed) {
+        sp_log(SP_LOG_INFO, "config %s changed; retrying the start that failed", cfg_path);
+        start_failed = start_locked() != 0;
+    } else {
+        char keys[512];
+        int n = sp_config_changed_keys(&old, &next, keys, sizeof keys);
+        int level = self_wrote ? SP_LOG_DEBUG : SP_LOG_INFO;
+        self_wrote = 0;
+        if (n && collecting)
+            sp_log(level, "config %s changed, \"enable\" stays %d: collection goes on as it is; "
+                   "changes to %s take effect at the next start", cfg_path, next.enable, keys);
+        else if (n)
+            sp_log(level, "config %s changed, \"enable\" stays %d: collection stays off; "
+                   "changes to %s take effect at the next start", cfg_path, next.enable, keys);
+        else
+            sp_log(level, "config %s changed, \"enable\" stays %d: collection stays %s",
+                   cfg_path, next.enable, collecting ? "on" : "off");
+    }
+    unlock();
+}
+
+static void on_tick(void)
+{
+    /* Cheap when there is nothing to do: no lock every 100 ms. */
+    int64_t deadline = atomic_load(&deadline_ns);
+    if (!atomic_load(&limit_hit) && (!deadline || sp_now_monotonic_ns() < deadline))
+        return;
+    lock();
+    if (collecting && atomic_load(&limit_hit)) {
+        char why[96];
+        snprintf(why, sizeof why, "profiler_step_num: %lld steps reached",
+                 (long long)atomic_load(&step_limit));
+        limit_stop_locked(why);
+    } else if (collecting && atomic_load(&deadline_ns) &&
+               sp_now_monotonic_ns() >= atomic_load(&deadline_ns)) {
+        char why[96];
+        snprintf(why, sizeof why, "timelimit: %d s reached", cur.timelimit);
+        limit_stop_locked(why);
+    }
+    atomic_store(&limit_hit, 0);
+    unlock();
+}
+
+/* ---- init, fork, exit ------------------------------------------------- */
+
+static void at_exit(void)
+{
+    servprof_shutdown();
+}
+
+static void atfork_child(void)
+{
+    /* No lock here: the thread that held rt_mu in the parent is gone. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&rt_mu, &fresh, sizeof rt_mu);
+    in_runtime = 0;
+    collecting = 0;
+    watching = 0;
+    atomic_store(&deadline_ns, 0);
+    atomic_store(&step_limit, 0);
+    atomic_store(&limit_hit, 0);
+    sp_watch_atfork_child();
+    sp_session_atfork_child();
+    sp_recorder_atfork_child();
+    sp_samplers_atfork_child();
+    atomic_store(&ready, 0);
+    atomic_store_explicit(&servprof__level, SP_LEVEL_UNINIT, memory_order_release);
+}
+
+/* Reads SERVICE_PROF_CONFIG_PATH and the file (creating it when missing).
+ * Returns 0 or a negative code; the library stays usable either way. */
+static int read_initial_config(void)
+{
+    sp_config_defaults(&cur);
+    file_enable = 0;
+    free(last_text);
+    last_text = NULL;
+    last_len = 0;
+    file_missing = 0;
+    const char *env = getenv("SERVICE_PROF_CONFIG_PATH");
+    if (!env || !*env) {
+        cfg_path[0] = '\0';
+        sp_log(SP_LOG_DEBUG, "SERVICE_PROF_CONFIG_PATH is not set: collecting only on "
+               "servprof_start()");
+        return 0;
+    }
+    if (strlen(env) >= sizeof cfg_path) {
+        cfg_path[0] = '\0';
+        sp_log(SP_LOG_ERROR, "SERVICE_PROF_CONFIG_PATH is longer than %d bytes; ignoring it",
+               SP_PATH_MAX - 1);
+        return SERVPROF_EINVAL;
+    }
+    snprintf(cfg_path, sizeof cfg_path, "%s", env);
+    char *text;
+    size_t len;
+    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    if (rc == -ENOENT) {
+        char why[SP_PATH_MAX + 128];
+        if (sp_config_create_default(cfg_path, why, sizeof why) == 0) {
+            sp_log(SP_LOG_INFO, "created config file %s with collection off (\"enable\": 0)",
+                   cfg_path);
+            rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+        } else {
+            sp_log(SP_LOG_WARNING, "config file %s does not exist and was not created: %s; "
+                   "collection stays off until the file appears", cfg_path, why);
+            file_missing = 1;
+            return 0;
+        }
+    }
+    if (rc != 0) {
+        sp_log(SP_LOG_ERROR, "config %s: cannot read it (%s); collection stays off", cfg_path,
+               strerror(-rc));
+        return SERVPROF_EIO;
+    }
+    last_text = text;
+    last_len = len;
+    sp_config c;
+    if (parse_logged(text, len, &c) != 0)
+        return SERVPROF_ECONFIG; /* logged; defaults (off) stay */
+    cur = c;
+    file_enable = c.enable;
+    return 0;
+}
+
+static int init_locked(void)
+{
+    static int registered; /* once per program; inherited by fork children */
+    if (!registered) {
+        registered = 1;
+        atexit(at_exit);
+        pthread_atfork(NULL, NULL, atfork_child);
+    }
+    sp_log_reset();
+    collecting = 0;
+    start_failed = 0;
+    self_wrote = 0;
+    int rc = read_initial_config();
+    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    atomic_store(&ready, 1);
+    if (file_enable)
+        start_failed = start_locked() != 0;
+    return rc;
+}
+
+static const sp_watch_hooks hooks = {on_changed, on_tick};
+
+/* Starts the watcher once init is done; called with rt_mu NOT held. */
+static void start_watcher(void)
+{
+    lock();
+    int want = atomic_load(&ready) && cfg_path[0] && !watching;
+    if (want)
+        watching = 1;
+    char path[SP_PATH_MAX];
+    snprintf(path, sizeof path, "%s", cfg_path);
+    unlock();
+    if (want && sp_watch_start(path, &hooks) != 0) {
+        lock();
+        watching = 0;
+        unlock();
+    }
+}
+
+static int ensure(void)
+{
+    if (atomic_load_explicit(&ready, memory_order_acquire))
+        return 0;
+    if (in_runtime)
+        return 0; /* re-entered from our own callees (recorder, samplers) */
+    lock();
+    int rc = 0;
+    int did = 0;
+    if (!atomic_load(&ready)) {
+        rc = init_locked();
+        did = 1;
+    }
+    unlock();
+    if (did)
+        start_watcher();
+    return rc;
+}
+
+void sp_runtime_ensure(void)
+{
+    (void)ensure();
+}
+
+/* ---- the public control functions ---------------------------------------- */
+
+SERVPROF_API int servprof_init(void)
+{
+    return ensure();
+}
+
+SERVPROF_API void servprof_shutdown(void)
+{
+    if (in_runtime || sp_watch_is_self())
+        return; /* from our own thread: it would join itself */
+    lock();
+    if (!atomic_load(&ready)) {
+        unlock();
+        return;
+    }
+    stop_locked(0, "shutdown");
+    int was_watching = watching;
+    watching = 0;
+    unlock();
+    if (was_watching)
+        sp_watch_stop();
+    lock();
+    atomic_store(&ready, 0);
+    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    free(last_text);
+    last_text = NULL;
+    last_len = 0;
+    unlock();
+}
+
+SERVPROF_API int servprof_start(void)
+{
+    ensure();
+    lock();
+    int rc = start_locked();
+    if (rc == 0)
+        start_failed = 0;
+    unlock();
+    return rc;
+}
+
+SERVPROF_API int servprof_stop(void)
+{
+    ensure();
+    lock();
+    int rc = stop_locked(0, "servprof_stop()");
+    unlock();
+    return rc;
+}
+
+SERVPROF_API void servprof_step(void)
+{
+    if (!atomic_load_explicit(&ready, memory_order_acquire))
+        ensure();
+    int64_t limit = atomic_load_explicit(&step_limit, memory_order_relaxed);
+    int64_t n = atomic_fetch_add_explicit(&steps, 1, memory_order_relaxed) + 1;
+    if (!limit || n != limit)
+        return;
+    atomic_store(&limit_hit, 1);
+    if (sp_watch_is_self())
+        return; /* the tick after this call handles it */
+    lock();
+    int w = watching;
+    unlock();
+    if (w) {
+        sp_watch_wake(); /* the watcher stops and rewrites the file */
+    } else {
+        lock(); /* no watcher (no config file): stop here */
+        if (collecting && atomic_load(&limit_hit)) {
+            char why[96];
+            snprintf(why, sizeof why, "profiler_step_num: %lld steps reached", (long long)limit);
+            limit_stop_locked(why);
+        }
+        atomic_store(&limit_hit, 0);
+        unlock();
+    }
+}
+
+static int copy_out(const char *src, char *buf, size_t len)
+{
+    if (!buf || strlen(src) >= len)
+        return SERVPROF_EINVAL;
+    memcpy(buf, src, strlen(src) + 1);
+    return 0;
+}
+
+SERVPROF_API int servprof_session_dir(char *buf, size_t len)
+{
+    ensure();
+    lock();
+    int rc = collecting ? copy_out(sess.dir, buf, len) : SERVPROF_ESTATE;
+    unlock();
+    return rc;
+}
+
+SERVPROF_API int servprof_store_path(char *buf, size_t len)
+{
+    ensure();
+    lock();
+    int rc = collecting ? copy_out(sess.store_path, buf, len) : SERVPROF_ESTATE;
+    unlock();
+    return rc;
+}
