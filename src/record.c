@@ -1,41 +1,678 @@
-/* record.c — placeholder: the recording API (issue 3 replaces it with the
- * real hot path; see servprof.h for the contract). */
+/*
+ * record.c — the recording API of servprof.h: the hot path.
+ *
+ * DESIGN
+ * A record is built in place in the calling thread's ring (tbuf.h): the
+ * servprof_rec handle IS the thread's sp_tbuf. servprof_rec_begin_slow()
+ * checks the level and the domain, takes the timestamp and writes the
+ * header; each attribute call appends a tag, a key and a value (the layout
+ * is in rec_format.h); the finishing call appends the name, patches the
+ * header's length and kind and publishes the record with one release store
+ * of the ring's head. Nothing here locks, allocates (but for the thread's
+ * first record, which creates its buffer) or makes a system call other than
+ * the vDSO clock; JSON is built later by the writer thread (args.c).
+ *
+ * When the ring has no room the record goes on being "built" in state
+ * SP_TB_OVERFLOW, where every call is a no-op, and the finishing call counts
+ * one drop: the caller never waits.
+ *
+ * A span id is (thread index << 40) | per-thread counter: unique in the
+ * process without shared state. A span's end may be written by any thread,
+ * into that thread's ring; the writer pairs begin and end.
+ *
+ * Records that must be written while the thread is in the middle of building
+ * another (servprof_span_end() or servprof_link() between a
+ * servprof_rec_begin() and its finishing call) are inserted in front of the
+ * unfinished one, which is moved up the ring: rare, and cheaper than a
+ * second buffer.
+ */
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+
 #include "internal.h"
+#include "rec_format.h"
+#include "rec_state.h"
+#include "tbuf.h"
 
 _Atomic(const sp_domain_filter *) sp__domain_filter;
+sp_rec_counters sp_rec_count;
+_Atomic uint32_t sp_rec_epoch;
 
-int sp_recorder_open(const sp_session *s, const sp_config *c) { (void)s; (void)c; return 0; }
-void sp_recorder_close(void) {}
-void sp_recorder_atfork_child(void) {}
-int sp_recorder_meta(const char *k, const char *v) { (void)k; (void)v; return 0; }
-int sp_domain_pass(const sp_domain_filter *f, const char *d) { (void)f; (void)d; return 1; }
-SERVPROF_API void servprof_set_process_name(const char *n) { (void)n; }
-SERVPROF_API void servprof_set_thread_name(const char *n) { (void)n; }
-SERVPROF_API int servprof_meta(const char *k, const char *v) { return sp_recorder_meta(k, v); }
-SERVPROF_API servprof_rec *servprof_rec_begin_slow(int l, const char *d) { (void)l; (void)d; return 0; }
-SERVPROF_API void servprof_rec_cancel(servprof_rec *r) { (void)r; }
-SERVPROF_API void servprof_res_str(servprof_rec *r, const char *x) { (void)r; (void)x; }
-SERVPROF_API void servprof_res_int(servprof_rec *r, int64_t x) { (void)r; (void)x; }
-SERVPROF_API void servprof_attr_str(servprof_rec *r, const char *k, const char *v) { (void)r; (void)k; (void)v; }
-SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *k, const char *v, size_t n) { (void)r; (void)k; (void)v; (void)n; }
-SERVPROF_API void servprof_attr_int(servprof_rec *r, const char *k, int64_t v) { (void)r; (void)k; (void)v; }
-SERVPROF_API void servprof_attr_double(servprof_rec *r, const char *k, double v) { (void)r; (void)k; (void)v; }
-SERVPROF_API void servprof_attr_bool(servprof_rec *r, const char *k, int v) { (void)r; (void)k; (void)v; }
-SERVPROF_API void servprof_attr_int_array(servprof_rec *r, const char *k, const int64_t *v, size_t n) { (void)r; (void)k; (void)v; (void)n; }
-SERVPROF_API void servprof_attr_double_array(servprof_rec *r, const char *k, const double *v, size_t n) { (void)r; (void)k; (void)v; (void)n; }
-SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *k, const char *j) { (void)r; (void)k; (void)j; }
-SERVPROF_API void servprof_attr_array_begin(servprof_rec *r, const char *k) { (void)r; (void)k; }
-SERVPROF_API void servprof_attr_object_begin(servprof_rec *r, const char *k) { (void)r; (void)k; }
-SERVPROF_API void servprof_attr_end(servprof_rec *r) { (void)r; }
-SERVPROF_API void servprof_metric(servprof_rec *r, const char *n, double v) { (void)r; (void)n; (void)v; }
-SERVPROF_API void servprof_metric_inc(servprof_rec *r, const char *n, double v) { (void)r; (void)n; (void)v; }
-SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *n, const char *v) { (void)r; (void)n; (void)v; }
-SERVPROF_API void servprof_event(servprof_rec *r, const char *n) { (void)r; (void)n; }
-SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *f, const char *t) { (void)r; (void)f; (void)t; }
-SERVPROF_API void servprof_link(const char *f, const char *t) { (void)f; (void)t; }
-SERVPROF_API servprof_span servprof_span_begin(servprof_rec *r, const char *n) { (void)r; (void)n; return 0; }
-SERVPROF_API void servprof_span_end(servprof_span s) { (void)s; }
-SERVPROF_API void servprof_span_end_rec(servprof_rec *r, servprof_span s) { (void)r; (void)s; }
-SERVPROF_API void servprof_span_at(servprof_rec *r, const char *n, int64_t a, int64_t b) { (void)r; (void)n; (void)a; (void)b; }
-SERVPROF_API void servprof_get_stats(servprof_stats *o) { memset(o, 0, sizeof *o); }
+#define SPAN_INDEX_SHIFT 40
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void bump(_Atomic uint64_t *c)
+{
+    /* Single writer (the owning thread): a plain load/store pair, no lock
+     * prefix; readers only need an untorn value. */
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static void bad_input(void)
+{
+    sp_count(&sp_rec_count.bad_input, 1);
+}
+
+/* Length of s to copy: NULL counts as bad input and reads as "", over-long
+ * strings are cut at SERVPROF_MAX_STRING on a UTF-8 character boundary. */
+static inline size_t str_len(const char **s)
+{
+    if (__builtin_expect(!*s, 0)) {
+        bad_input();
+        *s = "";
+        return 0;
+    }
+    size_t n = strnlen(*s, SERVPROF_MAX_STRING + 1);
+    if (__builtin_expect(n > SERVPROF_MAX_STRING, 0)) {
+        n = SERVPROF_MAX_STRING;
+        while (n > 0 && ((unsigned char)(*s)[n] & 0xC0) == 0x80)
+            n--; /* do not split a multi-byte character */
+        sp_count(&sp_rec_count.truncated, 1);
+    }
+    return n;
+}
+
+static inline size_t cut_len(const char *s, size_t n)
+{
+    if (__builtin_expect(n > SERVPROF_MAX_STRING, 0)) {
+        n = SERVPROF_MAX_STRING;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        sp_count(&sp_rec_count.truncated, 1);
+    }
+    return n;
+}
+
+/* Appends n bytes to the record being built; on no room the record turns
+ * to SP_TB_OVERFLOW. */
+static inline int put(sp_tbuf *tb, const void *src, size_t n)
+{
+    uint64_t end = tb->pos + n;
+    if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
+        tb->state = SP_TB_OVERFLOW;
+        return 0;
+    }
+    sp_tb_write(tb, tb->pos, src, n);
+    tb->pos = end;
+    return 1;
+}
+
+/* A u16 length and the bytes, with one room check. */
+static inline int put_str(sp_tbuf *tb, const char *s, size_t n)
+{
+    uint16_t len = (uint16_t)n;
+    uint64_t end = tb->pos + 2 + n;
+    if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
+        tb->state = SP_TB_OVERFLOW;
+        return 0;
+    }
+    sp_tb_write(tb, tb->pos, &len, 2);
+    sp_tb_write(tb, tb->pos + 2, s, n);
+    tb->pos = end;
+    return 1;
+}
+
+/* The record handle when it may take attributes; NULL otherwise. A handle
+ * whose record was already finished is misuse (counted). */
+static inline sp_tbuf *building(servprof_rec *r)
+{
+    sp_tbuf *tb = (sp_tbuf *)r;
+    if (!tb)
+        return NULL;
+    if (__builtin_expect(tb->state != SP_TB_BUILDING, 0)) {
+        if (tb->state == SP_TB_IDLE)
+            bad_input();
+        return NULL;
+    }
+    return tb;
+}
+
+static inline int in_array(const sp_tbuf *tb)
+{
+    return tb->depth > 0 && ((tb->array_bits >> (tb->depth - 1)) & 1);
+}
+
+/* Tag and key of an attribute. Inside an array the key is not stored;
+ * elsewhere a NULL key is bad input and stored as "". */
+static inline int put_key(sp_tbuf *tb, uint8_t tag, const char *key)
+{
+    if (in_array(tb)) {
+        uint8_t b[3] = {tag, 0, 0};
+        return put(tb, b, 3);
+    }
+    size_t n = str_len(&key);
+    uint8_t b[3] = {tag, (uint8_t)(n & 0xFF), (uint8_t)(n >> 8)};
+    uint64_t end = tb->pos + 3 + n;
+    if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
+        tb->state = SP_TB_OVERFLOW;
+        return 0;
+    }
+    sp_tb_write(tb, tb->pos, b, 3);
+    sp_tb_write(tb, tb->pos + 3, key, n);
+    tb->pos = end;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Publishing                                                           */
+/* ------------------------------------------------------------------ */
+
+static inline void reset(sp_tbuf *tb)
+{
+    tb->pos = tb->rec_start;
+    tb->state = SP_TB_IDLE;
+}
+
+static inline void drop(sp_tbuf *tb)
+{
+    bump(&tb->dropped);
+    reset(tb);
+}
+
+/* Finishes the record being built: patches kind (and span fields) into the
+ * header and publishes it. Returns 0 when the record was dropped. */
+static inline int publish(sp_tbuf *tb, uint8_t kind, uint64_t span, int64_t ts, int64_t ts2)
+{
+    if (__builtin_expect(tb->state != SP_TB_BUILDING, 0)) {
+        drop(tb);
+        return 0;
+    }
+    sp_rec_hdr h;
+    sp_tb_read(tb, tb->rec_start, &h, sizeof h);
+    h.len = (uint32_t)(tb->pos - tb->rec_start);
+    h.kind = kind;
+    h.span = span;
+    if (ts)
+        h.ts = ts;
+    h.ts2 = ts2;
+    sp_tb_write(tb, tb->rec_start, &h, sizeof h);
+    tb->rec_start = tb->pos;
+    tb->state = SP_TB_IDLE;
+    bump(&tb->records);
+    atomic_store_explicit(&tb->head, tb->pos, memory_order_release);
+    return 1;
+}
+
+/* Writes a complete record (rec, n bytes) now, even while the thread is in
+ * the middle of building another: that one is moved up by n bytes. */
+static int publish_standalone(sp_tbuf *tb, const uint8_t *rec, size_t n)
+{
+    uint64_t start = tb->rec_start, len = tb->pos - start;
+    if (!sp_tb_room(tb, tb->pos + n)) {
+        bump(&tb->dropped);
+        return 0;
+    }
+    for (uint64_t i = len; i-- > 0;) /* backwards: the ranges overlap */
+        tb->data[(start + n + i) & tb->mask] = tb->data[(start + i) & tb->mask];
+    sp_tb_write(tb, start, rec, n);
+    tb->rec_start = start + n;
+    tb->pos += n;
+    bump(&tb->records);
+    atomic_store_explicit(&tb->head, start + n, memory_order_release);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Begin                                                                */
+/* ------------------------------------------------------------------ */
+
+int sp_domain_pass(const sp_domain_filter *f, const char *domain)
+{
+    if (!f || f->n <= 0 || !domain)
+        return 1;
+    for (int i = 0; i < f->n; i++)
+        if (!strncmp(f->names[i], domain, SP_DOMAIN_LEN) && strlen(domain) < SP_DOMAIN_LEN)
+            return 1;
+    return 0;
+}
+
+/* The level being collected, initializing the library on first use.
+ * 0 when off. */
+static inline int current_level(void)
+{
+    int on = atomic_load_explicit(&servprof__level, memory_order_relaxed);
+    if (__builtin_expect(on == SP_LEVEL_UNINIT, 0)) {
+        sp_runtime_ensure();
+        on = atomic_load_explicit(&servprof__level, memory_order_relaxed);
+        if (on == SP_LEVEL_UNINIT)
+            on = 0;
+    }
+    return on;
+}
+
+SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain)
+{
+    int on = current_level();
+    if (on <= 0 || level > on)
+        return NULL;
+    if (domain) {
+        const sp_domain_filter *f = atomic_load_explicit(&sp__domain_filter, memory_order_acquire);
+        if (f && f->n > 0 && !sp_domain_pass(f, domain))
+            return NULL;
+    }
+    sp_tbuf *tb = sp_tbuf_self();
+    if (__builtin_expect(!tb, 0))
+        return NULL;
+    if (__builtin_expect(tb->state != SP_TB_IDLE, 0)) {
+        bad_input(); /* the previous record was never finished: abandoned */
+        reset(tb);
+    }
+    tb->depth = 0;
+    tb->skip_depth = 0;
+    tb->array_bits = 0;
+    sp_rec_hdr h = {0};
+    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
+    h.ts = now_ns();
+    size_t dn = domain ? str_len(&domain) : 0;
+    uint16_t dlen = (uint16_t)dn;
+    uint64_t end = tb->pos + sizeof h + 2 + dn;
+    if (!sp_tb_room(tb, end)) {
+        tb->state = SP_TB_OVERFLOW;
+        return (servprof_rec *)tb; /* the finishing call counts the drop */
+    }
+    sp_tb_write(tb, tb->pos, &h, sizeof h);
+    sp_tb_write(tb, tb->pos + sizeof h, &dlen, 2);
+    if (dn)
+        sp_tb_write(tb, tb->pos + sizeof h + 2, domain, dn);
+    tb->pos = end;
+    tb->state = SP_TB_BUILDING;
+    return (servprof_rec *)tb;
+}
+
+SERVPROF_API void servprof_rec_cancel(servprof_rec *r)
+{
+    sp_tbuf *tb = (sp_tbuf *)r;
+    if (!tb)
+        return;
+    if (tb->state == SP_TB_IDLE)
+        bad_input();
+    else
+        reset(tb);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                           */
+/* ------------------------------------------------------------------ */
+
+SERVPROF_API void servprof_res_str(servprof_rec *r, const char *rid)
+{
+    servprof_attr_str(r, "rid", rid);
+}
+
+SERVPROF_API void servprof_res_int(servprof_rec *r, int64_t rid)
+{
+    servprof_attr_int(r, "rid", rid);
+}
+
+SERVPROF_API void servprof_attr_str(servprof_rec *r, const char *key, const char *val)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    size_t n = str_len(&val);
+    if (put_key(tb, SP_TAG_STR, key))
+        put_str(tb, val, n);
+}
+
+SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *key, const char *val, size_t len)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (!val) {
+        bad_input();
+        val = "";
+        len = 0;
+    }
+    len = cut_len(val, len);
+    if (put_key(tb, SP_TAG_STR, key))
+        put_str(tb, val, len);
+}
+
+SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *key, const char *json)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    size_t n = str_len(&json);
+    if (put_key(tb, SP_TAG_JSON, key))
+        put_str(tb, json, n);
+}
+
+SERVPROF_API void servprof_attr_int(servprof_rec *r, const char *key, int64_t val)
+{
+    sp_tbuf *tb = building(r);
+    if (tb && put_key(tb, SP_TAG_INT, key))
+        put(tb, &val, 8);
+}
+
+static inline void put_double(servprof_rec *r, uint8_t tag, const char *key, double val)
+{
+    sp_tbuf *tb = building(r);
+    if (tb && put_key(tb, tag, key))
+        put(tb, &val, 8);
+}
+
+SERVPROF_API void servprof_attr_double(servprof_rec *r, const char *key, double val)
+{
+    put_double(r, SP_TAG_DOUBLE, key, val);
+}
+
+SERVPROF_API void servprof_metric(servprof_rec *r, const char *name, double val)
+{
+    put_double(r, SP_TAG_GAUGE, name, val);
+}
+
+SERVPROF_API void servprof_metric_inc(servprof_rec *r, const char *name, double val)
+{
+    put_double(r, SP_TAG_INC, name, val);
+}
+
+SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *name, const char *val)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    size_t n = str_len(&val);
+    if (put_key(tb, SP_TAG_SCOPE, name))
+        put_str(tb, val, n);
+}
+
+SERVPROF_API void servprof_attr_bool(servprof_rec *r, const char *key, int val)
+{
+    sp_tbuf *tb = building(r);
+    uint8_t b = val != 0;
+    if (tb && put_key(tb, SP_TAG_BOOL, key))
+        put(tb, &b, 1);
+}
+
+static void put_array(servprof_rec *r, uint8_t tag, const char *key, const void *vals, size_t n)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (!vals && n) {
+        bad_input();
+        n = 0;
+    }
+    if (n > UINT32_MAX / 8) { /* cannot fit any buffer: drop the record */
+        tb->state = SP_TB_OVERFLOW;
+        return;
+    }
+    uint32_t cnt = (uint32_t)n;
+    if (put_key(tb, tag, key) && put(tb, &cnt, 4) && n)
+        put(tb, vals, n * 8);
+}
+
+SERVPROF_API void servprof_attr_int_array(servprof_rec *r, const char *key, const int64_t *vals,
+                                          size_t n)
+{
+    put_array(r, SP_TAG_INT_ARR, key, vals, n);
+}
+
+SERVPROF_API void servprof_attr_double_array(servprof_rec *r, const char *key, const double *vals,
+                                             size_t n)
+{
+    put_array(r, SP_TAG_DBL_ARR, key, vals, n);
+}
+
+static void open_container(servprof_rec *r, uint8_t tag, const char *key)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (tb->depth >= SP_MAX_NESTING) {
+        bad_input();
+        tb->skip_depth++;
+        return;
+    }
+    if (put_key(tb, tag, key)) {
+        if (tag == SP_TAG_ARR)
+            tb->array_bits |= (uint64_t)1 << tb->depth;
+        else
+            tb->array_bits &= ~((uint64_t)1 << tb->depth);
+        tb->depth++;
+    }
+}
+
+SERVPROF_API void servprof_attr_array_begin(servprof_rec *r, const char *key)
+{
+    open_container(r, SP_TAG_ARR, key);
+}
+
+SERVPROF_API void servprof_attr_object_begin(servprof_rec *r, const char *key)
+{
+    open_container(r, SP_TAG_OBJ, key);
+}
+
+SERVPROF_API void servprof_attr_end(servprof_rec *r)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (tb->skip_depth > 0) {
+        tb->skip_depth--;
+        return;
+    }
+    if (tb->depth == 0) {
+        bad_input(); /* nothing open */
+        return;
+    }
+    uint8_t t = SP_TAG_END;
+    if (put(tb, &t, 1))
+        tb->depth--;
+}
+
+/* ------------------------------------------------------------------ */
+/* Finishing                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The attribute stream's end tag followed by the name. */
+static inline void put_trailer_name(sp_tbuf *tb, const char *name)
+{
+    size_t n = str_len(&name);
+    uint8_t stop = SP_TAG_STOP;
+    if (put(tb, &stop, 1))
+        put_str(tb, name, n);
+}
+
+static inline sp_tbuf *finishing(servprof_rec *r)
+{
+    sp_tbuf *tb = (sp_tbuf *)r;
+    if (!tb)
+        return NULL;
+    if (__builtin_expect(tb->state == SP_TB_IDLE, 0)) {
+        bad_input(); /* finished twice */
+        return NULL;
+    }
+    return tb;
+}
+
+SERVPROF_API void servprof_event(servprof_rec *r, const char *name)
+{
+    sp_tbuf *tb = finishing(r);
+    if (!tb)
+        return;
+    if (tb->state == SP_TB_BUILDING)
+        put_trailer_name(tb, name);
+    publish(tb, SP_REC_EVENT, 0, 0, 0);
+}
+
+SERVPROF_API servprof_span servprof_span_begin(servprof_rec *r, const char *name)
+{
+    sp_tbuf *tb = finishing(r);
+    if (!tb)
+        return 0;
+    if (tb->state == SP_TB_BUILDING)
+        put_trailer_name(tb, name);
+    uint64_t id = ((uint64_t)tb->index << SPAN_INDEX_SHIFT) | (tb->span_counter + 1);
+    if (!publish(tb, SP_REC_SPAN_BEGIN, id, 0, 0))
+        return 0; /* dropped: ending it will be a no-op */
+    tb->span_counter++;
+    return id;
+}
+
+SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name, int64_t start_ns,
+                                   int64_t end_ns)
+{
+    sp_tbuf *tb = finishing(r);
+    if (!tb)
+        return;
+    if (end_ns < start_ns) {
+        bad_input();
+        end_ns = start_ns; /* stored with duration 0 */
+    }
+    if (tb->state == SP_TB_BUILDING)
+        put_trailer_name(tb, name);
+    publish(tb, SP_REC_SPAN_AT, 0, start_ns, end_ns);
+}
+
+SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to)
+{
+    sp_tbuf *tb = finishing(r);
+    if (!tb)
+        return;
+    if (tb->state == SP_TB_BUILDING) {
+        size_t nf = str_len(&from), nt = str_len(&to);
+        uint8_t stop = SP_TAG_STOP;
+        if (put(tb, &stop, 1) && put_str(tb, from, nf))
+            put_str(tb, to, nt);
+    }
+    publish(tb, SP_REC_LINK, 0, 0, 0);
+}
+
+/* A record without attributes written outside the begin/finish protocol:
+ * header, no domain, empty attribute stream, then `tail` (already encoded). */
+static void emit_small(sp_tbuf *tb, uint8_t kind, uint64_t span, const uint8_t *tail, size_t n)
+{
+    uint8_t rec[sizeof(sp_rec_hdr) + 3 + 2 * (2 + SERVPROF_MAX_STRING)];
+    sp_rec_hdr h = {0};
+    h.len = (uint32_t)(sizeof h + 3 + n);
+    h.kind = kind;
+    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
+    h.ts = now_ns();
+    h.span = span;
+    memcpy(rec, &h, sizeof h);
+    rec[sizeof h] = 0; /* domain length 0 */
+    rec[sizeof h + 1] = 0;
+    rec[sizeof h + 2] = SP_TAG_STOP;
+    memcpy(rec + sizeof h + 3, tail, n);
+    if (tb->state == SP_TB_IDLE) {
+        if (!sp_tb_room(tb, tb->pos + h.len)) {
+            bump(&tb->dropped);
+            return;
+        }
+        sp_tb_write(tb, tb->pos, rec, h.len);
+        tb->pos += h.len;
+        tb->rec_start = tb->pos;
+        bump(&tb->records);
+        atomic_store_explicit(&tb->head, tb->pos, memory_order_release);
+    } else {
+        publish_standalone(tb, rec, h.len);
+    }
+}
+
+SERVPROF_API void servprof_span_end(servprof_span span)
+{
+    if (!span || current_level() <= 0)
+        return;
+    sp_tbuf *tb = sp_tbuf_self();
+    if (tb)
+        emit_small(tb, SP_REC_SPAN_END, span, NULL, 0);
+}
+
+SERVPROF_API void servprof_span_end_rec(servprof_rec *r, servprof_span span)
+{
+    sp_tbuf *tb = (sp_tbuf *)r;
+    if (!tb) {
+        servprof_span_end(span);
+        return;
+    }
+    if (tb->state == SP_TB_IDLE) {
+        bad_input();
+        servprof_span_end(span);
+        return;
+    }
+    if (!span) { /* the span was never recorded: nothing to end */
+        reset(tb);
+        return;
+    }
+    if (tb->state == SP_TB_OVERFLOW) {
+        /* No room for the end's attributes: count them dropped but still
+         * end the span, or it would be reported as never ended. */
+        drop(tb);
+        emit_small(tb, SP_REC_SPAN_END, span, NULL, 0);
+        return;
+    }
+    uint8_t stop = SP_TAG_STOP;
+    put(tb, &stop, 1);
+    if (!publish(tb, SP_REC_SPAN_END, span, now_ns(), 0))
+        emit_small(tb, SP_REC_SPAN_END, span, NULL, 0);
+}
+
+SERVPROF_API void servprof_link(const char *from, const char *to)
+{
+    if (current_level() < SERVPROF_LEVEL_INFO)
+        return;
+    sp_tbuf *tb = sp_tbuf_self();
+    if (!tb)
+        return;
+    size_t nf = str_len(&from), nt = str_len(&to);
+    uint8_t tail[2 * (2 + SERVPROF_MAX_STRING)];
+    uint16_t l = (uint16_t)nf;
+    memcpy(tail, &l, 2);
+    memcpy(tail + 2, from, nf);
+    l = (uint16_t)nt;
+    memcpy(tail + 2 + nf, &l, 2);
+    memcpy(tail + 4 + nf, to, nt);
+    emit_small(tb, SP_REC_LINK, 0, tail, 4 + nf + nt);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names and counters                                                   */
+/* ------------------------------------------------------------------ */
+
+SERVPROF_API void servprof_set_thread_name(const char *name)
+{
+    if (!name || !*name) {
+        bad_input();
+        sp_log(SP_LOG_WARNING, "servprof_set_thread_name: name is %s; kept the old name",
+               name ? "empty" : "NULL");
+        return;
+    }
+    sp_tbuf *tb = sp_tbuf_self();
+    if (!tb)
+        return;
+    sp_tbuf_lock();
+    snprintf(tb->name, sizeof tb->name, "%s", name);
+    tb->name_gen++;
+    sp_tbuf_unlock();
+}
+
+SERVPROF_API void servprof_get_stats(servprof_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    sp_tbuf_totals(&out->records, &out->dropped);
+    out->written = atomic_load_explicit(&sp_rec_count.written, memory_order_relaxed);
+    out->truncated = atomic_load_explicit(&sp_rec_count.truncated, memory_order_relaxed);
+    out->bad_input = atomic_load_explicit(&sp_rec_count.bad_input, memory_order_relaxed);
+    out->span_double_end = atomic_load_explicit(&sp_rec_count.span_double_end,
+                                                memory_order_relaxed);
+    out->span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
+                                                 memory_order_relaxed);
+    out->write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+}

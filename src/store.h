@@ -1,0 +1,55 @@
+/*
+ * store.h — the SQLite raw store of one process (collection.md §4).
+ * Used by the writer thread only; nothing here is thread-safe.
+ */
+#ifndef SERVPROF_STORE_H
+#define SERVPROF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sp_store sp_store;
+
+typedef struct sp_slice_row {
+    int64_t timestamp, duration;
+    const char *name;
+    size_t name_len;
+    const char *cat; /* domain; "" when none */
+    size_t cat_len;
+    const char *args;
+    size_t args_len;
+    int tid;
+} sp_slice_row;
+
+/* Opens (creating the folder and the file when needed) the store at path:
+ * WAL, synchronous=NORMAL, the six tables, prepared statements. Returns
+ * NULL after logging why. */
+sp_store *sp_store_open(const char *path, int pid);
+
+/* Every write below returns 0, or -1 once the store failed: the first
+ * failure is logged and counted, rolls back the open transaction and makes
+ * every later call a no-op returning -1 (the store file stays valid: WAL
+ * holds only committed transactions). */
+int sp_store_begin(sp_store *st);
+int sp_store_slice(sp_store *st, const sp_slice_row *row);
+int sp_store_meta(sp_store *st, const char *key, const char *value);
+int sp_store_process(sp_store *st, const char *name, const char *label, int ppid);
+int sp_store_thread(sp_store *st, int tid, const char *name);
+/* Commits the open transaction (no-op when none). */
+int sp_store_commit(sp_store *st);
+int sp_store_in_txn(const sp_store *st);
+/* Nonzero once the store failed (error, or file deleted). */
+int sp_store_failed(const sp_store *st);
+
+/* Checks that the file is still the one opened (not deleted or replaced).
+ * Returns 0, or -1 (logged once) and the store is failed. */
+int sp_store_check_file(sp_store *st);
+
+/* Commits, checkpoints (so the .db alone holds everything) and closes.
+ * NULL is a no-op. */
+void sp_store_close(sp_store *st);
+
+/* Fork child: forget the parent's connection without touching it. */
+void sp_store_forget(sp_store *st);
+
+#endif /* SERVPROF_STORE_H */

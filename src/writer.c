@@ -1,0 +1,639 @@
+/*
+ * writer.c — the writer thread: drains every thread buffer into the store.
+ *
+ * DESIGN
+ * One thread per process while a session is open. Each pass walks the list
+ * of thread buffers (tbuf.h) and consumes everything published in each:
+ * load head (acquire), decode records, store tail (release). Decoding turns
+ * a record into a slice row — args JSON built by args.c — or, for a span
+ * half, into an entry of the open-span table (rec_spans.c) until the other
+ * half arrives. Rows go into one SQLite transaction that is committed after
+ * a pass that found nothing new, or once it has been open for
+ * SP_WRITER_COMMIT_NS while records keep coming; so a reader always sees a
+ * consistent prefix at most ~100 ms (+ one pass) old, and so does a kill -9.
+ *
+ * The writer polls: producers never signal it, because waking a thread is a
+ * syscall and the hot path makes none. After a busy pass it sleeps 1 ms (to
+ * batch), after idle passes up to SP_WRITER_IDLE_MAX_MS; a stop request
+ * wakes it through a condition variable.
+ *
+ * Between passes it also writes what changed outside the rings: a thread's
+ * row the first time it shows records in this session (or when renamed),
+ * the process name, servprof_meta keys. Buffers whose thread exited are
+ * freed once drained. Drops are logged at most once a second.
+ *
+ * Stop (sp_recorder_close, called after the level went to 0): the writer
+ * makes one more full pass, so every record published before the stop is
+ * stored, writes spans never ended (duration 0, "unended": true), the
+ * session's totals into Meta, commits and closes the store.
+ *
+ * Records carry the session epoch they were begun in; the writer skips
+ * (and counts as lost) those from another session: they were finished
+ * after an earlier stop had drained.
+ */
+#include <locale.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "internal.h"
+#include "rec_format.h"
+#include "rec_spans.h"
+#include "rec_state.h"
+#include "store.h"
+#include "tbuf.h"
+#include "writer.h"
+
+typedef struct writer {
+    /* Set by sp_recorder_open before the thread starts, read-only after. */
+    sp_store *st;
+    uint32_t epoch;
+    int pid;
+    char hostname[256];
+    int64_t start_ns;
+    pthread_t thread;
+
+    /* Under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+
+    /* Writer thread only. */
+    sp_sbuf args, members, tmp;
+    uint8_t *linear; /* a record that wraps the ring, made contiguous */
+    size_t linear_cap;
+    sp_span_table spans;
+    unsigned meta_gen, proc_gen;
+    int64_t txn_since; /* monotonic ns when the open transaction began; 0 none */
+    uint64_t dropped_at_open, dropped_logged;
+    int64_t drop_log_ns;
+    uint64_t lost, ends_without_begin, bad_json;
+    uint64_t counts_at_open[6];
+} writer;
+
+static writer W = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static int w_open;                     /* runtime's thread only (open/close) */
+static _Atomic uint64_t rows_committed; /* this store */
+static uint64_t rows_in_txn;            /* writer thread */
+
+uint64_t sp_writer_rows(void)
+{
+    return atomic_load_explicit(&rows_committed, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ */
+/* Decoding                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *read_str(const uint8_t **p, const uint8_t *end, size_t *n)
+{
+    uint16_t len = 0;
+    if (end - *p < 2) {
+        *n = 0;
+        return "";
+    }
+    memcpy(&len, *p, 2);
+    *p += 2;
+    if ((size_t)(end - *p) < len)
+        len = (uint16_t)(end - *p);
+    const char *s = (const char *)*p;
+    *p += len;
+    *n = len;
+    return s;
+}
+
+static void count_lost(writer *w)
+{
+    w->lost++;
+}
+
+static void add_row(writer *w, int64_t ts, int64_t dur, const char *name, size_t nl,
+                    const char *cat, size_t cl, const char *args, size_t al, int tid)
+{
+    if (sp_store_failed(w->st)) {
+        count_lost(w);
+        return;
+    }
+    if (!sp_store_in_txn(w->st)) {
+        if (sp_store_begin(w->st) != 0) {
+            count_lost(w);
+            return;
+        }
+        w->txn_since = sp_now_monotonic_ns();
+    }
+    sp_slice_row row = {ts, dur, name, nl, cat, cl, args, al, tid};
+    if (sp_store_slice(w->st, &row) == 0)
+        rows_in_txn++;
+    else
+        count_lost(w);
+}
+
+/* Builds args = {"type":N<prefix><members>} from parts. */
+static void make_args(writer *w, int type, const char *extra, size_t el, const char *members,
+                      size_t ml)
+{
+    char head[16];
+    int n = snprintf(head, sizeof head, "{\"type\":%d", type);
+    sp_sb_clear(&w->args);
+    sp_sb_put(&w->args, head, (size_t)n);
+    sp_sb_put(&w->args, extra, el);
+    sp_sb_put(&w->args, members, ml);
+    sp_sb_put(&w->args, "}", 1);
+}
+
+static void span_row(writer *w, sp_open_span *b, int64_t end_ts, const char *end_members,
+                     size_t eml, int unended)
+{
+    sp_sb_clear(&w->tmp);
+    sp_sb_put(&w->tmp, b->args, b->args_len);
+    sp_sb_put(&w->tmp, end_members, eml);
+    if (unended)
+        sp_sb_put(&w->tmp, ",\"unended\":true", 15);
+    make_args(w, 2, "", 0, w->tmp.p ? w->tmp.p : "", w->tmp.len);
+    int64_t dur = end_ts >= b->ts ? end_ts - b->ts : 0;
+    add_row(w, b->ts, dur, b->name, b->name_len, b->cat, b->cat_len, w->args.p, w->args.len,
+            b->tid);
+}
+
+static void on_span_begin(writer *w, const sp_rec_hdr *h, int tid, const char *name, size_t nl,
+                          const char *cat, size_t cl)
+{
+    sp_spans_note_begin(&w->spans, h->span);
+    sp_open_span *e = sp_spans_find(&w->spans, h->span);
+    if (e && !e->has_begin) { /* its end was drained first */
+        sp_open_span *b = sp_span_new(h->span, name, nl, cat, cl, w->members.p ? w->members.p : "",
+                                      w->members.len);
+        if (b) {
+            b->ts = h->ts;
+            b->tid = tid;
+            span_row(w, b, e->ts, e->args, e->args_len, 0);
+            free(b);
+        } else {
+            count_lost(w);
+        }
+        sp_spans_remove(&w->spans, e);
+        free(e);
+        return;
+    }
+    sp_open_span *b = sp_span_new(h->span, name, nl, cat, cl, w->members.p ? w->members.p : "",
+                                  w->members.len);
+    if (!b || sp_spans_add(&w->spans, b) != 0) {
+        free(b);
+        count_lost(w);
+        return;
+    }
+    b->has_begin = 1;
+    b->ts = h->ts;
+    b->tid = tid;
+}
+
+static void on_span_end(writer *w, const sp_rec_hdr *h, int tid)
+{
+    sp_open_span *b = sp_spans_find(&w->spans, h->span);
+    if (b && b->has_begin) {
+        span_row(w, b, h->ts, w->members.p ? w->members.p : "", w->members.len, 0);
+        sp_spans_remove(&w->spans, b);
+        free(b);
+        return;
+    }
+    if (b || sp_spans_begun(&w->spans, h->span)) {
+        sp_count(&sp_rec_count.span_double_end, 1);
+        return;
+    }
+    /* Begun on another thread whose ring the writer has not reached yet. */
+    sp_open_span *e = sp_span_new(h->span, "", 0, "", 0, w->members.p ? w->members.p : "",
+                                  w->members.len);
+    if (!e || sp_spans_add(&w->spans, e) != 0) {
+        free(e);
+        count_lost(w);
+        return;
+    }
+    e->ts = h->ts;
+    e->tid = tid;
+}
+
+static void write_thread_row(writer *w, sp_tbuf *tb)
+{
+    char name[64];
+    sp_tbuf_lock();
+    memcpy(name, tb->name, sizeof name);
+    unsigned gen = tb->name_gen;
+    sp_tbuf_unlock();
+    name[sizeof name - 1] = 0;
+    if (sp_store_failed(w->st))
+        return;
+    if (!sp_store_in_txn(w->st)) {
+        if (sp_store_begin(w->st) != 0)
+            return;
+        w->txn_since = sp_now_monotonic_ns();
+    }
+    if (sp_store_thread(w->st, tb->tid, name) == 0) {
+        tb->row_epoch = w->epoch;
+        tb->name_gen_written = gen;
+    }
+}
+
+static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
+{
+    sp_rec_hdr h;
+    memcpy(&h, rec, sizeof h);
+    if (h.epoch != w->epoch || sp_store_failed(w->st)) {
+        count_lost(w);
+        return;
+    }
+    if (tb->row_epoch != w->epoch)
+        write_thread_row(w, tb);
+    const uint8_t *p = rec + sizeof h, *end = rec + len;
+    size_t cl, nl = 0;
+    const char *cat = read_str(&p, end, &cl), *name = "";
+    sp_sb_clear(&w->members);
+    if (sp_args_members(&w->members, &p, end, &w->bad_json) != 0) {
+        sp_log(SP_LOG_ERROR, "internal: malformed record (kind %d, %zu bytes); args dropped",
+               h.kind, len);
+        sp_sb_clear(&w->members);
+    }
+    switch (h.kind) {
+    case SP_REC_EVENT:
+        name = read_str(&p, end, &nl);
+        make_args(w, 0, "", 0, w->members.p, w->members.len);
+        add_row(w, h.ts, 0, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
+        break;
+    case SP_REC_SPAN_AT:
+        name = read_str(&p, end, &nl);
+        make_args(w, 2, "", 0, w->members.p, w->members.len);
+        add_row(w, h.ts, h.ts2 - h.ts, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
+        break;
+    case SP_REC_LINK: {
+        size_t fl, tl;
+        const char *from = read_str(&p, end, &fl);
+        const char *to = read_str(&p, end, &tl);
+        sp_sb_clear(&w->tmp);
+        sp_sb_put(&w->tmp, ",\"from\":", 8);
+        sp_json_str(&w->tmp, from, fl);
+        sp_sb_put(&w->tmp, ",\"to\":", 6);
+        sp_json_str(&w->tmp, to, tl);
+        make_args(w, 3, w->tmp.p, w->tmp.len, w->members.p, w->members.len);
+        add_row(w, h.ts, 0, "Link", 4, cat, cl, w->args.p, w->args.len, tb->tid);
+        break;
+    }
+    case SP_REC_SPAN_BEGIN:
+        name = read_str(&p, end, &nl);
+        on_span_begin(w, &h, tb->tid, name, nl, cat, cl);
+        break;
+    case SP_REC_SPAN_END:
+        on_span_end(w, &h, tb->tid);
+        break;
+    default:
+        sp_log(SP_LOG_ERROR, "internal: unknown record kind %d skipped", h.kind);
+    }
+}
+
+/* Consumes everything published in tb. Returns the bytes consumed. */
+static size_t drain(writer *w, sp_tbuf *tb)
+{
+    uint64_t tail = atomic_load_explicit(&tb->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&tb->head, memory_order_acquire);
+    uint64_t start = tail, released = tail;
+    while (tail != head) {
+        sp_rec_hdr h;
+        sp_tb_read(tb, tail, &h, sizeof h);
+        if (h.len < sizeof h || h.len > head - tail) { /* cannot happen: a bug */
+            sp_log(SP_LOG_ERROR, "internal: corrupt thread buffer (tid %d); %llu bytes skipped",
+                   tb->tid, (unsigned long long)(head - tail));
+            tail = head;
+            break;
+        }
+        size_t off = (size_t)(tail & tb->mask);
+        const uint8_t *rec = tb->data + off;
+        if (off + h.len > tb->cap) {
+            if (w->linear_cap < h.len) {
+                uint8_t *n = realloc(w->linear, h.len);
+                if (!n) {
+                    count_lost(w);
+                    tail += h.len;
+                    continue;
+                }
+                w->linear = n;
+                w->linear_cap = h.len;
+            }
+            sp_tb_read(tb, tail, w->linear, h.len);
+            rec = w->linear;
+        }
+        handle(w, tb, rec, h.len);
+        tail += h.len;
+        if (tail - released > tb->cap / 4) { /* give room back while draining */
+            atomic_store_explicit(&tb->tail, tail, memory_order_release);
+            released = tail;
+        }
+    }
+    atomic_store_explicit(&tb->tail, tail, memory_order_release);
+    return (size_t)(tail - start);
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop                                                             */
+/* ------------------------------------------------------------------ */
+
+static void meta_visit(void *ctx, const char *key, const char *value)
+{
+    writer *w = ctx;
+    sp_store_meta(w->st, key, value);
+}
+
+static void begin_if_needed(writer *w)
+{
+    if (!sp_store_failed(w->st) && !sp_store_in_txn(w->st) && sp_store_begin(w->st) == 0)
+        w->txn_since = sp_now_monotonic_ns();
+}
+
+/* Process name, servprof_meta keys and thread renames, when they changed. */
+static void write_side_rows(writer *w)
+{
+    char name[256];
+    unsigned g = sp_meta_process_name(name, sizeof name);
+    if (g != w->proc_gen) {
+        begin_if_needed(w);
+        if (sp_store_process(w->st, name, w->hostname, (int)getppid()) == 0)
+            w->proc_gen = g;
+    }
+    sp_meta_each_if_changed(&w->meta_gen, meta_visit, w);
+    for (sp_tbuf *tb = sp_tbuf_first(); tb; tb = tb->next) {
+        if (tb->row_epoch != w->epoch)
+            continue;
+        sp_tbuf_lock();
+        unsigned gen = tb->name_gen;
+        sp_tbuf_unlock();
+        if (gen != tb->name_gen_written)
+            write_thread_row(w, tb);
+    }
+}
+
+static void log_drops(writer *w, int64_t now)
+{
+    uint64_t records, dropped;
+    sp_tbuf_totals(&records, &dropped);
+    if (dropped == w->dropped_logged || now - w->drop_log_ns < 1000000000LL)
+        return;
+    sp_log(SP_LOG_WARNING,
+           "%llu records dropped since the last report (%llu this session): thread buffers were "
+           "full; raise buffer_size_kb or record less",
+           (unsigned long long)(dropped - w->dropped_logged),
+           (unsigned long long)(dropped - w->dropped_at_open));
+    w->dropped_logged = dropped;
+    w->drop_log_ns = now;
+}
+
+static void commit(writer *w)
+{
+    if (!sp_store_in_txn(w->st))
+        return;
+    if (sp_store_check_file(w->st) == 0 && sp_store_commit(w->st) == 0)
+        atomic_fetch_add_explicit(&rows_committed, rows_in_txn, memory_order_relaxed);
+    if (!sp_store_failed(w->st))
+        sp_count(&sp_rec_count.written, rows_in_txn);
+    else
+        w->lost += rows_in_txn; /* rolled back */
+    rows_in_txn = 0;
+    w->txn_since = 0;
+}
+
+static size_t pass(writer *w)
+{
+    size_t bytes = 0;
+    sp_tbuf *tb = sp_tbuf_first();
+    while (tb) {
+        sp_tbuf *next = tb->next; /* read before a reap frees tb */
+        bytes += drain(w, tb);
+        sp_tbuf_reap(tb);
+        tb = next;
+    }
+    return bytes;
+}
+
+static void unended(void *ctx, sp_open_span *s)
+{
+    writer *w = ctx;
+    if (s->has_begin) {
+        sp_count(&sp_rec_count.span_never_ended, 1);
+        span_row(w, s, s->ts, "", 0, 1);
+    } else {
+        w->ends_without_begin++;
+    }
+    free(s);
+}
+
+static void put_meta_u64(writer *w, const char *key, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    sp_store_meta(w->st, key, buf);
+}
+
+static uint64_t counter_now(int i)
+{
+    _Atomic uint64_t *c[6] = {&sp_rec_count.span_never_ended, &sp_rec_count.span_double_end,
+                              &sp_rec_count.truncated, &sp_rec_count.bad_input,
+                              &sp_rec_count.write_errors, &sp_rec_count.written};
+    return atomic_load_explicit(c[i], memory_order_relaxed);
+}
+
+static void finish_session(writer *w)
+{
+    uint64_t never_before = atomic_load_explicit(&sp_rec_count.span_never_ended,
+                                                 memory_order_relaxed);
+    begin_if_needed(w);
+    sp_spans_drain(&w->spans, unended, w);
+    uint64_t never = atomic_load_explicit(&sp_rec_count.span_never_ended, memory_order_relaxed) -
+                     never_before;
+    uint64_t records, dropped;
+    sp_tbuf_totals(&records, &dropped);
+    dropped -= w->dropped_at_open;
+    commit(w); /* the rows first: Meta below counts them */
+    begin_if_needed(w);
+    put_meta_u64(w, "dropped_records", dropped);
+    put_meta_u64(w, "spans_never_ended", never);
+    put_meta_u64(w, "span_double_end", counter_now(1) - w->counts_at_open[1]);
+    put_meta_u64(w, "truncated_strings", counter_now(2) - w->counts_at_open[2]);
+    put_meta_u64(w, "bad_input", counter_now(3) - w->counts_at_open[3] + w->bad_json);
+    put_meta_u64(w, "span_ends_without_begin", w->ends_without_begin);
+    put_meta_u64(w, "records_lost", w->lost);
+    put_meta_u64(w, "records_written", counter_now(5) - w->counts_at_open[5]);
+    put_meta_u64(w, "write_errors", counter_now(4) - w->counts_at_open[4]);
+    put_meta_u64(w, "session_end_ns", (uint64_t)sp_now_realtime_ns());
+    commit(w);
+    sp_count(&sp_rec_count.bad_input, w->bad_json);
+    if (dropped || never || w->lost || w->ends_without_begin)
+        sp_log(SP_LOG_WARNING,
+               "session summary: %llu records dropped (buffers full), %llu lost (store errors or "
+               "late), %llu spans never ended (stored with duration 0 and \"unended\": true), "
+               "%llu span ends without a begin",
+               (unsigned long long)dropped, (unsigned long long)w->lost,
+               (unsigned long long)never, (unsigned long long)w->ends_without_begin);
+}
+
+static void *writer_main(void *arg)
+{
+    writer *w = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not ours */
+    locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (c_loc)
+        uselocale(c_loc); /* %g must print '.', whatever the program set */
+    int sleep_ms = 1;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int stop = w->stop;
+        pthread_mutex_unlock(&w->mu);
+        size_t bytes = pass(w);
+        write_side_rows(w);
+        int64_t now = sp_now_monotonic_ns();
+        if (bytes == 0 || (w->txn_since && now - w->txn_since >= SP_WRITER_COMMIT_NS))
+            commit(w);
+        log_drops(w, now);
+        if (stop)
+            break; /* the pass above started after the stop: it drained all */
+        if (bytes > 256 * 1024)
+            continue;
+        sleep_ms = bytes ? 1 : (sleep_ms * 2 > SP_WRITER_IDLE_MAX_MS ? SP_WRITER_IDLE_MAX_MS
+                                                                    : sleep_ms * 2);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)sleep_ms * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&w->mu);
+        if (!w->stop)
+            pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        pthread_mutex_unlock(&w->mu);
+    }
+    finish_session(w);
+    if (c_loc) {
+        uselocale(LC_GLOBAL_LOCALE);
+        freelocale(c_loc);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Open, close, fork                                                    */
+/* ------------------------------------------------------------------ */
+
+static void write_open_rows(writer *w, const sp_session *s, const sp_config *c)
+{
+    char buf[64];
+    begin_if_needed(w);
+    sp_store_meta(w->st, "hostname", w->hostname);
+    snprintf(buf, sizeof buf, "%d", (int)getppid());
+    sp_store_meta(w->st, "ppid", buf);
+    snprintf(buf, sizeof buf, "%d", w->pid);
+    sp_store_meta(w->st, "pid", buf);
+    sp_store_meta(w->st, "version", SERVPROF_VERSION);
+    sp_store_meta(w->st, "clock_source", "CLOCK_REALTIME");
+    snprintf(buf, sizeof buf, "%lld", (long long)s->start_ns);
+    sp_store_meta(w->st, "session_start_ns", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->serial);
+    sp_store_meta(w->st, "session_serial", buf);
+    snprintf(buf, sizeof buf, "%zu", c ? c->buffer_bytes : 0);
+    sp_store_meta(w->st, "buffer_bytes", buf);
+    w->meta_gen = 0; /* every servprof_meta key, at once */
+    w->proc_gen = 0;
+    write_side_rows(w);
+    commit(w);
+}
+
+int sp_recorder_open(const sp_session *s, const sp_config *c)
+{
+    if (w_open) {
+        sp_log(SP_LOG_WARNING, "recorder already open; the second open is ignored");
+        return SERVPROF_ESTATE;
+    }
+    if (!s || !s->store_path[0]) {
+        sp_log(SP_LOG_ERROR, "recorder: no store path; nothing is recorded");
+        return SERVPROF_EINVAL;
+    }
+    size_t bytes = c && c->buffer_bytes ? c->buffer_bytes : (size_t)SP_DEFAULT_BUFFER_KB * 1024;
+    sp_tbuf_set_size(bytes);
+    writer *w = &W;
+    w->pid = (int)getpid();
+    sp_store *st = sp_store_open(s->store_path, w->pid);
+    if (!st)
+        return SERVPROF_ESTORE;
+    w->st = st;
+    w->stop = 0;
+    if (s->hostname[0])
+        snprintf(w->hostname, sizeof w->hostname, "%s", s->hostname);
+    else if (gethostname(w->hostname, sizeof w->hostname) != 0)
+        snprintf(w->hostname, sizeof w->hostname, "localhost");
+    w->start_ns = s->start_ns;
+    w->epoch = atomic_fetch_add(&sp_rec_epoch, 1) + 1;
+    w->lost = w->ends_without_begin = w->bad_json = 0;
+    uint64_t records;
+    sp_tbuf_totals(&records, &w->dropped_at_open);
+    w->dropped_logged = w->dropped_at_open;
+    w->drop_log_ns = 0;
+    for (int i = 0; i < 6; i++)
+        w->counts_at_open[i] = counter_now(i);
+    atomic_store_explicit(&rows_committed, 0, memory_order_relaxed);
+    rows_in_txn = 0;
+    write_open_rows(w, s, c);
+    if (sp_store_failed(st)) {
+        sp_store_close(st);
+        w->st = NULL;
+        return SERVPROF_ESTORE;
+    }
+    int rc = pthread_create(&w->thread, NULL, writer_main, w);
+    if (rc != 0) {
+        sp_log(SP_LOG_ERROR, "recorder: cannot start the writer thread: %s; nothing is recorded",
+               strerror(rc));
+        sp_store_close(st);
+        w->st = NULL;
+        return SERVPROF_ESTATE;
+    }
+    w_open = 1;
+    return 0;
+}
+
+void sp_recorder_close(void)
+{
+    if (!w_open)
+        return;
+    writer *w = &W;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    sp_store_close(w->st);
+    w->st = NULL;
+    sp_sb_free(&w->args);
+    sp_sb_free(&w->members);
+    sp_sb_free(&w->tmp);
+    free(w->linear);
+    w->linear = NULL;
+    w->linear_cap = 0;
+    sp_spans_free(&w->spans);
+    w_open = 0;
+}
+
+void sp_recorder_atfork_child(void)
+{
+    /* The writer thread does not exist in the child, its structures may be
+     * mid-update: forget them all (a small leak) and start clean. */
+    if (w_open)
+        sp_store_forget(W.st);
+    writer fresh = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    W = fresh;
+    w_open = 0;
+    rows_in_txn = 0;
+    atomic_store_explicit(&rows_committed, 0, memory_order_relaxed);
+    sp_tbuf_atfork_child();
+    sp_meta_atfork_child();
+}

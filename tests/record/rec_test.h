@@ -1,0 +1,129 @@
+/*
+ * rec_test.h — helpers for the recorder's tests: open the recorder directly
+ * on a store in a fresh temporary folder (no runtime, no config file),
+ * switch the level by hand, and read the resulting SQLite file back.
+ */
+#ifndef SERVPROF_REC_TEST_H
+#define SERVPROF_REC_TEST_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+/* A fresh folder under $TMPDIR (or /tmp); the caller may leave it behind. */
+static inline void rt_tmpdir(char *out, size_t len)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(out, len, "%s/servprof-rec-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(out)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+}
+
+static inline int rt_sanitized(void)
+{
+    const char *s = getenv("SERVPROF_SANITIZE");
+    return s && *s;
+}
+
+/* Opens the recorder on <dir>/Trace_Service/ms_service_test-<pid>.db with
+ * the given buffer size (0: default) and turns recording on at INFO. */
+static inline int rt_open(const char *dir, size_t buffer_bytes, char *store, size_t len)
+{
+    static sp_session s;
+    static sp_config c;
+    memset(&s, 0, sizeof s);
+    memset(&c, 0, sizeof c);
+    snprintf(s.dir, sizeof s.dir, "%s", dir);
+    snprintf(s.store_path, sizeof s.store_path, "%s/Trace_Service/ms_service_testhost-%d.db", dir,
+             (int)getpid());
+    snprintf(s.hostname, sizeof s.hostname, "testhost");
+    s.start_ns = servprof_now_ns();
+    s.serial = 1;
+    c.buffer_bytes = buffer_bytes ? buffer_bytes : 2048 * 1024;
+    c.profiler_level = SERVPROF_LEVEL_INFO;
+    snprintf(store, len, "%s", s.store_path);
+    int rc = sp_recorder_open(&s, &c);
+    if (rc == 0)
+        atomic_store(&servprof__level, SERVPROF_LEVEL_INFO);
+    return rc;
+}
+
+static inline void rt_close(void)
+{
+    atomic_store(&servprof__level, 0);
+    sp_recorder_close();
+}
+
+static inline sqlite3 *rt_db(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", path, db ? sqlite3_errmsg(db) : "?");
+        exit(2);
+    }
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+/* First column of the first row as an integer; -1 when no row / error. */
+static inline long long rt_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "SQL error in \"%s\": %s\n", sql, sqlite3_errmsg(db));
+        return -1;
+    }
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* First column of the first row as text (static buffer); "(none)" when no
+ * row, "(null)" for NULL. */
+static inline const char *rt_text(sqlite3 *db, const char *sql)
+{
+    static char buf[16384];
+    sqlite3_stmt *st;
+    snprintf(buf, sizeof buf, "(none)");
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "SQL error in \"%s\": %s\n", sql, sqlite3_errmsg(db));
+        return "(error)";
+    }
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(buf, sizeof buf, "%s", t ? (const char *)t : "(null)");
+    }
+    sqlite3_finalize(st);
+    return buf;
+}
+
+/* Nonzero when text is one valid JSON object (jansson). */
+static inline int rt_json_ok(const char *text)
+{
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    int ok = j && json_is_object(j);
+    if (!ok)
+        fprintf(stderr, "invalid JSON (%s at %d:%d): %s\n", err.text, err.line, err.column, text);
+    json_decref(j);
+    return ok;
+}
+
+static inline void rt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+#endif
