@@ -1,3 +1,120 @@
-/* parse.c — placeholder until the parser is written (issue 4). */
-int sp_parse_placeholder(void);
-int sp_parse_placeholder(void) { return 0; }
+/*
+ * parse.c — the driver of `servprof parse`: discover the stores, open each
+ * read-only, merge their records by time into the model (which feeds every
+ * report), then add device activity, the profiler.db extras, the operator
+ * reports, and print the summary.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dbout.h"
+#include "model.h"
+#include "progress.h"
+#include "report_ops.h"
+#include "stats.h"
+#include "summary.h"
+#include "timeline.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long long estimate(spp_store *s)
+{
+    sqlite3_stmt *st;
+    long long n = 0;
+    const char *sql = s->legacy ? "SELECT max(rowid) FROM Mstx" : "SELECT max(rowid) FROM slice";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return n;
+}
+
+int spp_run(const spp_opts *opts)
+{
+    double t0 = now_s();
+    spp_paths paths;
+    if (spp_discover(opts->input, &paths) != 0)
+        return 2;
+    if (paths.nraw == 0) {
+        spp_log(SPP_ERROR, "no raw store (ms_service_*.db) under %s; nothing to parse", opts->input);
+        spp_paths_free(&paths);
+        return 1;
+    }
+    spp_store **stores = calloc((size_t)paths.nraw, sizeof *stores);
+    int n = 0;
+    long long est = 0;
+    int64_t origin = INT64_MAX;
+    for (int i = 0; i < paths.nraw; i++) {
+        spp_store *s = spp_store_open(paths.raw[i], n);
+        if (!s)
+            continue;
+        stores[n++] = s;
+        est += estimate(s);
+        spp_rec r;
+        if (spp_store_peek(s, &r) && r.ts < origin)
+            origin = r.ts;
+    }
+    int skipped = paths.nraw - n;
+    if (n == 0) {
+        spp_log(SPP_ERROR, "none of the %d store(s) under %s could be read; nothing to parse", paths.nraw,
+                opts->input);
+        free(stores);
+        spp_paths_free(&paths);
+        return 1;
+    }
+    if (origin == INT64_MAX)
+        origin = 0;
+    spp_model m;
+    if (spp_model_open(&m, opts, stores, n, origin) != 0) {
+        for (int i = 0; i < n; i++)
+            spp_store_close(stores[i]);
+        free(stores);
+        spp_paths_free(&paths);
+        return 1;
+    }
+    m.last_ns = origin;
+    spp_merge mg;
+    spp_merge_init(&mg, stores, n);
+    spp_progress_start(est, opts->progress);
+    spp_store *s;
+    while ((s = spp_merge_top(&mg))) {
+        spp_rec r;
+        spp_store_peek(s, &r);
+        spp_model_record(&m, &r);
+        spp_merge_advance(&mg);
+        if ((m.nrec & 65535) == 0)
+            spp_progress_tick(m.nrec);
+    }
+    spp_progress_end();
+    spp_merge_free(&mg);
+    spp_model_finish(&m);
+    spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
+    int rc = 0;
+    if (spp_timeline_close(m.tl, stores, n) != 0)
+        rc = 1;
+    m.tl = NULL;
+    spp_dbout_finish(&m);
+    if (paths.nactivity && opts->csv &&
+        sp_report_ops((const char *const *)paths.activity, paths.nactivity, opts->output) != 0)
+        rc = 1;
+    spp_model_close(&m);
+    if (spp_out_close(&m.out) != 0)
+        rc = 1;
+    if (opts->summary)
+        spp_summary_print(&m, n, skipped, paths.nactivity, now_s() - t0);
+    spp_stats_free(m.stats);
+    free(m.fin);
+    free(m.span_names);
+    for (int i = 0; i < n; i++)
+        spp_store_close(stores[i]);
+    free(stores);
+    spp_paths_free(&paths);
+    return rc;
+}

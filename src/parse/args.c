@@ -1,0 +1,659 @@
+/*
+ * args.c — decodes a record's `args` JSON for the keys the reports need.
+ *
+ * This is the parser's hot loop (every record passes here), so it is a
+ * hand-written single-pass scanner over the text SQLite hands us: no
+ * allocation, no tree, strings are returned as (pointer, length) slices of
+ * the input and unescaped only when copied. Members the reports do not use
+ * are skipped but still checked, so `valid` tells the timeline whether the
+ * text can be copied verbatim into chrome_tracing.json.
+ *
+ * Values may come as numbers or as numeric strings (older writers quoted
+ * everything); both are accepted for numeric keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+typedef struct J { const char *p, *e; int err; } J;
+
+static inline void ws(J *j)
+{
+    while (j->p < j->e && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
+        j->p++;
+}
+
+static int str(J *j, spp_str *out)
+{
+    if (j->p >= j->e || *j->p != '"')
+        return j->err = 1, 0;
+    const char *s = ++j->p;
+    int esc = 0;
+    while (j->p < j->e && *j->p != '"') {
+        if (*j->p == '\\') {
+            esc = 1;
+            j->p++;
+        } else if ((unsigned char)*j->p < 0x20) {
+            return j->err = 1, 0;
+        }
+        j->p++;
+    }
+    if (j->p >= j->e)
+        return j->err = 1, 0;
+    out->p = s;
+    out->n = (int)(j->p - s);
+    out->esc = esc;
+    j->p++;
+    return 1;
+}
+
+static double pow10i(int e)
+{
+    static const double t[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+    return e <= 18 ? t[e] : 1e18 * pow10i(e - 18);
+}
+
+/* A JSON number; the fast path covers integers and plain decimals exactly
+ * as strtod would for up to 15 significant digits. */
+static int num(J *j, double *out, spp_str *raw)
+{
+    const char *s = j->p;
+    int neg = 0;
+    if (j->p < j->e && *j->p == '-')
+        neg = 1, j->p++;
+    if (j->p >= j->e || *j->p < '0' || *j->p > '9')
+        return j->err = 1, 0;
+    unsigned long long m = 0;
+    int digits = 0, frac = 0;
+    while (j->p < j->e && *j->p >= '0' && *j->p <= '9') {
+        m = m * 10 + (unsigned)(*j->p++ - '0');
+        digits++;
+    }
+    if (j->p < j->e && *j->p == '.') {
+        j->p++;
+        if (j->p >= j->e || *j->p < '0' || *j->p > '9')
+            return j->err = 1, 0;
+        while (j->p < j->e && *j->p >= '0' && *j->p <= '9') {
+            m = m * 10 + (unsigned)(*j->p++ - '0');
+            digits++;
+            frac++;
+        }
+    }
+    int expo = 0;
+    if (j->p < j->e && (*j->p == 'e' || *j->p == 'E')) {
+        expo = 1;
+        j->p++;
+        if (j->p < j->e && (*j->p == '+' || *j->p == '-'))
+            j->p++;
+        if (j->p >= j->e || *j->p < '0' || *j->p > '9')
+            return j->err = 1, 0;
+        while (j->p < j->e && *j->p >= '0' && *j->p <= '9')
+            j->p++;
+    }
+    if (raw) {
+        raw->p = s;
+        raw->n = (int)(j->p - s);
+        raw->esc = 0;
+    }
+    if (expo || digits > 15) {
+        char buf[64];
+        int n = (int)(j->p - s);
+        if (n > 63)
+            n = 63;
+        memcpy(buf, s, (size_t)n);
+        buf[n] = 0;
+        *out = strtod(buf, NULL);
+    } else {
+        double d = (double)m / pow10i(frac);
+        *out = neg ? -d : d;
+    }
+    return 1;
+}
+
+static void skip(J *j, int depth);
+
+static int lit(J *j, const char *w, int n)
+{
+    if (j->e - j->p < n || memcmp(j->p, w, (size_t)n) != 0)
+        return j->err = 1, 0;
+    j->p += n;
+    return 1;
+}
+
+static void skip(J *j, int depth)
+{
+    if (depth > 64)
+        return (void)(j->err = 1);
+    ws(j);
+    if (j->p >= j->e)
+        return (void)(j->err = 1);
+    spp_str s;
+    double d;
+    switch (*j->p) {
+    case '"': str(j, &s); return;
+    case 't': lit(j, "true", 4); return;
+    case 'f': lit(j, "false", 5); return;
+    case 'n': lit(j, "null", 4); return;
+    case '{':
+        j->p++;
+        ws(j);
+        if (j->p < j->e && *j->p == '}') {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            ws(j);
+            if (!str(j, &s))
+                return;
+            ws(j);
+            if (j->p >= j->e || *j->p != ':')
+                return (void)(j->err = 1);
+            j->p++;
+            skip(j, depth + 1);
+            if (j->err)
+                return;
+            ws(j);
+            if (j->p < j->e && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->e && *j->p == '}') {
+                j->p++;
+                return;
+            }
+            return (void)(j->err = 1);
+        }
+    case '[':
+        j->p++;
+        ws(j);
+        if (j->p < j->e && *j->p == ']') {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            skip(j, depth + 1);
+            if (j->err)
+                return;
+            ws(j);
+            if (j->p < j->e && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->e && *j->p == ']') {
+                j->p++;
+                return;
+            }
+            return (void)(j->err = 1);
+        }
+    default: num(j, &d, NULL); return;
+    }
+}
+
+/* A numeric value, or a string holding a number. */
+static double numval(J *j)
+{
+    ws(j);
+    double d = NAN;
+    if (j->p < j->e && *j->p == '"') {
+        spp_str s;
+        if (!str(j, &s))
+            return NAN;
+        char buf[64];
+        int n = s.n < 63 ? s.n : 63;
+        memcpy(buf, s.p, (size_t)n);
+        buf[n] = 0;
+        char *end;
+        d = strtod(buf, &end);
+        if (end == buf)
+            d = NAN;
+        return d;
+    }
+    if (j->p < j->e && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))) {
+        num(j, &d, NULL);
+        return d;
+    }
+    skip(j, 1);
+    return NAN;
+}
+
+/* A string, or a number kept as its text (ids may be either). */
+static void idval(J *j, spp_str *out)
+{
+    ws(j);
+    out->p = NULL;
+    out->n = 0;
+    out->esc = 0;
+    if (j->p < j->e && *j->p == '"') {
+        str(j, out);
+    } else if (j->p < j->e && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))) {
+        double d;
+        num(j, &d, out);
+    } else {
+        skip(j, 1);
+    }
+}
+
+#define KEY(lit) (k.n == (int)sizeof(lit) - 1 && !memcmp(k.p, lit, sizeof(lit) - 1))
+
+static void rid_entry(J *j, spp_args *a)
+{
+    if (a->nrids == a->caprids) {
+        a->caprids = a->caprids ? a->caprids * 2 : 64;
+        a->rids = realloc(a->rids, (size_t)a->caprids * sizeof *a->rids);
+    }
+    spp_rident *r = &a->rids[a->nrids];
+    memset(r, 0, sizeof *r);
+    r->iter = r->type = -1;
+    r->sched_tokens = r->prompt_tokens = r->computed_tokens = r->spec_tokens = NAN;
+    ws(j);
+    if (j->p < j->e && *j->p != '{') {
+        idval(j, &r->rid);
+        if (r->rid.p)
+            a->nrids++;
+        return;
+    }
+    j->p++;
+    ws(j);
+    if (j->p < j->e && *j->p == '}') {
+        j->p++;
+        return;
+    }
+    for (;;) {
+        spp_str k;
+        ws(j);
+        if (!str(j, &k))
+            return;
+        ws(j);
+        if (j->p >= j->e || *j->p != ':')
+            return (void)(j->err = 1);
+        j->p++;
+        if (KEY("rid")) {
+            idval(j, &r->rid);
+        } else if (KEY("iter")) {
+            double d = numval(j);
+            r->iter = isnan(d) ? -1 : (int)d;
+        } else if (KEY("type")) {
+            double d = numval(j);
+            r->type = isnan(d) ? -1 : (int)d;
+        } else if (KEY("num_scheduled_tokens")) {
+            r->sched_tokens = numval(j);
+        } else if (KEY("num_prompt_tokens")) {
+            r->prompt_tokens = numval(j);
+        } else if (KEY("num_computed_tokens")) {
+            r->computed_tokens = numval(j);
+        } else if (KEY("num_spec_output_tokens")) {
+            r->spec_tokens = numval(j);
+        } else {
+            skip(j, 2);
+        }
+        if (j->err)
+            return;
+        ws(j);
+        if (j->p < j->e && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (j->p < j->e && *j->p == '}') {
+            j->p++;
+            break;
+        }
+        return (void)(j->err = 1);
+    }
+    if (r->rid.p)
+        a->nrids++;
+}
+
+static void rid_value(J *j, spp_args *a)
+{
+    ws(j);
+    if (j->p < j->e && *j->p == '[') {
+        a->rid_kind = 2;
+        j->p++;
+        ws(j);
+        if (j->p < j->e && *j->p == ']') {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            rid_entry(j, a);
+            if (j->err)
+                return;
+            ws(j);
+            if (j->p < j->e && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->e && *j->p == ']') {
+                j->p++;
+                return;
+            }
+            return (void)(j->err = 1);
+        }
+    }
+    idval(j, &a->rid);
+    if (a->rid.p)
+        a->rid_kind = 1;
+}
+
+void spp_args_init(spp_args *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+void spp_args_free(spp_args *a)
+{
+    free(a->rids);
+    memset(a, 0, sizeof *a);
+}
+
+static void reset(spp_args *a)
+{
+    spp_rident *rids = a->rids;
+    int cap = a->caprids;
+    memset(a, 0, sizeof *a);
+    a->rids = rids;
+    a->caprids = cap;
+    a->type = -1;
+    a->device = a->cpu_index = -1;
+    a->queue_size = a->total = a->used = a->free = a->free_before = a->free_after = NAN;
+    a->allocated = a->usage_pct = a->device_block = a->recv_tokens = a->reply_tokens = NAN;
+    a->hit_cache = a->batch_size = NAN;
+    a->usage = a->mtotal = a->util = a->mused = a->available = a->cpu = a->rss = NAN;
+}
+
+static void member(J *j, spp_args *a, spp_str k)
+{
+    double d;
+    switch (k.p[0]) {
+    case 'r':
+        if (KEY("rid"))
+            return rid_value(j, a);
+        if (KEY("recvTokenSize=") || KEY("recvTokenSize"))
+            return (void)(a->recv_tokens = numval(j));
+        if (KEY("replyTokenSize=") || KEY("replyTokenSize"))
+            return (void)(a->reply_tokens = numval(j));
+        if (KEY("rss="))
+            return (void)(a->rss = numval(j));
+        break;
+    case 't':
+        if (KEY("type")) {
+            d = numval(j);
+            a->type = isnan(d) ? -1 : (int)d;
+            return;
+        }
+        if (KEY("to"))
+            return idval(j, &a->to);
+        if (KEY("total="))
+            return (void)(a->mtotal = numval(j));
+        break;
+    case 's':
+        if (KEY("scope#QueueName")) {
+            ws(j);
+            return (void)str(j, &a->queue_name);
+        }
+        if (KEY("status")) {
+            idval(j, &a->status);
+            return;
+        }
+        if (KEY("scope#device")) {
+            d = numval(j);
+            a->device = isnan(d) ? -1 : (int)d;
+            return;
+        }
+        if (KEY("scope#cpu")) {
+            d = numval(j);
+            a->cpu_index = isnan(d) ? -1 : (int)d;
+            return;
+        }
+        if (KEY("spec_decode_accepted_by_req")) {
+            ws(j);
+            const char *s = j->p;
+            skip(j, 1);
+            a->accepted.p = s;
+            a->accepted.n = (int)(j->p - s);
+            return;
+        }
+        break;
+    case 'Q':
+        if (KEY("QueueSize=") || KEY("QueueSize"))
+            return (void)(a->queue_size = numval(j));
+        break;
+    case 'T':
+        if (KEY("TotalBlocks=") || KEY("TotalBlocks"))
+            return (void)(a->total = numval(j));
+        break;
+    case 'U':
+        if (KEY("UsedBlocks=") || KEY("UsedBlocks"))
+            return (void)(a->used = numval(j));
+        if (KEY("UsagePercent=") || KEY("UsagePercent"))
+            return (void)(a->usage_pct = numval(j));
+        break;
+    case 'F':
+        if (KEY("FreeBlocks=") || KEY("FreeBlocks"))
+            return (void)(a->free = numval(j));
+        if (KEY("FreeBlocksBefore=") || KEY("FreeBlocksBefore"))
+            return (void)(a->free_before = numval(j));
+        if (KEY("FreeBlocksAfter=") || KEY("FreeBlocksAfter"))
+            return (void)(a->free_after = numval(j));
+        break;
+    case 'A':
+        if (KEY("AllocatedBlocks=") || KEY("AllocatedBlocks"))
+            return (void)(a->allocated = numval(j));
+        break;
+    case 'd':
+        if (KEY("deviceBlock=") || KEY("deviceBlock"))
+            return (void)(a->device_block = numval(j));
+        break;
+    case 'h':
+        if (KEY("hitCache") || KEY("hitCache="))
+            return (void)(a->hit_cache = numval(j));
+        break;
+    case 'b':
+        if (KEY("batch_type"))
+            return idval(j, &a->batch_type);
+        if (KEY("batch_size") || KEY("batch_size="))
+            return (void)(a->batch_size = numval(j));
+        break;
+    case 'f':
+        if (KEY("from"))
+            return idval(j, &a->from);
+        break;
+    case 'u':
+        if (KEY("usage="))
+            return (void)(a->usage = numval(j));
+        if (KEY("util="))
+            return (void)(a->util = numval(j));
+        if (KEY("used="))
+            return (void)(a->mused = numval(j));
+        break;
+    case 'a':
+        if (KEY("available="))
+            return (void)(a->available = numval(j));
+        break;
+    case 'c':
+        if (KEY("cpu="))
+            return (void)(a->cpu = numval(j));
+        break;
+    default:
+        break;
+    }
+    skip(j, 1);
+}
+
+void spp_args_decode(spp_args *a, const char *text, int len)
+{
+    reset(a);
+    J j = {text, text + len, 0};
+    ws(&j);
+    if (j.p >= j.e || *j.p != '{')
+        return;
+    j.p++;
+    ws(&j);
+    if (j.p < j.e && *j.p == '}') {
+        j.p++;
+        ws(&j);
+        a->valid = j.p == j.e;
+        return;
+    }
+    for (;;) {
+        spp_str k;
+        ws(&j);
+        if (!str(&j, &k))
+            return;
+        ws(&j);
+        if (j.p >= j.e || *j.p != ':')
+            return;
+        j.p++;
+        if (k.n > 0)
+            member(&j, a, k);
+        else
+            skip(&j, 1);
+        if (j.err)
+            return;
+        ws(&j);
+        if (j.p < j.e && *j.p == ',') {
+            j.p++;
+            continue;
+        }
+        if (j.p < j.e && *j.p == '}') {
+            j.p++;
+            break;
+        }
+        return;
+    }
+    ws(&j);
+    a->valid = j.p == j.e;
+}
+
+int spp_str_copy(spp_str s, char *buf, int cap)
+{
+    int o = 0;
+    if (cap <= 0)
+        return 0;
+    for (int i = 0; i < s.n && o < cap - 1; i++) {
+        char c = s.p[i];
+        if (s.esc && c == '\\' && i + 1 < s.n) {
+            c = s.p[++i];
+            switch (c) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'u': {
+                /* \uXXXX: ASCII kept, the rest as UTF-8 (BMP only). */
+                unsigned v = 0;
+                int k = 0;
+                for (; k < 4 && i + 1 < s.n; k++) {
+                    char h = s.p[++i];
+                    v = v * 16 + (unsigned)(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
+                }
+                if (v < 0x80) {
+                    c = (char)v;
+                } else if (v < 0x800) {
+                    if (o < cap - 2) {
+                        buf[o++] = (char)(0xC0 | v >> 6);
+                        c = (char)(0x80 | (v & 0x3F));
+                    } else
+                        continue;
+                } else {
+                    if (o < cap - 3) {
+                        buf[o++] = (char)(0xE0 | v >> 12);
+                        buf[o++] = (char)(0x80 | ((v >> 6) & 0x3F));
+                        c = (char)(0x80 | (v & 0x3F));
+                    } else
+                        continue;
+                }
+                break;
+            }
+            default: break; /* \" \\ \/ */
+            }
+        }
+        buf[o++] = c;
+    }
+    buf[o] = 0;
+    return o;
+}
+
+/* Walks the members of a flat object, calling back with the key and a J
+ * positioned on the value; the callback consumes the value and returns 1 to
+ * stop. */
+typedef int (*member_fn)(J *j, spp_str k, void *ctx);
+
+static void each_member(const char *text, int len, member_fn fn, void *ctx)
+{
+    J j = {text, text + len, 0};
+    ws(&j);
+    if (j.p >= j.e || *j.p != '{')
+        return;
+    j.p++;
+    for (;;) {
+        spp_str k;
+        ws(&j);
+        if (j.p < j.e && *j.p == '}')
+            return;
+        if (!str(&j, &k))
+            return;
+        ws(&j);
+        if (j.p >= j.e || *j.p != ':')
+            return;
+        j.p++;
+        if (fn(&j, k, ctx))
+            return;
+        if (j.err)
+            return;
+        ws(&j);
+        if (j.p < j.e && *j.p == ',') {
+            j.p++;
+            continue;
+        }
+        return;
+    }
+}
+
+typedef struct find_ctx { const char *key; int keylen; double d; spp_str s; int found; } find_ctx;
+
+static int find_num(J *j, spp_str k, void *c)
+{
+    find_ctx *f = c;
+    char tmp[256];
+    spp_str_copy(k, tmp, sizeof tmp);
+    if ((int)strlen(tmp) == f->keylen && !memcmp(tmp, f->key, (size_t)f->keylen)) {
+        f->d = numval(j);
+        f->found = 1;
+        return 1;
+    }
+    skip(j, 1);
+    return 0;
+}
+
+double spp_json_object_number(spp_str obj, const char *key, int keylen)
+{
+    find_ctx f = {key, keylen, NAN, {0}, 0};
+    each_member(obj.p, obj.n, find_num, &f);
+    return f.d;
+}
+
+static int find_str(J *j, spp_str k, void *c)
+{
+    find_ctx *f = c;
+    if (k.n == f->keylen && !memcmp(k.p, f->key, (size_t)f->keylen)) {
+        ws(j);
+        if (j->p < j->e && *j->p == '"')
+            f->found = str(j, &f->s);
+        return 1;
+    }
+    skip(j, 1);
+    return 0;
+}
+
+int spp_json_object_string(const char *text, int len, const char *key, spp_str *out)
+{
+    find_ctx f = {key, (int)strlen(key), NAN, {0}, 0};
+    each_member(text, len, find_str, &f);
+    if (f.found)
+        *out = f.s;
+    return f.found;
+}

@@ -1,0 +1,199 @@
+/*
+ * batch.c — batch.csv: one row per scheduling step (batchFrameworkProcessing
+ * / BatchSchedule) and per execution of it (modelExec / modelRunnerExec /
+ * Execute), plus specDecoding steps.
+ *
+ * The rid list of a step is JSON (args.c) and each entry's `type` (0
+ * prefill, 1 decode; else iter 0 = prefill) splits the batch. KV columns
+ * come from the nearest KVCacheStatus of the same process at or after the
+ * step start, which is a look-ahead: rows wait in a per-process FIFO until
+ * that record arrives (bounded: beyond MAX_PENDING the oldest goes out with
+ * empty KV columns). An execution that carries no rid list takes the one of
+ * the schedule step it runs, matched by process and order (FIFO), never by
+ * comparing printed id lists.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define MAX_PENDING 4096
+#define SCHED_FIFO 64
+enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_PSIZE, C_DSIZE,
+       C_PTOK, C_DTOK, C_TTOK, C_KV0, C_DP = C_KV0 + 6, C_START, C_END, C_ACC, C_ACCPOS, C_N };
+
+static const spp_col cols[C_N] = {
+    {"name", "TEXT"}, {"res_list", "TEXT"}, {"start_datetime", "TEXT"}, {"end_datetime", "TEXT"},
+    {"during_time(ms)", "REAL"}, {"batch_type", "TEXT"}, {"prof_id", "TEXT"}, {"batch_size", "INTEGER"},
+    {"prefill_batch_size", "INTEGER"}, {"decode_batch_size", "INTEGER"},
+    {"prefill_scheduled_tokens", "INTEGER"}, {"decode_scheduled_tokens", "INTEGER"},
+    {"total_scheduled_tokens", "INTEGER"}, {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
+    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
+    {"kvcache_usage_rate", "REAL"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
+    {"end_time(ms)", "REAL"}, {"accepted_ratio", "REAL"}, {"accepted_ratio_per_pos", "TEXT"},
+};
+
+void spp_batch_init(spp_model *m)
+{
+    spp_table_init(&m->out, &m->t_batch, "batch.csv", "batch", cols, C_N,
+                   "no batch records (domain BatchSchedule/Execute: batchFrameworkProcessing, "
+                   "modelExec) were found");
+}
+
+static spp_val num_or_null(double d)
+{
+    return isnan(d) ? spp_v_null() : spp_v_int(llround(d));
+}
+
+static void emit(spp_model *m, spp_pending *p)
+{
+    spp_table_row(&m->out, &m->t_batch, p->vals);
+    spp_pending_free(p);
+}
+
+static void enqueue(spp_model *m, spp_store_state *st, spp_pending *p)
+{
+    if (st->pend_tail)
+        st->pend_tail->next = p;
+    else
+        st->pend_head = p;
+    st->pend_tail = p;
+    if (++st->npend > MAX_PENDING) {
+        spp_pending *h = st->pend_head;
+        st->pend_head = h->next;
+        if (!st->pend_head)
+            st->pend_tail = NULL;
+        st->npend--;
+        emit(m, h);
+    }
+}
+
+void spp_batch_kv(spp_model *m, int store, const double kv[6])
+{
+    spp_store_state *st = &m->st[store];
+    while (st->pend_head) {
+        spp_pending *p = st->pend_head;
+        st->pend_head = p->next;
+        for (int i = 0; i < 5; i++)
+            p->vals[C_KV0 + i] = num_or_null(kv[i]);
+        p->vals[C_KV0 + 5] = spp_v_real(kv[5]);
+        emit(m, p);
+    }
+    st->pend_tail = NULL;
+    st->npend = 0;
+}
+
+static void sched_push(spp_store_state *st, const spp_val *v)
+{
+    if (!st->sched_fifo)
+        st->sched_fifo = calloc(SCHED_FIFO, sizeof *st->sched_fifo);
+    if (st->sched_n == SCHED_FIFO) { /* executions never came: forget the oldest */
+        spp_pending_free((spp_pending *)st->sched_fifo[st->sched_head]);
+        st->sched_head = (st->sched_head + 1) % SCHED_FIFO;
+        st->sched_n--;
+    }
+    st->sched_fifo[(st->sched_head + st->sched_n) % SCHED_FIFO] = (char *)spp_pending_new(v, C_N);
+    st->sched_n++;
+}
+
+static spp_pending *sched_pop(spp_store_state *st)
+{
+    if (!st->sched_n)
+        return NULL;
+    spp_pending *p = (spp_pending *)st->sched_fifo[st->sched_head];
+    st->sched_head = (st->sched_head + 1) % SCHED_FIFO;
+    st->sched_n--;
+    return p;
+}
+
+void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+{
+    const spp_args *a = &m->args;
+    spp_store_state *st = &m->st[r->store->index];
+    spp_val v[C_N];
+    for (int i = 0; i < C_N; i++)
+        v[i] = spp_v_null();
+    char sdt[40], edt[40];
+    spp_fmt_datetime(r->ts, sdt);
+    spp_fmt_datetime(r->ts + r->dur, edt);
+    v[C_NAME] = spp_v_text(r->name, -1);
+    v[C_START_DT] = spp_v_text(sdt, -1);
+    v[C_END_DT] = spp_v_text(edt, -1);
+    v[C_DUR] = spp_v_ms((double)r->dur / 1e6);
+    v[C_PROF] = spp_v_text(r->store->prof_id, -1);
+    v[C_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
+    v[C_START] = spp_v_ms((double)r->ts / 1e6);
+    v[C_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    char type_buf[64];
+    spp_pending *sched = NULL;
+    if (a->rid_kind == 2 || a->rid_kind == 1) {
+        int len;
+        const char *res = spp_res_list(m, &len);
+        v[C_RES] = spp_v_text(res, len);
+        int pre = 0, dec = 0;
+        double ptok = 0, dtok = 0;
+        int have_tok = 0;
+        for (int i = 0; i < a->nrids; i++) {
+            const spp_rident *e = &a->rids[i];
+            int is_pre = e->type >= 0 ? e->type == 0 : e->iter == 0;
+            double t = !isnan(e->sched_tokens) ? e->sched_tokens : NAN;
+            if (!isnan(t))
+                have_tok = 1;
+            if (is_pre) {
+                pre++;
+                ptok += isnan(t) ? 0 : t;
+            } else {
+                dec++;
+                dtok += isnan(t) ? 0 : t;
+            }
+        }
+        if (a->rid_kind == 1)
+            dec = pre = 0;
+        v[C_SIZE] = spp_v_int(m->nroots);
+        if (a->rid_kind == 2) {
+            v[C_PSIZE] = spp_v_int(pre);
+            v[C_DSIZE] = spp_v_int(dec);
+        }
+        if (have_tok) {
+            v[C_PTOK] = spp_v_int(llround(ptok));
+            v[C_DTOK] = spp_v_int(llround(dtok));
+            v[C_TTOK] = spp_v_int(llround(ptok + dtok));
+        }
+        if (a->batch_type.p) {
+            spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
+            v[C_TYPE] = spp_v_text(type_buf, -1);
+        } else if (a->rid_kind == 2 && pre + dec > 0) {
+            v[C_TYPE] = spp_v_text(pre && dec ? "Prefill,Decode" : pre ? "Prefill" : "Decode", -1);
+        }
+    } else if (a->batch_type.p) {
+        spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
+        v[C_TYPE] = spp_v_text(type_buf, -1);
+    }
+    if (!isnan(a->batch_size) && v[C_SIZE].kind == SPP_NULL)
+        v[C_SIZE] = spp_v_int(llround(a->batch_size));
+    if (k == K_BATCH) {
+        sched_push(st, v);
+    } else if (k == K_EXEC) {
+        sched = sched_pop(st);
+        if (sched && a->rid_kind == 0) {
+            /* Inherit what the schedule step said about the batch. */
+            static const int inherit[] = {C_RES, C_TYPE, C_SIZE, C_PSIZE, C_DSIZE, C_PTOK, C_DTOK, C_TTOK};
+            for (size_t i = 0; i < sizeof inherit / sizeof *inherit; i++)
+                if (v[inherit[i]].kind == SPP_NULL)
+                    v[inherit[i]] = sched->vals[inherit[i]];
+        }
+    }
+    enqueue(m, st, spp_pending_new(v, C_N));
+    spp_pending_free(sched);
+}
+
+void spp_batch_finish(spp_model *m)
+{
+    double none[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    for (int i = 0; i < m->nstores; i++) {
+        spp_batch_kv(m, i, none);
+        spp_store_state *st = &m->st[i];
+        while (st->sched_n)
+            spp_pending_free(sched_pop(st));
+    }
+}

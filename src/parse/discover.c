@@ -1,0 +1,97 @@
+/*
+ * discover.c — finds the stores under the input folder, recursively:
+ * raw stores `ms_service_*.db` and device-activity stores
+ * `ascend_service_profiler_*.db`. SQLite side files (-wal, -shm, -journal)
+ * do not match the patterns. Lists are sorted so that runs are repeatable.
+ * Symbolic links to folders are not followed (no cycles).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "parse.h"
+
+static int push(char ***v, int *n, const char *s)
+{
+    char **nv = realloc(*v, (size_t)(*n + 1) * sizeof **v);
+    if (!nv)
+        return -1;
+    *v = nv;
+    nv[(*n)++] = strdup(s);
+    return 0;
+}
+
+static void walk(const char *dir, spp_paths *out, int depth)
+{
+    if (depth > 64)
+        return;
+    DIR *d = opendir(dir);
+    if (!d) {
+        spp_log(SPP_WARNING, "cannot read folder %s (%s); skipped", dir, strerror(errno));
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        char *path = malloc(len);
+        snprintf(path, len, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                walk(path, out, depth + 1);
+            else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+                if (!fnmatch("ms_service_*.db", e->d_name, 0))
+                    push(&out->raw, &out->nraw, path);
+                else if (!fnmatch("ascend_service_profiler_*.db", e->d_name, 0))
+                    push(&out->activity, &out->nactivity, path);
+            }
+        }
+        free(path);
+    }
+    closedir(d);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int spp_discover(const char *dir, spp_paths *out)
+{
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        spp_log(SPP_ERROR, "input path %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        /* A single store given directly is accepted too. */
+        const char *base = strrchr(dir, '/');
+        base = base ? base + 1 : dir;
+        if (!fnmatch("ascend_service_profiler_*.db", base, 0))
+            push(&out->activity, &out->nactivity, dir);
+        else
+            push(&out->raw, &out->nraw, dir);
+        return 0;
+    }
+    walk(dir, out, 0);
+    qsort(out->raw, (size_t)out->nraw, sizeof *out->raw, cmp);
+    qsort(out->activity, (size_t)out->nactivity, sizeof *out->activity, cmp);
+    return 0;
+}
+
+void spp_paths_free(spp_paths *p)
+{
+    for (int i = 0; i < p->nraw; i++)
+        free(p->raw[i]);
+    for (int i = 0; i < p->nactivity; i++)
+        free(p->activity[i]);
+    free(p->raw);
+    free(p->activity);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,61 @@
+/*
+ * fmt.c — text formats of the reports: local datetimes and CSV fields.
+ *
+ * Datetimes are "YYYY-MM-DD HH:MM:SS.ffffff" in the local time zone of the
+ * machine that parses (TZ applies). localtime_r is costly per row, so the
+ * formatted second is cached and only the microseconds change between rows
+ * of the same second.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "parse.h"
+
+void spp_fmt_datetime(int64_t ns, char *buf)
+{
+    static time_t cached_sec = (time_t)-1;
+    static char cached[24];
+    int64_t sec = ns / 1000000000;
+    int64_t rem = ns % 1000000000;
+    if (rem < 0) {
+        rem += 1000000000;
+        sec--;
+    }
+    if ((time_t)sec != cached_sec) {
+        time_t t = (time_t)sec;
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(cached, sizeof cached, "%Y-%m-%d %H:%M:%S", &tm);
+        cached_sec = t;
+    }
+    size_t n = strlen(cached);
+    memcpy(buf, cached, n);
+    int us = (int)(rem / 1000);
+    buf[n] = '.';
+    for (int i = 6; i >= 1; i--) {
+        buf[n + (size_t)i] = (char)('0' + us % 10);
+        us /= 10;
+    }
+    buf[n + 7] = 0;
+}
+
+void spp_csv_field(FILE *f, const char *s, int n)
+{
+    int quote = 0;
+    for (int i = 0; i < n; i++)
+        if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') {
+            quote = 1;
+            break;
+        }
+    if (!quote) {
+        fwrite(s, 1, (size_t)n, f);
+        return;
+    }
+    putc('"', f);
+    for (int i = 0; i < n; i++) {
+        if (s[i] == '"')
+            putc('"', f);
+        putc(s[i], f);
+    }
+    putc('"', f);
+}

@@ -1,0 +1,101 @@
+/*
+ * forward.c — forward.csv: one row per `forward` span (the device-side
+ * step). bubble_time is the idle gap until the next forward of the same
+ * prof_id, so each row is held until that next forward starts (one row per
+ * process held at a time); forward_iter counts from 1 per prof_id;
+ * relative_start_time counts from the first forward of the host.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+enum { F_NAME, F_REL, F_START_DT, F_END_DT, F_DUR, F_BUBBLE, F_SIZE, F_TYPE, F_ITER, F_DP, F_PROF,
+       F_HOST, F_START, F_END, F_N };
+
+static const spp_col cols[F_N] = {
+    {"name", "TEXT"}, {"relative_start_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
+    {"end_datetime", "TEXT"}, {"during_time(ms)", "REAL"}, {"bubble_time(ms)", "REAL"},
+    {"batch_size", "INTEGER"}, {"batch_type", "TEXT"}, {"forward_iter", "INTEGER"}, {"dp_rank", "INTEGER"},
+    {"prof_id", "TEXT"}, {"hostname", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
+};
+
+void spp_forward_init(spp_model *m)
+{
+    spp_table_init(&m->out, &m->t_forward, "forward.csv", "forward", cols, F_N,
+                   "no forward records (domain ModelExecute: forward) were found");
+}
+
+static int64_t host_first(spp_model *m, const char *host, int64_t ts)
+{
+    for (int i = 0; i < m->nfwd_hosts; i++)
+        if (!strcmp(m->fwd_hosts[i], host))
+            return m->fwd_host_first[i];
+    m->fwd_hosts = realloc(m->fwd_hosts, (size_t)(m->nfwd_hosts + 1) * sizeof *m->fwd_hosts);
+    m->fwd_host_first = realloc(m->fwd_host_first, (size_t)(m->nfwd_hosts + 1) * sizeof *m->fwd_host_first);
+    m->fwd_hosts[m->nfwd_hosts] = strdup(host);
+    m->fwd_host_first[m->nfwd_hosts] = ts;
+    m->nfwd_hosts++;
+    return ts;
+}
+
+static void release(spp_model *m, spp_store_state *st, int64_t next_start)
+{
+    spp_pending *p = st->fwd_held;
+    if (!p)
+        return;
+    if (next_start >= 0)
+        p->vals[F_BUBBLE] = spp_v_ms((double)(next_start - p->end) / 1e6);
+    spp_table_row(&m->out, &m->t_forward, p->vals);
+    spp_pending_free(p);
+    st->fwd_held = NULL;
+}
+
+void spp_forward_record(spp_model *m, const spp_rec *r)
+{
+    const spp_args *a = &m->args;
+    spp_store_state *st = &m->st[r->store->index];
+    release(m, st, r->ts);
+    spp_val v[F_N];
+    for (int i = 0; i < F_N; i++)
+        v[i] = spp_v_null();
+    char sdt[40], edt[40], type_buf[64];
+    spp_fmt_datetime(r->ts, sdt);
+    spp_fmt_datetime(r->ts + r->dur, edt);
+    int64_t first = host_first(m, r->store->hostname, r->ts);
+    v[F_NAME] = spp_v_text(r->name, -1);
+    v[F_REL] = spp_v_ms((double)(r->ts - first) / 1e6);
+    v[F_START_DT] = spp_v_text(sdt, -1);
+    v[F_END_DT] = spp_v_text(edt, -1);
+    v[F_DUR] = spp_v_ms((double)r->dur / 1e6);
+    if (a->rid_kind)
+        v[F_SIZE] = spp_v_int(m->nroots);
+    else if (!isnan(a->batch_size))
+        v[F_SIZE] = spp_v_int(llround(a->batch_size));
+    if (a->batch_type.p) {
+        spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
+        v[F_TYPE] = spp_v_text(type_buf, -1);
+    } else if (a->rid_kind == 2 && a->nrids) {
+        int pre = 0, dec = 0;
+        for (int i = 0; i < a->nrids; i++) {
+            int is_pre = a->rids[i].type >= 0 ? a->rids[i].type == 0 : a->rids[i].iter == 0;
+            pre += is_pre;
+            dec += !is_pre;
+        }
+        v[F_TYPE] = spp_v_text(pre && dec ? "Prefill,Decode" : pre ? "Prefill" : "Decode", -1);
+    }
+    v[F_ITER] = spp_v_int(++st->fwd_iter);
+    v[F_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
+    v[F_PROF] = spp_v_text(r->store->prof_id, -1);
+    v[F_HOST] = spp_v_text(r->store->hostname, -1);
+    v[F_START] = spp_v_ms((double)r->ts / 1e6);
+    v[F_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    st->fwd_held = spp_pending_new(v, F_N);
+    st->fwd_held->end = r->ts + r->dur;
+}
+
+void spp_forward_finish(spp_model *m)
+{
+    for (int i = 0; i < m->nstores; i++)
+        release(m, &m->st[i], -1);
+}

@@ -1,0 +1,134 @@
+/*
+ * ids.c — request ids: interning and resolution through `Link` rows.
+ *
+ * Every id string seen in a `rid` is interned once into a node (open
+ * addressing hash, FNV-1a, names copied into one growing arena). A `Link`
+ * {from, to} says that two ids are the same request (a worker's id and the
+ * front end's), so nodes form a union-find: the root of a set is the node
+ * of the id that was linked *to* (the front end's id, the one reports show)
+ * and it carries the request's state (`data`). A link may arrive after
+ * records that used either id: the caller merges the absorbed root's state.
+ *
+ * Memory grows with the number of distinct ids (tens of bytes each), not
+ * with the number of records.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+typedef struct node {
+    int parent;
+    int name;     /* offset in the arena */
+    int len;
+    void *data;
+} node;
+
+struct spp_ids {
+    node *nodes;
+    int n, cap;
+    int *slots;   /* node index + 1; 0 empty */
+    unsigned nslots;
+    char *arena;
+    size_t used, acap;
+};
+
+static unsigned hash(const char *s, int n)
+{
+    unsigned h = 2166136261u;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+spp_ids *spp_ids_new(void)
+{
+    spp_ids *ids = calloc(1, sizeof *ids);
+    ids->nslots = 1024;
+    ids->slots = calloc(ids->nslots, sizeof *ids->slots);
+    return ids;
+}
+
+void spp_ids_free(spp_ids *ids)
+{
+    if (!ids)
+        return;
+    free(ids->nodes);
+    free(ids->slots);
+    free(ids->arena);
+    free(ids);
+}
+
+static void grow(spp_ids *ids)
+{
+    unsigned ns = ids->nslots * 2;
+    int *slots = calloc(ns, sizeof *slots);
+    for (int i = 0; i < ids->n; i++) {
+        node *nd = &ids->nodes[i];
+        unsigned h = hash(ids->arena + nd->name, nd->len) & (ns - 1);
+        while (slots[h])
+            h = (h + 1) & (ns - 1);
+        slots[h] = i + 1;
+    }
+    free(ids->slots);
+    ids->slots = slots;
+    ids->nslots = ns;
+}
+
+static int lookup(spp_ids *ids, const char *s, int n, int create)
+{
+    unsigned h = hash(s, n) & (ids->nslots - 1);
+    while (ids->slots[h]) {
+        node *nd = &ids->nodes[ids->slots[h] - 1];
+        if (nd->len == n && !memcmp(ids->arena + nd->name, s, (size_t)n))
+            return ids->slots[h] - 1;
+        h = (h + 1) & (ids->nslots - 1);
+    }
+    if (!create)
+        return -1;
+    if (ids->n == ids->cap) {
+        ids->cap = ids->cap ? ids->cap * 2 : 1024;
+        ids->nodes = realloc(ids->nodes, (size_t)ids->cap * sizeof *ids->nodes);
+    }
+    if (ids->used + (size_t)n + 1 > ids->acap) {
+        ids->acap = (ids->acap + (size_t)n + 1) * 2;
+        ids->arena = realloc(ids->arena, ids->acap);
+    }
+    memcpy(ids->arena + ids->used, s, (size_t)n);
+    ids->arena[ids->used + (size_t)n] = 0;
+    int i = ids->n++;
+    ids->nodes[i] = (node){i, (int)ids->used, n, NULL};
+    ids->used += (size_t)n + 1;
+    ids->slots[h] = i + 1;
+    if ((unsigned)ids->n * 2 > ids->nslots)
+        grow(ids);
+    return i;
+}
+
+int spp_ids_get(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
+int spp_ids_find(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
+
+int spp_ids_root(spp_ids *ids, int i)
+{
+    while (ids->nodes[i].parent != i) {
+        ids->nodes[i].parent = ids->nodes[ids->nodes[i].parent].parent; /* path halving */
+        i = ids->nodes[i].parent;
+    }
+    return i;
+}
+
+int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
+{
+    int rf = spp_ids_root(ids, from), rt = spp_ids_root(ids, to);
+    *absorbed = -1;
+    if (rf == rt)
+        return rt;
+    ids->nodes[rf].parent = rt;
+    *absorbed = rf;
+    return rt;
+}
+
+const char *spp_ids_name(spp_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }
+void *spp_ids_data(spp_ids *ids, int root) { return ids->nodes[root].data; }
+void spp_ids_set_data(spp_ids *ids, int root, void *d) { ids->nodes[root].data = d; }
+int spp_ids_count(spp_ids *ids) { return ids->n; }

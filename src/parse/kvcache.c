@@ -1,0 +1,51 @@
+/*
+ * kvcache.c — kvcache.csv: one row per KV cache event (KVCacheStatus,
+ * Allocate, AppendSlot, Free). used = total − free; allocated =
+ * max(before − after, 0); freed = max(after − before, 0); usage =
+ * UsagePercent= (÷100 when > 1) else used / total; the old style's
+ * deviceBlock= is the blocks left on the device. A KVCacheStatus also
+ * completes the batch rows of its process that wait for KV columns.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static const spp_col cols[] = {
+    {"rid", "TEXT"}, {"name", "TEXT"}, {"start_datetime", "TEXT"}, {"total_blocks", "INTEGER"},
+    {"used_blocks", "INTEGER"}, {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"},
+    {"blocks_freed", "INTEGER"}, {"device_kvcache_left", "INTEGER"}, {"kvcache_usage_rate", "REAL"},
+};
+
+void spp_kvcache_init(spp_model *m)
+{
+    spp_table_init(&m->out, &m->t_kvcache, "kvcache.csv", "kvcache", cols, sizeof cols / sizeof *cols,
+                   "no KV cache records (domain KVCache: KVCacheStatus, Allocate, Free) were found");
+}
+
+static spp_val n_or_null(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
+
+void spp_kvcache_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+{
+    const spp_args *a = &m->args;
+    double kv[6];
+    spp_kv_numbers(a, kv);
+    if (k == K_KVSTATUS)
+        spp_batch_kv(m, r->store->index, kv);
+    char dt[40];
+    spp_fmt_datetime(r->ts, dt);
+    spp_val v[10] = {
+        m->nroots ? spp_v_text(spp_req_name(m, m->roots[0]), -1) : spp_v_null(),
+        spp_v_text(r->name, -1), spp_v_text(dt, -1),
+        n_or_null(kv[0]), n_or_null(kv[1]), n_or_null(kv[2]), n_or_null(kv[3]), n_or_null(kv[4]),
+        n_or_null(a->device_block), spp_v_real(kv[5]),
+    };
+    if (m->nroots > 1) { /* one row per request named */
+        for (int i = 0; i < m->nroots; i++) {
+            v[0] = spp_v_text(spp_req_name(m, m->roots[i]), -1);
+            spp_table_row(&m->out, &m->t_kvcache, v);
+        }
+        return;
+    }
+    spp_table_row(&m->out, &m->t_kvcache, v);
+}

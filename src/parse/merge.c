@@ -1,0 +1,87 @@
+/*
+ * merge.c — k-way merge of the stores by timestamp. Each store yields its
+ * records already ordered (ORDER BY timestamp); a binary min-heap keyed on
+ * each store's current timestamp gives the globally earliest record in
+ * O(log k). Ties go to the lower store index so that runs are repeatable.
+ */
+#include <stdlib.h>
+
+#include "parse.h"
+
+static int less(spp_merge *m, int a, int b)
+{
+    if (m->keys[a] != m->keys[b])
+        return m->keys[a] < m->keys[b];
+    return m->heap[a]->index < m->heap[b]->index;
+}
+
+static void swap(spp_merge *m, int a, int b)
+{
+    spp_store *s = m->heap[a];
+    m->heap[a] = m->heap[b];
+    m->heap[b] = s;
+    int64_t k = m->keys[a];
+    m->keys[a] = m->keys[b];
+    m->keys[b] = k;
+}
+
+static void down(spp_merge *m, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, s = i;
+        if (l < m->n && less(m, l, s))
+            s = l;
+        if (r < m->n && less(m, r, s))
+            s = r;
+        if (s == i)
+            return;
+        swap(m, i, s);
+        i = s;
+    }
+}
+
+void spp_merge_init(spp_merge *m, spp_store **stores, int n)
+{
+    m->heap = calloc((size_t)n + 1, sizeof *m->heap);
+    m->keys = calloc((size_t)n + 1, sizeof *m->keys);
+    m->n = 0;
+    for (int i = 0; i < n; i++) {
+        spp_rec r;
+        if (!spp_store_peek(stores[i], &r))
+            continue;
+        m->heap[m->n] = stores[i];
+        m->keys[m->n] = r.ts;
+        m->n++;
+    }
+    for (int i = m->n / 2 - 1; i >= 0; i--)
+        down(m, i);
+}
+
+spp_store *spp_merge_top(spp_merge *m)
+{
+    return m->n ? m->heap[0] : NULL;
+}
+
+void spp_merge_advance(spp_merge *m)
+{
+    spp_store *s = m->heap[0];
+    spp_store_next(s);
+    spp_rec r;
+    if (spp_store_peek(s, &r)) {
+        m->keys[0] = r.ts;
+    } else {
+        m->n--;
+        m->heap[0] = m->heap[m->n];
+        m->keys[0] = m->keys[m->n];
+    }
+    down(m, 0);
+}
+
+void spp_merge_free(spp_merge *m)
+{
+    free(m->heap);
+    free(m->keys);
+    m->heap = NULL;
+    m->keys = NULL;
+    m->n = 0;
+}

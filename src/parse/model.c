@@ -1,0 +1,364 @@
+/*
+ * model.c — hands each record, in time order, to the reports.
+ *
+ * Per record: classify by name (parsing.md §1), decode args once, resolve
+ * the request ids it names (Link rows first merge two ids into one request),
+ * then let each report take what it needs. Reports that must look ahead
+ * (KV state after a step, the next forward) hold a few rows per process, so
+ * memory stays bounded by what is in flight.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "timeline.h"
+
+#define NAME(lit) (!strcmp(name, lit))
+
+enum spp_kind spp_kind_of(const char *name, const spp_args *a)
+{
+    switch (name[0]) {
+    case 'h':
+        if (NAME("httpReq")) return K_HTTPREQ;
+        if (NAME("httpRes")) return K_END;
+        break;
+    case 't':
+        if (NAME("tokenize")) return K_TOKENIZE;
+        break;
+    case 'E':
+        if (NAME("Enqueue")) return K_ENQUEUE;
+        if (NAME("Execute")) return K_EXEC;
+        break;
+    case 'D':
+        if (NAME("Dequeue")) return K_DEQUEUE;
+        if (NAME("DecodeEnd")) return K_END;
+        if (NAME("DeviceMemory")) return K_DEVMEM;
+        break;
+    case 'Q':
+        if (NAME("Queue")) return K_QUEUE;
+        break;
+    case 'b':
+        if (NAME("batchFrameworkProcessing")) return K_BATCH;
+        break;
+    case 'B':
+        if (NAME("BatchSchedule")) return K_BATCH;
+        break;
+    case 'm':
+        if (NAME("modelExec") || NAME("modelRunnerExec")) return K_EXEC;
+        break;
+    case 'f':
+        if (NAME("forward")) return K_FORWARD;
+        break;
+    case 'K':
+        if (NAME("KVCacheStatus")) return K_KVSTATUS;
+        break;
+    case 'A':
+        if (NAME("Allocate") || NAME("AppendSlot")) return K_KVEVENT;
+        break;
+    case 'F':
+        if (NAME("Free")) return K_KVEVENT;
+        break;
+    case 'C':
+        if (NAME("CacheHitRate")) return K_CACHEHIT;
+        if (NAME("CpuUsage")) return K_CPU;
+        break;
+    case 'M':
+        if (NAME("MemUsage")) return K_MEM;
+        break;
+    case 'P':
+        if (NAME("ProcessUsage")) return K_PROC;
+        break;
+    case 'd':
+        if (NAME("detokenize") || NAME("decode")) return K_TOKEN_OUT;
+        if (NAME("decodeRes")) return K_COMM;
+        break;
+    case 's':
+        if (NAME("sendResponse")) return K_SENDRESP;
+        if (NAME("specDecoding")) return K_SPEC;
+        if (NAME("sendReqToD") || NAME("sendReqToDSucc")) return K_COMM;
+        break;
+    case 'L':
+        if (NAME("Link")) return K_LINK;
+        break;
+    case 'r':
+        if (NAME("receiveReq")) return K_COMM;
+        break;
+    case 'p':
+        if (NAME("prefillRes")) return K_COMM;
+        break;
+    default:
+        break;
+    }
+    if (a && a->type == 3 && a->from.p && a->to.p)
+        return K_LINK;
+    return K_OTHER;
+}
+
+static int node_of(spp_model *m, spp_str s)
+{
+    char buf[512];
+    if (!s.esc)
+        return spp_ids_get(m->ids, s.p, s.n);
+    int n = spp_str_copy(s, buf, sizeof buf);
+    return spp_ids_get(m->ids, buf, n);
+}
+
+static void push_root(spp_model *m, int root)
+{
+    if (m->nroots == m->caproots) {
+        m->caproots = m->caproots ? m->caproots * 2 : 64;
+        m->roots = realloc(m->roots, (size_t)m->caproots * sizeof *m->roots);
+    }
+    m->roots[m->nroots++] = root;
+}
+
+/* Fills m->roots with the request roots the record names, in list order. */
+static void resolve(spp_model *m)
+{
+    spp_args *a = &m->args;
+    m->nroots = 0;
+    if (a->rid_kind == 1) {
+        push_root(m, spp_ids_root(m->ids, node_of(m, a->rid)));
+    } else if (a->rid_kind == 2) {
+        for (int i = 0; i < a->nrids; i++)
+            push_root(m, spp_ids_root(m->ids, node_of(m, a->rids[i].rid)));
+    }
+}
+
+static void link(spp_model *m)
+{
+    int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
+    int absorbed;
+    int kept = spp_ids_link(m->ids, from, to, &absorbed);
+    if (absorbed >= 0)
+        spp_request_link(m, kept, absorbed);
+}
+
+const char *spp_req_name(spp_model *m, int root)
+{
+    return spp_ids_name(m->ids, root);
+}
+
+static void scratch_put(spp_model *m, size_t *o, const char *s, size_t n)
+{
+    if (*o + n + 8 > m->scratch_cap) {
+        m->scratch_cap = (*o + n + 8) * 2;
+        m->scratch = realloc(m->scratch, m->scratch_cap);
+    }
+    memcpy(m->scratch + *o, s, n);
+    *o += n;
+}
+
+const char *spp_res_list(spp_model *m, int *len)
+{
+    size_t o = 0;
+    scratch_put(m, &o, "[", 1);
+    for (int i = 0; i < m->nroots; i++) {
+        const char *n = spp_req_name(m, m->roots[i]);
+        if (i)
+            scratch_put(m, &o, ",", 1);
+        scratch_put(m, &o, "\"", 1);
+        for (const char *p = n; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                scratch_put(m, &o, "\\", 1);
+            if ((unsigned char)*p < 0x20)
+                continue;
+            scratch_put(m, &o, p, 1);
+        }
+        scratch_put(m, &o, "\"", 1);
+    }
+    scratch_put(m, &o, "]", 1);
+    m->scratch[o] = 0;
+    *len = (int)o;
+    return m->scratch;
+}
+
+void spp_kv_numbers(const spp_args *a, double kv[6])
+{
+    double total = a->total, free_ = a->free, used = a->used;
+    if (isnan(free_) && !isnan(a->free_after))
+        free_ = a->free_after;
+    if (isnan(used) && !isnan(total) && !isnan(free_))
+        used = total - free_;
+    if (isnan(free_) && !isnan(total) && !isnan(used))
+        free_ = total - used;
+    double alloc = NAN, freed = NAN;
+    if (!isnan(a->free_before) && !isnan(a->free_after)) {
+        alloc = a->free_before - a->free_after > 0 ? a->free_before - a->free_after : 0;
+        freed = a->free_after - a->free_before > 0 ? a->free_after - a->free_before : 0;
+    }
+    if (!isnan(a->allocated))
+        alloc = a->allocated;
+    double rate = NAN;
+    if (!isnan(a->usage_pct))
+        rate = a->usage_pct > 1 ? a->usage_pct / 100.0 : a->usage_pct;
+    else if (!isnan(used) && !isnan(total) && total > 0)
+        rate = used / total;
+    kv[0] = total;
+    kv[1] = used;
+    kv[2] = free_;
+    kv[3] = alloc;
+    kv[4] = freed;
+    kv[5] = rate;
+}
+
+int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n, int64_t origin)
+{
+    memset(m, 0, sizeof *m);
+    m->opts = opts;
+    m->stores = stores;
+    m->nstores = n;
+    m->origin_ns = origin;
+    m->st = calloc((size_t)n + 1, sizeof *m->st);
+    for (int i = 0; i < n; i++)
+        m->st[i].first_ts = -1;
+    m->ids = spp_ids_new();
+    spp_args_init(&m->args);
+    if (spp_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
+        return -1;
+    spp_request_init(m);
+    spp_batch_init(m);
+    spp_forward_init(m);
+    spp_kvcache_init(m);
+    spp_reqstatus_init(m);
+    spp_spaninfo_init(m);
+    m->tl = spp_timeline_open(&m->out, opts->json, origin);
+    return 0;
+}
+
+static void counters(spp_model *m, const spp_rec *r, enum spp_kind k)
+{
+    const spp_args *a = &m->args;
+    int pid = spp_timeline_pid(r->store);
+    char name[64];
+    if (k == K_KVSTATUS) {
+        double kv[6];
+        spp_kv_numbers(a, kv);
+        static const char *const blocks[] = {"used", "free"};
+        double v[2] = {kv[1], kv[2]};
+        if (!isnan(kv[1]) || !isnan(kv[2]))
+            spp_timeline_counter(m->tl, pid, "KV cache blocks", r->ts, blocks, v, 2);
+        static const char *const usage[] = {"usage"};
+        if (!isnan(kv[5]))
+            spp_timeline_counter(m->tl, pid, "KV cache usage", r->ts, usage, &kv[5], 1);
+    } else if ((k == K_QUEUE || k == K_ENQUEUE || k == K_DEQUEUE)) {
+        spp_store_state *st = &m->st[r->store->index];
+        static const char *const q[] = {"waiting", "running", "swapped"};
+        double v[3] = {st->waiting, st->running, st->swapped};
+        if (!isnan(a->queue_size))
+            spp_timeline_counter(m->tl, pid, "queue size", r->ts, q, v, 3);
+    } else if (k == K_CPU) {
+        static const char *const s[] = {"busy %"};
+        if (a->cpu_index >= 0)
+            snprintf(name, sizeof name, "host CPU %d", a->cpu_index);
+        else
+            snprintf(name, sizeof name, "host CPU");
+        if (!isnan(a->usage))
+            spp_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
+    } else if (k == K_MEM) {
+        static const char *const s[] = {"used MiB", "available MiB"};
+        double v[2] = {a->mused, a->available};
+        spp_timeline_counter(m->tl, pid, "host memory", r->ts, s, v, 2);
+    } else if (k == K_PROC) {
+        static const char *const s1[] = {"cpu %"};
+        static const char *const s2[] = {"rss MiB"};
+        if (!isnan(a->cpu))
+            spp_timeline_counter(m->tl, pid, "process CPU", r->ts, s1, &a->cpu, 1);
+        if (!isnan(a->rss))
+            spp_timeline_counter(m->tl, pid, "process memory", r->ts, s2, &a->rss, 1);
+    } else if (k == K_DEVMEM) {
+        /* One counter track per device: the name carries the real device id. */
+        static const char *const s[] = {"used MiB"};
+        snprintf(name, sizeof name, "GPU %d memory", a->device);
+        if (!isnan(a->usage))
+            spp_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
+        static const char *const u[] = {"util %"};
+        snprintf(name, sizeof name, "GPU %d utilization", a->device);
+        if (!isnan(a->util))
+            spp_timeline_counter(m->tl, pid, name, r->ts, u, &a->util, 1);
+    }
+}
+
+void spp_model_record(spp_model *m, const spp_rec *r)
+{
+    m->nrec++;
+    m->now_ns = r->ts;
+    if (r->ts + r->dur > m->last_ns)
+        m->last_ns = r->ts + r->dur;
+    spp_args_decode(&m->args, r->args, r->args_len);
+    enum spp_kind k = spp_kind_of(r->name, &m->args);
+    spp_store *s = r->store;
+    if (k == K_FORWARD)
+        s->has_forward = 1;
+    else if (k == K_BATCH)
+        s->has_batch = 1;
+    else if (k == K_HTTPREQ)
+        s->has_request = 1;
+    if (k == K_LINK && m->args.from.p && m->args.to.p) {
+        link(m);
+        m->nroots = 0;
+    } else {
+        resolve(m);
+    }
+    spp_request_record(m, r, k);
+    switch (k) {
+    case K_BATCH: case K_EXEC: case K_SPEC:
+        spp_batch_record(m, r, k);
+        break;
+    case K_FORWARD:
+        spp_forward_record(m, r);
+        break;
+    case K_KVSTATUS: case K_KVEVENT:
+        spp_kvcache_record(m, r, k);
+        break;
+    case K_QUEUE: case K_ENQUEUE: case K_DEQUEUE:
+        spp_reqstatus_record(m, r, k);
+        break;
+    default:
+        break;
+    }
+    spp_spaninfo_record(m, r, k);
+    if (m->tl) {
+        int lane = spp_timeline_lane(m->tl, s, r->cat, r->tid);
+        if (k != K_CPU && k != K_MEM && k != K_PROC && k != K_DEVMEM)
+            spp_timeline_slice(m->tl, r, &m->args, lane);
+        counters(m, r, k);
+    }
+    if ((m->nrec & 1023) == 0)
+        spp_request_flush(m, 0);
+}
+
+void spp_model_finish(spp_model *m)
+{
+    spp_request_flush(m, 1);
+    spp_batch_finish(m);
+    spp_forward_finish(m);
+    spp_spaninfo_finish(m);
+}
+
+void spp_model_close(spp_model *m)
+{
+    spp_table_close(&m->out, &m->t_request);
+    spp_table_close(&m->out, &m->t_batch);
+    spp_table_close(&m->out, &m->t_forward);
+    spp_table_close(&m->out, &m->t_kvcache);
+    spp_table_close(&m->out, &m->t_reqstatus);
+    for (int i = 0; i < m->nspan_names; i++)
+        spp_table_close(&m->out, &m->t_spans[i]);
+    free(m->t_spans);
+    for (int i = 0; i < m->nstores; i++) {
+        spp_store_state *st = &m->st[i];
+        for (int j = 0; j < st->sched_n; j++)
+            free(st->sched_fifo[(st->sched_head + j) % 64]);
+        free(st->sched_fifo);
+    }
+    free(m->st);
+    for (int i = 0; i < m->nfwd_hosts; i++)
+        free(m->fwd_hosts[i]);
+    free(m->fwd_hosts);
+    free(m->fwd_host_first);
+    free(m->roots);
+    free(m->scratch);
+    spp_args_free(&m->args);
+    spp_ids_free(m->ids);
+}

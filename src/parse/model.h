@@ -1,0 +1,130 @@
+/*
+ * model.h — the state shared by the report modules while records stream
+ * through (owned by model.c; everything single-threaded).
+ */
+#ifndef SERVPROF_PARSE_MODEL_H
+#define SERVPROF_PARSE_MODEL_H
+
+#include "parse.h"
+
+/* What a record is, by its name (parsing.md §1). */
+enum spp_kind {
+    K_OTHER = 0, K_HTTPREQ, K_TOKENIZE, K_ENQUEUE, K_DEQUEUE, K_QUEUE, K_BATCH, K_EXEC,
+    K_FORWARD, K_KVSTATUS, K_KVEVENT, K_CACHEHIT, K_TOKEN_OUT, K_END, K_SENDRESP, K_SPEC,
+    K_LINK, K_CPU, K_MEM, K_PROC, K_DEVMEM, K_COMM
+};
+
+typedef struct spp_req spp_req;
+typedef struct spp_timeline spp_timeline;
+typedef struct spp_stats spp_stats;
+
+/* Per-store state of the reports (index = store index). */
+typedef struct spp_store_state {
+    int64_t first_ts;
+    /* request_status: current queue sizes */
+    double waiting, running, swapped;
+    /* batch rows waiting for the next KVCacheStatus of this process */
+    struct spp_pending *pend_head, *pend_tail;
+    int npend;
+    /* forward: the last row, waiting for the next forward's start */
+    struct spp_pending *fwd_held;
+    long long fwd_iter;
+    /* specDecoding rows waiting for the next modelRunnerExec */
+    struct spp_pending *spec_held;
+    /* schedule steps not yet matched to an execution (FIFO of res lists) */
+    char **sched_fifo;
+    int sched_n, sched_head;
+} spp_store_state;
+
+typedef struct spp_model {
+    const spp_opts *opts;
+    spp_store **stores;
+    int nstores;
+    spp_store_state *st;
+    spp_ids *ids;
+    spp_args args;
+    spp_out out;
+    int64_t origin_ns;     /* earliest record: timeline ts 0, relative columns */
+    int64_t now_ns;        /* timestamp of the record being handled */
+    int64_t last_ns;
+    long long nrec;
+    int *roots;            /* scratch: request roots named by the record */
+    int nroots, caproots;
+    char *scratch;         /* scratch text (res lists) */
+    size_t scratch_cap;
+    /* reports */
+    spp_table t_request, t_batch, t_forward, t_kvcache, t_reqstatus;
+    spp_table *t_spans;    /* span_info/NAME.csv, one per name */
+    const char **span_names;
+    int nspan_names;
+    /* requests */
+    spp_req *done_head, *done_tail; /* ended, finalized after a grace period */
+    long long nrequests;
+    struct spp_reqsum *fin;  /* one per finished request: summary, buckets */
+    int nfin, capfin;
+    double out_tokens;
+    /* forwards: first forward per host (relative_start_time) */
+    char **fwd_hosts;
+    int64_t *fwd_host_first;
+    int nfwd_hosts;
+    spp_timeline *tl;
+    spp_stats *stats;
+} spp_model;
+
+/* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
+typedef struct spp_reqsum {
+    int64_t start, end, first_token;
+    double ttft, e2e, tpot, wait, prefill_speed, decode_speed; /* ms, ms, ms, ms, tok/s, tok/s */
+} spp_reqsum;
+
+typedef struct spp_pending {
+    struct spp_pending *next;
+    int nvals;
+    spp_val *vals;         /* owned strings */
+    int64_t start, end;
+    int store;
+} spp_pending;
+
+/* model.c */
+int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n, int64_t origin);
+void spp_model_record(spp_model *m, const spp_rec *r);
+void spp_model_finish(spp_model *m);
+void spp_model_close(spp_model *m);
+enum spp_kind spp_kind_of(const char *name, const spp_args *a);
+/* Display name of a request root. */
+const char *spp_req_name(spp_model *m, int root);
+/* Resolved res list of the record as JSON text into m->scratch. */
+const char *spp_res_list(spp_model *m, int *len);
+
+/* pending.c */
+spp_pending *spp_pending_new(const spp_val *vals, int n);
+void spp_pending_free(spp_pending *p);
+
+/* request.c */
+void spp_request_init(spp_model *m);
+void spp_request_link(spp_model *m, int kept, int absorbed);
+void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_request_flush(spp_model *m, int all);
+
+/* batch.c forward.c kvcache.c reqstatus.c spaninfo.c */
+void spp_batch_init(spp_model *m);
+void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_batch_kv(spp_model *m, int store, const double kv[6]);
+void spp_batch_finish(spp_model *m);
+void spp_forward_init(spp_model *m);
+void spp_forward_record(spp_model *m, const spp_rec *r);
+void spp_forward_finish(spp_model *m);
+void spp_kvcache_init(spp_model *m);
+void spp_kvcache_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_reqstatus_init(spp_model *m);
+void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_spaninfo_init(spp_model *m);
+void spp_spaninfo_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_spaninfo_finish(spp_model *m);
+
+
+/* KV numbers of a KVCacheStatus-like record: total, used, free, allocated,
+ * freed, usage rate (NAN where unknown). */
+void spp_kv_numbers(const spp_args *a, double kv[6]);
+
+#endif

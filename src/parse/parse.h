@@ -1,0 +1,228 @@
+/*
+ * parse.h — the contracts between the parser's modules (not API).
+ *
+ * The parser is a pipeline that never holds a whole table:
+ *
+ *   discover.c   finds raw stores (ms_service_*.db) and activity stores
+ *   store.c      opens one store read-only and yields its records in time order
+ *                (the `slice` table, or the legacy `Mstx` table)
+ *   merge.c      k-way merge of the stores' cursors by timestamp
+ *   args.c       decodes the few keys the reports need from a record's args JSON
+ *   ids.c        request ids: interning and Link resolution (union-find)
+ *   model.c      dispatches each record to the reports
+ *   request.c    per-request state while in flight -> request.csv
+ *   batch.c      batch.csv; forward.c forward.csv; kvcache.c kvcache.csv;
+ *   reqstatus.c  request_status.csv; spaninfo.c span_info/NAME.csv + statistics
+ *   timeline.c   chrome_tracing.json, streamed; activity.c device lanes
+ *   table.c      one row sink for a report: CSV file and/or profiler.db table
+ *   dbout.c      profiler.db: schema, indexes, time-bucket tables
+ *   fmt.c        datetimes and numbers; summary.c; progress.c
+ *   parse.c      the driver
+ *
+ * Everything runs on one thread. Record strings (name, cat, args) belong to
+ * SQLite and are valid only until the store's cursor steps again: modules
+ * copy what they keep.
+ */
+#ifndef SERVPROF_PARSE_H
+#define SERVPROF_PARSE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+/* ---------------------------------------------------------------- log */
+enum { SPP_DEBUG = 0, SPP_INFO = 1, SPP_WARNING = 2, SPP_ERROR = 3, SPP_NONE = 4 };
+void spp_log_set_level(int level);
+int spp_log_level(void);
+void spp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses "debug", "info", "warning"/"warn", "error", "none" (any case); -1 if unknown. */
+int spp_log_level_from_name(const char *name);
+
+/* ------------------------------------------------------------- options */
+typedef struct spp_opts {
+    const char *input;        /* --input-path */
+    const char *output;       /* --output-path (default ./output) */
+    int csv, json, db;        /* --format; all three by default */
+    const char **spans;       /* --span NAME ... */
+    int nspans;
+    int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
+    int summary;              /* print the terminal summary */
+} spp_opts;
+
+/* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
+ * failed, 2 bad input path. Messages on stderr; summary too. */
+int spp_run(const spp_opts *opts);
+
+/* ----------------------------------------------------------- discovery */
+typedef struct spp_paths {
+    char **raw;       /* ms_service_*.db, sorted */
+    int nraw;
+    char **activity;  /* ascend_service_profiler_*.db, sorted */
+    int nactivity;
+} spp_paths;
+/* Walks dir recursively. Returns 0, or -1 when dir cannot be read (message printed). */
+int spp_discover(const char *dir, spp_paths *out);
+void spp_paths_free(spp_paths *p);
+
+/* --------------------------------------------------------------- store */
+typedef struct spp_store {
+    int index;            /* position in the merge, 0.. */
+    char *path;
+    char *prof_id;        /* file stem */
+    char *hostname;       /* Meta hostname, "" if absent */
+    char *process_name;   /* process table / Meta, may be "" */
+    int dp_rank;          /* Meta dpRankId, -1 if absent */
+    long long ppid;       /* Meta ppid, 0 if absent */
+    int legacy;           /* 1: Mstx table */
+    sqlite3 *db;
+    sqlite3_stmt *cur;    /* the ordered cursor; NULL when exhausted */
+    long long nrec;       /* records yielded */
+    int failed;           /* read error after start: warned, stopped */
+    int has_forward, has_batch, has_request; /* seen roles, for naming */
+    char *legacy_buf;     /* Mstx: message converted to JSON (owned) */
+    size_t legacy_cap;
+    char legacy_name[256], legacy_cat[128];
+    struct spp_rec *row;  /* the current record, decoded once (owned) */
+    int have_row;
+} spp_store;
+
+typedef struct spp_rec {
+    int64_t ts, dur;      /* ns since epoch; dur 0 for events */
+    const char *name;     /* never NULL ("" if absent) */
+    const char *cat;      /* domain, never NULL */
+    const char *args;     /* JSON object text, never NULL ("{}" if absent) */
+    int args_len;
+    long long pid, tid;
+    spp_store *store;
+} spp_rec;
+
+/* Opens path read-only and positions on its first record. Returns NULL (and
+ * warns naming the file) when it is not a readable store. */
+spp_store *spp_store_open(const char *path, int index);
+/* Fills rec with the current record; 0 if exhausted. */
+int spp_store_peek(spp_store *s, spp_rec *rec);
+/* Moves to the next record (invalidates strings of the previous one). */
+void spp_store_next(spp_store *s);
+void spp_store_close(spp_store *s);
+
+/* --------------------------------------------------------------- merge */
+typedef struct spp_merge {
+    spp_store **heap;
+    int n;
+    int64_t *keys;
+} spp_merge;
+void spp_merge_init(spp_merge *m, spp_store **stores, int n);
+/* The store whose current record is the earliest, or NULL when all are done.
+ * After consuming its record call spp_merge_advance(). */
+spp_store *spp_merge_top(spp_merge *m);
+void spp_merge_advance(spp_merge *m);
+void spp_merge_free(spp_merge *m);
+
+/* ---------------------------------------------------------------- args */
+typedef struct spp_str { const char *p; int n; int esc; } spp_str; /* raw, no quotes */
+
+typedef struct spp_rident {   /* one entry of a rid list */
+    spp_str rid;
+    int iter;                 /* -1 absent */
+    int type;                 /* 0 prefill, 1 decode, -1 absent */
+    double sched_tokens, prompt_tokens, computed_tokens, spec_tokens; /* NAN absent */
+} spp_rident;
+
+typedef struct spp_args {
+    int valid;                /* 1: the whole text is a well-formed JSON object */
+    int type;                 /* "type": -1 absent */
+    int rid_kind;             /* 0 none, 1 scalar, 2 list */
+    spp_str rid;              /* scalar rid (numbers as their digits) */
+    spp_rident *rids; int nrids, caprids;
+    spp_str queue_name, status, batch_type, from, to;
+    double queue_size, total, used, free, free_before, free_after, allocated, usage_pct;
+    double device_block, recv_tokens, reply_tokens, hit_cache, batch_size;
+    double usage, mtotal, util, mused, available, cpu, rss;  /* sampler keys */
+    int device, cpu_index;    /* scope#device / scope#cpu, -1 absent */
+    spp_str accepted;         /* spec_decode_accepted_by_req object text */
+} spp_args;
+
+void spp_args_init(spp_args *a);
+void spp_args_free(spp_args *a);
+/* Decodes text (len bytes). Never fails: unknown keys are skipped; a
+ * malformed text leaves valid = 0 and what was decoded before the error. */
+void spp_args_decode(spp_args *a, const char *text, int len);
+/* Copies s into buf (unescaping), NUL-terminated; returns length. */
+int spp_str_copy(spp_str s, char *buf, int cap);
+/* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
+double spp_json_object_number(spp_str obj, const char *key, int keylen);
+/* Finds string member "key" of a flat JSON object text; 1 if found. */
+int spp_json_object_string(const char *text, int len, const char *key, spp_str *out);
+
+/* ----------------------------------------------------------------- ids */
+typedef struct spp_ids spp_ids;
+spp_ids *spp_ids_new(void);
+void spp_ids_free(spp_ids *ids);
+/* Node of id s (created when absent). */
+int spp_ids_get(spp_ids *ids, const char *s, int n);
+/* Node of id s, or -1 when never seen. */
+int spp_ids_find(spp_ids *ids, const char *s, int n);
+int spp_ids_root(spp_ids *ids, int node);
+/* Records that `from` is the same request as `to`; returns the root kept
+ * (to's), and in *absorbed the root that disappeared (-1 if none). */
+int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed);
+const char *spp_ids_name(spp_ids *ids, int node);
+void *spp_ids_data(spp_ids *ids, int root);
+void spp_ids_set_data(spp_ids *ids, int root, void *data);
+int spp_ids_count(spp_ids *ids);
+
+/* ---------------------------------------------------------------- fmt */
+/* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
+void spp_fmt_datetime(int64_t ns, char *buf);
+/* Appends a CSV field (quoted when needed). */
+void spp_csv_field(FILE *f, const char *s, int n);
+
+/* --------------------------------------------------------------- table */
+enum { SPP_NULL = 0, SPP_INT, SPP_REAL, SPP_MS, SPP_TEXT };
+typedef struct spp_val {
+    int kind;
+    long long i;
+    double d;
+    const char *s; int n;
+} spp_val;
+static inline spp_val spp_v_null(void) { spp_val v = {0}; return v; }
+static inline spp_val spp_v_int(long long i) { spp_val v = {0}; v.kind = SPP_INT; v.i = i; return v; }
+static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_REAL; v.d = d; return v; }
+static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
+static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
+
+typedef struct spp_col { const char *name; const char *sqltype; } spp_col;
+typedef struct spp_table {
+    const char *csv_name;   /* e.g. "request.csv" or "span_info/forward.csv"; NULL: db only */
+    const char *db_name;    /* e.g. "request"; NULL: csv only */
+    const spp_col *cols;
+    int ncols;
+    const char *needs;      /* what the report needs, for the skip line */
+    FILE *csv;              /* opened on the first row */
+    sqlite3_stmt *ins;      /* prepared when the db is on */
+    long long rows;
+    int failed;
+    char *csv_path;
+} spp_table;
+
+typedef struct spp_out {
+    const char *dir;
+    int csv, db;
+    sqlite3 *db_conn;       /* profiler.db */
+    int failed;
+} spp_out;
+
+/* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
+int spp_out_open(spp_out *o, const char *dir, int csv, int db);
+/* Creates the table in profiler.db (when on) and prepares its insert. */
+void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *db_name,
+                    const spp_col *cols, int ncols, const char *needs);
+void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
+/* Closes the CSV; a report with no rows prints its skip line. */
+void spp_table_close(spp_out *o, spp_table *t);
+int spp_out_close(spp_out *o); /* commits profiler.db */
+
+#endif

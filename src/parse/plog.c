@@ -1,0 +1,48 @@
+/*
+ * plog.c — the parser's messages: one line each on stderr,
+ * "servprof parse: <LEVEL>: <message>". The threshold comes from
+ * --log-level (default info). Warnings name the file or value that was
+ * wrong and say what was done instead.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <strings.h>
+
+#include "parse.h"
+
+static int threshold = SPP_INFO;
+static const char *const names[] = {"debug", "info", "warning", "error", "none"};
+
+void spp_log_set_level(int level) { threshold = level; }
+int spp_log_level(void) { return threshold; }
+
+int spp_log_level_from_name(const char *name)
+{
+    for (int i = 0; i <= SPP_NONE; i++)
+        if (!strcasecmp(name, names[i]))
+            return i;
+    if (!strcasecmp(name, "warn"))
+        return SPP_WARNING;
+    if (!strcasecmp(name, "fatal") || !strcasecmp(name, "critical"))
+        return SPP_ERROR;
+    return -1;
+}
+
+void spp_log(int level, const char *fmt, ...)
+{
+    if (level < threshold || level >= SPP_NONE)
+        return;
+    char line[2048];
+    int n = snprintf(line, sizeof line, "servprof parse: %s: ", names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + (size_t)m;
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    fwrite(line, 1, len, stderr); /* one write per line: stderr is unbuffered */
+}

@@ -1,0 +1,51 @@
+/*
+ * reqstatus.c — request_status.csv: the queue sizes over time. Each Queue /
+ * Enqueue / Dequeue record carrying `QueueSize=` updates the size of its
+ * queue (scope#QueueName, else status: WAITING, RUNNING, SWAPPED) for its
+ * process and writes one row with the three current sizes.
+ */
+#include <string.h>
+
+#include "model.h"
+
+static const spp_col cols[] = {
+    {"hostuid", "TEXT"}, {"pid", "INTEGER"}, {"start_datetime", "TEXT"},
+    {"relative_timestamp(ms)", "REAL"}, {"waiting", "INTEGER"}, {"running", "INTEGER"},
+    {"swapped", "INTEGER"}, {"timestamp(ms)", "REAL"},
+};
+
+void spp_reqstatus_init(spp_model *m)
+{
+    spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
+                   sizeof cols / sizeof *cols,
+                   "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
+    for (int i = 0; i < m->nstores; i++)
+        m->st[i].waiting = m->st[i].running = m->st[i].swapped = 0;
+}
+
+static spp_val n(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
+
+void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+{
+    const spp_args *a = &m->args;
+    if (isnan(a->queue_size))
+        return;
+    spp_str q = a->queue_name.p ? a->queue_name : a->status;
+    spp_store_state *st = &m->st[r->store->index];
+    if (!q.p || (q.n == 7 && !memcmp(q.p, "WAITING", 7)))
+        st->waiting = a->queue_size;
+    else if (q.n == 7 && !memcmp(q.p, "RUNNING", 7))
+        st->running = a->queue_size;
+    else if (q.n == 7 && !memcmp(q.p, "SWAPPED", 7))
+        st->swapped = a->queue_size;
+    else
+        return; /* PENDING and others: not a column of this report */
+    char dt[40];
+    spp_fmt_datetime(r->ts, dt);
+    spp_val v[8] = {
+        spp_v_text(r->store->hostname, -1), spp_v_int(r->pid), spp_v_text(dt, -1),
+        spp_v_ms((double)(r->ts - m->origin_ns) / 1e6), n(st->waiting), n(st->running), n(st->swapped),
+        spp_v_ms((double)r->ts / 1e6),
+    };
+    spp_table_row(&m->out, &m->t_reqstatus, v);
+}

@@ -1,0 +1,331 @@
+/*
+ * store.c — one raw store, read as a stream of records in time order.
+ *
+ * A store is opened read-only through a `file:...?mode=ro` URI, so the
+ * parser never writes, never takes a write lock and never blocks the
+ * writer; a store in WAL mode that is still being written is read as the
+ * consistent snapshot (prefix) that existed when the cursor started.
+ *
+ * Before the cursor, the file header is checked: a file that is not SQLite,
+ * or shorter than the page count its header promises (a copy cut short, a
+ * disk that filled up), is warned about by name and skipped. A read error in
+ * the middle of a store ends that store with a warning; records already
+ * yielded stay.
+ *
+ * Two layouts: the `slice` table (ours and the reference's current one) and
+ * the reference's legacy `Mstx(markId, message, pid, tid, timestamp,
+ * endTimestamp)` table whose `message` is pseudo-JSON with `^` for `"`,
+ * sometimes without braces and with a trailing comma; it is converted into
+ * a JSON object whose "name" and "domain" members give the record's name
+ * and domain.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "parse.h"
+
+static char *stem_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *s = strdup(b);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = 0;
+    return s;
+}
+
+/* SQLite URI filenames reserve '?', '#' and '%'. */
+static char *uri_of(const char *path)
+{
+    size_t n = strlen(path);
+    char *u = malloc(n * 3 + 32);
+    char *o = u;
+    o += sprintf(o, "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '?' || *p == '#' || *p == '%')
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+        else
+            *o++ = *p;
+    }
+    strcpy(o, "?mode=ro");
+    return u;
+}
+
+static unsigned be32(const unsigned char *p)
+{
+    return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
+}
+
+/* 0 ok; -1 with *why set. */
+static int check_header(const char *path, const char **why)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *why = strerror(errno);
+        return -1;
+    }
+    unsigned char h[100];
+    size_t got = fread(h, 1, sizeof h, f);
+    struct stat st;
+    int sok = fstat(fileno(f), &st) == 0;
+    fclose(f);
+    if (got == 0) {
+        *why = "the file is empty";
+        return -1;
+    }
+    if (got < sizeof h || memcmp(h, "SQLite format 3", 16) != 0) {
+        *why = "not an SQLite database (bad header)";
+        return -1;
+    }
+    unsigned psz = (unsigned)h[16] << 8 | h[17];
+    if (psz == 1)
+        psz = 65536;
+    unsigned pages = be32(h + 28);
+    /* The in-header size is valid only when the change counter matches. */
+    if (sok && pages && be32(h + 24) == be32(h + 92) &&
+        (long long)st.st_size < (long long)pages * psz) {
+        *why = "truncated (shorter than its header says)";
+        return -1;
+    }
+    return 0;
+}
+
+static int has_table(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1 COLLATE NOCASE",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        found = 1;
+    else if (rc != SQLITE_DONE)
+        found = -1;
+    sqlite3_finalize(st);
+    return found;
+}
+
+static void read_meta(spp_store *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT name, value FROM Meta", -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        if (!k || !v)
+            continue;
+        if (!strcmp(k, "hostname")) {
+            free(s->hostname);
+            s->hostname = strdup(v);
+        } else if (!strcmp(k, "dpRankId")) {
+            s->dp_rank = atoi(v);
+        } else if (!strcmp(k, "ppid")) {
+            s->ppid = atoll(v);
+        } else if (!strcmp(k, "process_name") || !strcmp(k, "program")) {
+            free(s->process_name);
+            s->process_name = strdup(v);
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+static void read_process_name(spp_store *s)
+{
+    if (s->process_name && *s->process_name)
+        return;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT process_name FROM process WHERE process_name IS NOT NULL "
+                                  "AND process_name <> '' LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        free(s->process_name);
+        s->process_name = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+}
+
+static void fail(spp_store *s, const char *what)
+{
+    spp_log(SPP_WARNING, "store %s: %s after %lld records: %s; the rest of this store is skipped",
+            s->path, what, s->nrec, sqlite3_errmsg(s->db));
+    s->failed = 1;
+    sqlite3_finalize(s->cur);
+    s->cur = NULL;
+}
+
+static void step(spp_store *s)
+{
+    s->have_row = 0;
+    int rc = sqlite3_step(s->cur);
+    if (rc == SQLITE_ROW)
+        return;
+    if (rc == SQLITE_DONE) {
+        sqlite3_finalize(s->cur);
+        s->cur = NULL;
+        return;
+    }
+    fail(s, "read error");
+}
+
+spp_store *spp_store_open(const char *path, int index)
+{
+    const char *why = NULL;
+    if (check_header(path, &why) != 0) {
+        spp_log(SPP_WARNING, "store %s: %s; skipped", path, why);
+        return NULL;
+    }
+    spp_store *s = calloc(1, sizeof *s);
+    s->index = index;
+    s->path = strdup(path);
+    s->prof_id = stem_of(path);
+    s->hostname = strdup("");
+    s->dp_rank = -1;
+    s->row = calloc(1, sizeof *s->row);
+    char *uri = uri_of(path);
+    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) {
+        spp_log(SPP_WARNING, "store %s: cannot open (%s); skipped", path, sqlite3_errmsg(s->db));
+        spp_store_close(s);
+        return NULL;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    int slice = has_table(s->db, "slice");
+    int mstx = slice == 1 ? 0 : has_table(s->db, "Mstx");
+    if (slice < 0 || mstx < 0) {
+        spp_log(SPP_WARNING, "store %s: unreadable (%s); skipped", path, sqlite3_errmsg(s->db));
+        spp_store_close(s);
+        return NULL;
+    }
+    if (slice != 1 && mstx != 1) {
+        spp_log(SPP_WARNING, "store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
+        spp_store_close(s);
+        return NULL;
+    }
+    s->legacy = slice != 1;
+    read_meta(s);
+    read_process_name(s);
+    const char *sql = s->legacy
+        ? "SELECT timestamp, endTimestamp, message, pid, tid FROM Mstx ORDER BY timestamp, markId"
+        : "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice ORDER BY timestamp, id";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &s->cur, NULL) != SQLITE_OK) {
+        spp_log(SPP_WARNING, "store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));
+        spp_store_close(s);
+        return NULL;
+    }
+    step(s);
+    if (s->failed && s->nrec == 0) {
+        spp_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static const char *text_or(sqlite3_stmt *st, int col, const char *dflt)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    return t ? t : dflt;
+}
+
+/* Converts the pseudo-JSON message into s->legacy_buf. */
+static int convert_legacy(spp_store *s, const char *msg, int n)
+{
+    if ((size_t)n + 4 > s->legacy_cap) {
+        s->legacy_cap = (size_t)n * 2 + 64;
+        s->legacy_buf = realloc(s->legacy_buf, s->legacy_cap);
+    }
+    char *o = s->legacy_buf;
+    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\n'))
+        n--;
+    int wrap = !(n > 0 && msg[0] == '{' && msg[n - 1] == '}');
+    if (wrap) {
+        *o++ = '{';
+        if (n > 0 && msg[n - 1] == ',')
+            n--; /* the reference drops the trailing comma */
+    }
+    for (int i = 0; i < n; i++)
+        *o++ = msg[i] == '^' ? '"' : msg[i];
+    if (wrap)
+        *o++ = '}';
+    *o = 0;
+    return (int)(o - s->legacy_buf);
+}
+
+int spp_store_peek(spp_store *s, spp_rec *rec)
+{
+    if (!s->cur)
+        return 0;
+    if (s->have_row) {
+        *rec = *s->row;
+        return 1;
+    }
+    sqlite3_stmt *st = s->cur;
+    spp_rec *r = s->row;
+    r->store = s;
+    r->ts = sqlite3_column_int64(st, 0);
+    if (!s->legacy) {
+        r->dur = sqlite3_column_int64(st, 1);
+        r->name = text_or(st, 2, "");
+        r->cat = text_or(st, 3, "");
+        r->args = (const char *)sqlite3_column_text(st, 4);
+        r->args_len = sqlite3_column_bytes(st, 4);
+        r->pid = sqlite3_column_int64(st, 5);
+        r->tid = sqlite3_column_int64(st, 6);
+    } else {
+        int64_t end = sqlite3_column_int64(st, 1);
+        r->dur = end > r->ts ? end - r->ts : 0;
+        const char *m = text_or(st, 2, "");
+        r->args_len = convert_legacy(s, m, sqlite3_column_bytes(st, 2));
+        r->args = s->legacy_buf;
+        spp_str v;
+        s->legacy_name[0] = s->legacy_cat[0] = 0;
+        if (spp_json_object_string(r->args, r->args_len, "name", &v))
+            spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
+        if (spp_json_object_string(r->args, r->args_len, "domain", &v))
+            spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
+        r->name = s->legacy_name;
+        r->cat = s->legacy_cat;
+        r->pid = sqlite3_column_int64(st, 3);
+        r->tid = sqlite3_column_int64(st, 4);
+    }
+    if (!r->args) {
+        r->args = "{}";
+        r->args_len = 2;
+    }
+    if (r->dur < 0)
+        r->dur = 0;
+    s->have_row = 1;
+    *rec = *r;
+    return 1;
+}
+
+void spp_store_next(spp_store *s)
+{
+    if (!s->cur)
+        return;
+    s->nrec++;
+    step(s);
+}
+
+void spp_store_close(spp_store *s)
+{
+    if (!s)
+        return;
+    if (s->cur)
+        sqlite3_finalize(s->cur);
+    if (s->db)
+        sqlite3_close(s->db);
+    free(s->path);
+    free(s->prof_id);
+    free(s->hostname);
+    free(s->process_name);
+    free(s->legacy_buf);
+    free(s->row);
+    free(s);
+}

@@ -1,0 +1,82 @@
+/*
+ * summary.c — the answer on the terminal before any file is opened: what
+ * was read (stores, records, time span), what was written, and the
+ * headline numbers (requests, TTFT / TPOT / end-to-end P50 and P99, output
+ * tokens/s), plus per-span statistics when --span was given. Printed on
+ * stdout (it is the command's output; messages go to stderr).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "summary.h"
+
+static void line(const char *what, double *v, long long n)
+{
+    n = spp_sort_values(v, n);
+    if (!n) {
+        printf("  %-22s -\n", what);
+        return;
+    }
+    printf("  %-22s P50 %10.3f ms   P99 %10.3f ms   (n=%lld)\n", what, spp_percentile(v, n, 50),
+           spp_percentile(v, n, 99), n);
+}
+
+void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, double seconds)
+{
+    double span_s = m->nrec ? (double)(m->last_ns - m->origin_ns) / 1e9 : 0;
+    printf("servprof parse: read %d store%s", nstores, nstores == 1 ? "" : "s");
+    if (nskipped)
+        printf(" (%d skipped)", nskipped);
+    if (nactivity)
+        printf(" + %d activity store%s", nactivity, nactivity == 1 ? "" : "s");
+    printf(", %lld records spanning %.3f s, in %.2f s", m->nrec, span_s, seconds);
+    if (seconds > 0)
+        printf(" (%.0f records/s)", (double)m->nrec / seconds);
+    printf("\n  output: %s\n", m->opts->output);
+    const spp_table *ts[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
+    const char *names[] = {"request", "batch", "forward", "kvcache", "request_status"};
+    printf("  rows:");
+    for (int i = 0; i < 5; i++)
+        printf(" %s %lld%s", names[i], ts[i]->rows, i < 4 ? "," : "\n");
+    printf("  requests: %d\n", m->nfin);
+    long long n = m->nfin;
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    int64_t first = -1, last = -1;
+    for (long long i = 0; i < n; i++) {
+        v[i] = m->fin[i].ttft;
+        if (m->fin[i].start >= 0 && (first < 0 || m->fin[i].start < first))
+            first = m->fin[i].start;
+        if (m->fin[i].end > last)
+            last = m->fin[i].end;
+    }
+    line("TTFT", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = m->fin[i].tpot;
+    line("TPOT", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = m->fin[i].e2e;
+    line("end-to-end", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = m->fin[i].wait;
+    line("queue wait", v, n);
+    free(v);
+    if (first >= 0 && last > first && m->out_tokens > 0)
+        printf("  output tokens: %.0f, %.1f tokens/s\n", m->out_tokens,
+               m->out_tokens / ((double)(last - first) / 1e9));
+    if (m->stats && m->nspan_names) {
+        printf("  %-26s %8s %10s %10s %10s %10s %10s %10s %12s\n", "span (ms)", "count", "min", "avg", "P50",
+               "P90", "P99", "max", "total");
+        for (int i = 0; i < m->nspan_names; i++) {
+            spp_summary_row r;
+            spp_stats_get(m->stats, i, &r);
+            if (!r.n) {
+                printf("  %-26s %8d\n", m->span_names[i], 0);
+                continue;
+            }
+            printf("  %-26s %8lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f\n", m->span_names[i], r.n,
+                   r.min, r.avg, r.p50, r.p90, r.p99, r.max, r.total);
+        }
+    }
+    fflush(stdout);
+}

@@ -1,0 +1,467 @@
+/*
+ * timeline.c — chrome_tracing.json in the Trace Event Format, streamed as
+ * records arrive, and the same timeline as profiler.db tables (process,
+ * thread, slice, counter, flow).
+ *
+ * The file is the object form {"traceEvents": [...], "otherData": {...}}:
+ * `ts` is microseconds since the earliest record (otherData.epoch_origin_ns
+ * holds that origin), printed from integer nanoseconds so no precision is
+ * lost (absolute epoch microseconds in a double would lose it). One trace
+ * process per raw store (pid = store index + 1, unique across hosts, named
+ * by role at the end when the roles are known), one thread lane per
+ * (domain, thread). Spans are "X", events "i", counters "C", request flows
+ * "s"/"t"/"f" with bp "e". Metadata ("M") events may come anywhere in the
+ * array, so they are written when a lane appears and at the close.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline.h"
+
+typedef struct lane { int store; long long tid; char *cat; int id; } lane;
+
+struct spp_timeline {
+    FILE *f;
+    char *path;
+    int64_t origin;
+    int first;           /* no event written yet (no comma) */
+    lane *lanes;
+    int nlanes, caplanes;
+    int *lane_hash;      /* open addressing over lanes, index + 1 */
+    unsigned nslots;
+    int next_lane_id;
+    long long next_flow;
+    spp_out *o;
+    spp_table t_process, t_thread, t_slice, t_counter, t_flow;
+    long long events;
+};
+
+static const spp_col c_process[] = {{"pid", "INTEGER"}, {"process_name", "TEXT"}, {"label", "TEXT"},
+                                    {"hostname", "TEXT"}, {"prof_id", "TEXT"}, {"dp_rank", "INTEGER"}};
+static const spp_col c_thread[] = {{"pid", "INTEGER"}, {"tid", "INTEGER"}, {"thread_name", "TEXT"},
+                                   {"domain", "TEXT"}, {"os_tid", "INTEGER"}};
+static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGER"}, {"end_time", "INTEGER"},
+                                  {"name", "TEXT"}, {"cat", "TEXT"}, {"args", "TEXT"}, {"pid", "INTEGER"},
+                                  {"tid", "INTEGER"}};
+static const spp_col c_counter[] = {{"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
+                                    {"series", "TEXT"}, {"value", "REAL"}};
+static const spp_col c_flow[] = {{"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
+                                 {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
+
+#define NCOLS(c) ((int)(sizeof c / sizeof *c))
+
+spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
+{
+    if (!json && !o->db)
+        return NULL;
+    spp_timeline *t = calloc(1, sizeof *t);
+    t->origin = origin;
+    t->first = 1;
+    t->o = o;
+    t->nslots = 256;
+    t->lane_hash = calloc(t->nslots, sizeof *t->lane_hash);
+    if (json) {
+        size_t len = strlen(o->dir) + 32;
+        t->path = malloc(len);
+        snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
+        t->f = fopen(t->path, "w");
+        if (!t->f) {
+            spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
+            o->failed = 1;
+        } else {
+            setvbuf(t->f, NULL, _IOFBF, 1 << 20);
+            fprintf(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"%" PRId64
+                          "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
+                          "\"traceEvents\":[\n", origin);
+        }
+    }
+    spp_table_init(o, &t->t_process, NULL, "process", c_process, NCOLS(c_process), NULL);
+    spp_table_init(o, &t->t_thread, NULL, "thread", c_thread, NCOLS(c_thread), NULL);
+    spp_table_init(o, &t->t_slice, NULL, "slice", c_slice, NCOLS(c_slice), NULL);
+    spp_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
+    spp_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
+    return t;
+}
+
+static void json_str(FILE *f, const char *s, int n)
+{
+    putc('"', f);
+    const char *run = s;
+    for (int i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\' || c < 0x20) {
+            fwrite(run, 1, (size_t)(s + i - run), f);
+            if (c == '"' || c == '\\') {
+                putc('\\', f);
+                putc((int)c, f);
+            } else {
+                fprintf(f, "\\u%04x", c);
+            }
+            run = s + i + 1;
+        }
+    }
+    fwrite(run, 1, (size_t)(s + n - run), f);
+    putc('"', f);
+}
+
+/* Microseconds since the origin, exactly, from integer nanoseconds. */
+static void put_ts(FILE *f, int64_t ns)
+{
+    if (ns < 0) {
+        putc('-', f);
+        ns = -ns;
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+    fwrite(buf, 1, (size_t)n, f);
+}
+
+static void begin(spp_timeline *t)
+{
+    if (!t->first)
+        fputs(",\n", t->f);
+    t->first = 0;
+    t->events++;
+}
+
+static void meta(spp_timeline *t, const char *what, int pid, int tid, const char *key, const char *val,
+                 long long ival)
+{
+    if (!t->f)
+        return;
+    begin(t);
+    fprintf(t->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"args\":{\"%s\":", what, pid, tid, key);
+    if (val)
+        json_str(t->f, val, (int)strlen(val));
+    else
+        fprintf(t->f, "%lld", ival);
+    fputs("}}", t->f);
+}
+
+static unsigned lane_hash(int store, long long tid, const char *cat)
+{
+    unsigned h = 2166136261u ^ (unsigned)store;
+    h = (h ^ (unsigned)tid) * 16777619u;
+    h = (h ^ (unsigned)(tid >> 32)) * 16777619u;
+    for (const char *p = cat; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
+int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid)
+{
+    if (!t)
+        return 0;
+    unsigned h = lane_hash(s->index, tid, cat) & (t->nslots - 1);
+    while (t->lane_hash[h]) {
+        lane *l = &t->lanes[t->lane_hash[h] - 1];
+        if (l->store == s->index && l->tid == tid && !strcmp(l->cat, cat))
+            return l->id;
+        h = (h + 1) & (t->nslots - 1);
+    }
+    if (t->nlanes == t->caplanes) {
+        t->caplanes = t->caplanes ? t->caplanes * 2 : 64;
+        t->lanes = realloc(t->lanes, (size_t)t->caplanes * sizeof *t->lanes);
+    }
+    lane *l = &t->lanes[t->nlanes++];
+    l->store = s->index;
+    l->tid = tid;
+    l->cat = strdup(cat);
+    l->id = ++t->next_lane_id;
+    t->lane_hash[h] = t->nlanes;
+    if ((unsigned)t->nlanes * 2 > t->nslots) {
+        unsigned ns = t->nslots * 2;
+        int *nh = calloc(ns, sizeof *nh);
+        for (int i = 0; i < t->nlanes; i++) {
+            unsigned k = lane_hash(t->lanes[i].store, t->lanes[i].tid, t->lanes[i].cat) & (ns - 1);
+            while (nh[k])
+                k = (k + 1) & (ns - 1);
+            nh[k] = i + 1;
+        }
+        free(t->lane_hash);
+        t->lane_hash = nh;
+        t->nslots = ns;
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s (thread %lld)", *cat ? cat : "(no domain)", tid);
+    int pid = spp_timeline_pid(s);
+    meta(t, "thread_name", pid, l->id, "name", name, 0);
+    meta(t, "thread_sort_index", pid, l->id, "sort_index", NULL, l->id);
+    spp_val v[5] = {spp_v_int(pid), spp_v_int(l->id), spp_v_text(name, -1), spp_v_text(cat, -1),
+                    spp_v_int(tid)};
+    spp_table_row(t->o, &t->t_thread, v);
+    return l->id;
+}
+
+void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
+{
+    if (!t)
+        return;
+    int pid = spp_timeline_pid(r->store);
+    if (t->f) {
+        FILE *f = t->f;
+        begin(t);
+        fputs(r->dur > 0 ? "{\"ph\":\"X\",\"name\":" : "{\"ph\":\"i\",\"s\":\"t\",\"name\":", f);
+        json_str(f, r->name, (int)strlen(r->name));
+        fputs(",\"cat\":", f);
+        json_str(f, r->cat, (int)strlen(r->cat));
+        fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":", pid, lane_id);
+        put_ts(f, r->ts - t->origin);
+        if (r->dur > 0) {
+            fputs(",\"dur\":", f);
+            put_ts(f, r->dur);
+        }
+        fputs(",\"args\":", f);
+        if (a->valid) {
+            fwrite(r->args, 1, (size_t)r->args_len, f);
+        } else {
+            /* Not JSON (an old writer that did not escape): kept as text. */
+            fputs("{\"raw\":", f);
+            json_str(f, r->args, r->args_len);
+            putc('}', f);
+        }
+        putc('}', f);
+    }
+    if (t->t_slice.ins) {
+        spp_val v[8] = {spp_v_int(r->ts), spp_v_int(r->dur), spp_v_int(r->ts + r->dur),
+                        spp_v_text(r->name, -1), spp_v_text(r->cat, -1), spp_v_text(r->args, r->args_len),
+                        spp_v_int(pid), spp_v_int(lane_id)};
+        spp_table_row(t->o, &t->t_slice, v);
+    }
+}
+
+static void put_num(FILE *f, double d)
+{
+    if (d == floor(d) && fabs(d) < 1e15)
+        fprintf(f, "%.0f", d);
+    else
+        fprintf(f, "%.6g", d);
+}
+
+void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts,
+                          const char *const *series, const double *vals, int n)
+{
+    if (!t)
+        return;
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= !isnan(vals[i]);
+    if (!any)
+        return;
+    if (t->f) {
+        FILE *f = t->f;
+        begin(t);
+        fputs("{\"ph\":\"C\",\"name\":", f);
+        json_str(f, name, (int)strlen(name));
+        fprintf(f, ",\"pid\":%d,\"ts\":", pid);
+        put_ts(f, ts - t->origin);
+        fputs(",\"args\":{", f);
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (isnan(vals[i]))
+                continue;
+            if (k++)
+                putc(',', f);
+            json_str(f, series[i], (int)strlen(series[i]));
+            putc(':', f);
+            put_num(f, vals[i]);
+        }
+        fputs("}}", f);
+    }
+    for (int i = 0; i < n; i++) {
+        if (isnan(vals[i]))
+            continue;
+        spp_val v[5] = {spp_v_text(name, -1), spp_v_int(pid), spp_v_int(ts), spp_v_text(series[i], -1),
+                        spp_v_real(vals[i])};
+        spp_table_row(t->o, &t->t_counter, v);
+    }
+}
+
+static void flow_event(spp_timeline *t, char ph, long long id, const char *name, const char *cat, int pid,
+                       int tid, int64_t ts)
+{
+    if (t->f) {
+        begin(t);
+        fprintf(t->f, "{\"ph\":\"%c\",\"id\":%lld,\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":",
+                ph, id, name, cat, pid, tid);
+        put_ts(t->f, ts - t->origin);
+        fputs(",\"bp\":\"e\"}", t->f);
+    }
+    char type[2] = {ph, 0};
+    spp_val v[7] = {spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(pid),
+                    spp_v_int(tid), spp_v_int(ts), spp_v_text(type, 1)};
+    spp_table_row(t->o, &t->t_flow, v);
+}
+
+void spp_timeline_flow(spp_timeline *t, char ph, long long id, int pid, int tid, int64_t ts)
+{
+    if (!t)
+        return;
+    if (id >= t->next_flow)
+        t->next_flow = id + 1;
+    flow_event(t, ph, id, "request", "request", pid, tid, ts);
+}
+
+static const char *role_of(const spp_store *s)
+{
+    if (s->has_forward)
+        return "forward";
+    if (s->has_batch)
+        return "schedule";
+    if (s->process_name && *s->process_name)
+        return s->process_name;
+    if (s->has_request)
+        return "server";
+    return "process";
+}
+
+static void process_meta(spp_timeline *t, int pid, const char *name, const char *label, const char *host,
+                         const char *prof, int dp)
+{
+    meta(t, "process_name", pid, 0, "name", name, 0);
+    if (label && *label)
+        meta(t, "process_labels", pid, 0, "labels", label, 0);
+    meta(t, "process_sort_index", pid, 0, "sort_index", NULL, pid);
+    spp_val v[6] = {spp_v_int(pid), spp_v_text(name, -1), spp_v_text(label ? label : "", -1),
+                    spp_v_text(host ? host : "", -1), spp_v_text(prof ? prof : "", -1),
+                    dp >= 0 ? spp_v_int(dp) : spp_v_null()};
+    spp_table_row(t->o, &t->t_process, v);
+}
+
+/* ------------------------------------------------------ device activity */
+
+static void activity_store(spp_timeline *t, const char *path, int idx)
+{
+    char uri[4200];
+    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
+    sqlite3 *db;
+    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        spp_log(SPP_WARNING, "activity store %s: cannot open (%s); skipped", path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    int api_pid = 200000 + idx;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char name[512];
+    snprintf(name, sizeof name, "activity %s", base);
+    int wrote_api = 0;
+    sqlite3_stmt *st;
+    /* Kernels, copies and sets: one process per device, one lane per stream. */
+    if (sqlite3_prepare_v2(db, "SELECT type, name, start, end, deviceId, streamId FROM Kernel ORDER BY start",
+                           -1, &st, NULL) == SQLITE_OK) {
+        int devs[64], ndev = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *type = (const char *)sqlite3_column_text(st, 0);
+            const char *kn = (const char *)sqlite3_column_text(st, 1);
+            int64_t s0 = sqlite3_column_int64(st, 2), e0 = sqlite3_column_int64(st, 3);
+            int dev = sqlite3_column_int(st, 4);
+            long long stream = sqlite3_column_int64(st, 5);
+            int pid = 100000 + dev;
+            int known = 0;
+            for (int i = 0; i < ndev; i++)
+                known |= devs[i] == dev;
+            if (!known && ndev < 64) {
+                devs[ndev++] = dev;
+                char pn[64];
+                snprintf(pn, sizeof pn, "device %d", dev);
+                process_meta(t, pid, pn, base, NULL, NULL, -1);
+            }
+            if (!t->f)
+                continue;
+            begin(t);
+            fputs("{\"ph\":\"X\",\"name\":", t->f);
+            json_str(t->f, kn ? kn : "", kn ? (int)strlen(kn) : 0);
+            fputs(",\"cat\":", t->f);
+            json_str(t->f, type ? type : "KERNEL", type ? (int)strlen(type) : 6);
+            fprintf(t->f, ",\"pid\":%d,\"tid\":%lld,\"ts\":", pid, stream);
+            put_ts(t->f, s0 - t->origin);
+            fputs(",\"dur\":", t->f);
+            put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
+            fputs(",\"args\":{}}", t->f);
+        }
+        sqlite3_finalize(st);
+    }
+    if (sqlite3_prepare_v2(db, "SELECT name, start, end, threadId FROM Api ORDER BY start", -1, &st, NULL) ==
+        SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (!wrote_api++)
+                process_meta(t, api_pid, name, base, NULL, NULL, -1);
+            if (!t->f)
+                continue;
+            const char *an = (const char *)sqlite3_column_text(st, 0);
+            int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
+            begin(t);
+            fputs("{\"ph\":\"X\",\"name\":", t->f);
+            json_str(t->f, an ? an : "", an ? (int)strlen(an) : 0);
+            fprintf(t->f, ",\"cat\":\"api\",\"pid\":%d,\"tid\":%lld,\"ts\":", api_pid,
+                    (long long)sqlite3_column_int64(st, 3));
+            put_ts(t->f, s0 - t->origin);
+            fputs(",\"dur\":", t->f);
+            put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
+            fputs(",\"args\":{}}", t->f);
+        }
+        sqlite3_finalize(st);
+    }
+    /* API call -> the kernels it launched, by correlationId. */
+    if (sqlite3_prepare_v2(db, "SELECT a.start, a.threadId, k.start, k.deviceId, k.streamId FROM Api a "
+                               "JOIN Kernel k ON k.correlationId = a.correlationId", -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            long long id = t->next_flow++;
+            flow_event(t, 's', id, "launch", "correlation", api_pid, sqlite3_column_int(st, 1),
+                       sqlite3_column_int64(st, 0));
+            flow_event(t, 'f', id, "launch", "correlation", 100000 + sqlite3_column_int(st, 3),
+                       sqlite3_column_int(st, 4), sqlite3_column_int64(st, 2));
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+}
+
+void spp_timeline_activity(spp_timeline *t, char *const *paths, int n)
+{
+    if (!t)
+        return;
+    if (t->next_flow < (1LL << 40))
+        t->next_flow = 1LL << 40; /* apart from request flow ids */
+    for (int i = 0; i < n; i++)
+        activity_store(t, paths[i], i);
+}
+
+int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
+{
+    if (!t)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const spp_store *s = stores[i];
+        char label[512];
+        if (s->dp_rank >= 0)
+            snprintf(label, sizeof label, "%s dp%d (%s)", s->hostname, s->dp_rank, s->prof_id);
+        else
+            snprintf(label, sizeof label, "%s (%s)", s->hostname, s->prof_id);
+        process_meta(t, spp_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
+    }
+    int rc = 0;
+    if (t->f) {
+        fputs("\n]}\n", t->f);
+        if (fclose(t->f) != 0) {
+            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(errno));
+            rc = -1;
+        }
+    }
+    spp_table_close(t->o, &t->t_process);
+    spp_table_close(t->o, &t->t_thread);
+    spp_table_close(t->o, &t->t_slice);
+    spp_table_close(t->o, &t->t_counter);
+    spp_table_close(t->o, &t->t_flow);
+    for (int i = 0; i < t->nlanes; i++)
+        free(t->lanes[i].cat);
+    free(t->lanes);
+    free(t->lane_hash);
+    free(t->path);
+    free(t);
+    return rc;
+}
