@@ -1,0 +1,48 @@
+/*
+ * instrument.h — everything the server tells libservprof, in one place, in
+ * the vocabulary of docs (parsing spec §1). The engine and the front end call
+ * these at the points where things happen; each returns at once when
+ * collection is off (one relaxed load inside servprof_rec_begin()).
+ *
+ * Ids: front-end records (httpReq, tokenize, detokenize, httpRes) name the
+ * HTTP id; scheduler, KV cache and execution records name the engine id; a
+ * Link row ties the two. Thread-safe (libservprof is).
+ */
+#ifndef TL_INSTRUMENT_H
+#define TL_INSTRUMENT_H
+
+#include <stdint.h>
+
+#include "engine/batch.h"
+#include "engine/kvcache.h"
+#include "engine/request.h"
+#include "servprof.h"
+
+/* Process name, Meta keys naming the model and its sizes. */
+void ins_process(const char *model_name, const char *model_desc);
+
+/* Front end. */
+/* Returns 1 when the record was taken (collection on). */
+int ins_http_req(const tl_request *r);
+servprof_span ins_tokenize_begin(const tl_request *r);
+void ins_tokenize_end(servprof_span s, int n_tokens);
+void ins_link(const tl_request *r);
+/* The request ends: returns 1 when the record was taken (collection on).
+ * status: "ok", "aborted" or "rejected". */
+int ins_http_res(const tl_request *r, const char *status, int reply_tokens);
+
+/* Scheduler. */
+void ins_queue(const char *event, const char *queue, const tl_request *r, int queue_size);
+void ins_batch_schedule(const tl_batch *b, int64_t t0, int64_t t1);
+servprof_span ins_model_exec_begin(const tl_batch *b);
+void ins_model_exec_end(servprof_span s);
+void ins_forward(const tl_batch *b, int64_t t0, int64_t t1);
+void ins_detokenize(const tl_request *r, int n_out);
+void ins_cache_hit(const tl_request *r, int hit_tokens);
+
+/* KV cache. */
+void ins_kv_allocate(const tl_request *r, int n_blocks, const kv_pool *kv);
+void ins_kv_free(const tl_request *r, int n_blocks, const kv_pool *kv);
+void ins_kv_status(const tl_batch *b, const kv_pool *kv);
+
+#endif
