@@ -79,9 +79,10 @@ def stop():
 
 def is_enabled(level=20):
     """True when records of this level are being collected now."""
-    if state.lib is None:
-        return False
-    return level <= _core.current_level()
+    v = state.level.value  # 0 when the library is not loaded
+    if v == LEVEL_UNINIT:
+        v = _core.current_level()
+    return level <= v
 
 
 def step():

@@ -159,8 +159,8 @@ def put(f, r, k, v):
     elif t is int:
         if INT64_MIN <= v <= INT64_MAX:
             f.servprof_attr_int(r, k, v)
-        else:  # still a JSON number, exactly
-            f.servprof_attr_json(r, k, str(v).encode())
+        else:  # the library's JSON stops at int64: keep every digit as text
+            f.servprof_attr_str(r, k, str(v).encode())
     elif t is float:
         f.servprof_attr_double(r, k, v)
     elif t is bool:

@@ -49,13 +49,19 @@ class Profiler:
 
     __slots__ = ("_on", "_level", "_domain", "_attrs", "_span", "_name")
 
-    def __init__(self, level=20):
-        self._on = level <= state.level.value
+    def __new__(cls, level=20):
+        # Disabled: one shared instance that ignores everything, so the
+        # off path allocates nothing. (No __init__: it would run again.)
+        if level > state.level.value:
+            return _OFF
+        self = object.__new__(cls)
+        self._on = True
         self._level = level
         self._domain = None
         self._attrs = {}
         self._span = 0
         self._name = None
+        return self
 
     @property
     def enable(self):
@@ -189,3 +195,12 @@ class Profiler:
         self.span_end()
         return False
 
+
+
+_OFF = object.__new__(Profiler)
+_OFF._on = False
+_OFF._level = 0
+_OFF._domain = None
+_OFF._attrs = {}
+_OFF._span = 0
+_OFF._name = None
