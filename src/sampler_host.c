@@ -1,0 +1,382 @@
+/*
+ * sampler_host.c — host CPU and memory, and this process's own CPU and RSS,
+ * from /proc.
+ *
+ * Design. A host pass reads three small files: /proc/stat (jiffies per CPU),
+ * /proc/meminfo and /proc/self/stat. They are opened once and re-read with
+ * pread(fd, 0), which makes the kernel regenerate them: no open/close per
+ * sample, which matters at 50 Hz. CPU figures are rates, so every pass is
+ * compared with the previous one (the baseline is taken in sp_host_open);
+ * the first row therefore appears one period after the start. A figure that
+ * cannot be computed (no time passed, a file that stopped parsing) is left
+ * out of the row rather than written as a made-up zero.
+ *
+ * The parsers take text, not files, so the tests feed them crafted content.
+ * Runs on the sampler thread only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler.h"
+
+#define STAT_BUF_MIN 8192
+
+struct sp_host_sampler {
+    int fd_stat, fd_mem, fd_self;
+    int per_core;
+    long ticks_per_s, page_kib;
+    char *buf;               /* read buffer, grows with /proc/stat */
+    size_t cap;
+    int ncpu;                /* from the last good /proc/stat */
+    sp_cpu_times all;        /* previous reading */
+    sp_cpu_times *cpus;      /* [SP_HOST_MAX_CPUS], previous reading */
+    sp_cpu_times *cur_cpus;  /* scratch for the current reading */
+    uint64_t self_ticks;
+    int64_t self_mono_ns;
+    int have_prev, have_self_prev;
+    int warned;              /* one warning per kind of trouble */
+};
+
+/* ------------------------------------------------------------------ */
+/* Parsers                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Parses "user nice system idle iowait irq softirq steal ..." after the
+ * label. Fields absent on old kernels count as zero; guest and guest_nice
+ * are ignored because user/nice already include them. */
+static int parse_cpu_fields(const char *p, sp_cpu_times *out)
+{
+    unsigned long long v[8] = {0};
+    int n = 0;
+    char *end;
+    while (n < 8) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p < '0' || *p > '9')
+            break;
+        errno = 0;
+        v[n] = strtoull(p, &end, 10);
+        if (errno || end == p)
+            return -1;
+        p = end;
+        n++;
+    }
+    if (n < 4)
+        return -1;
+    uint64_t idle = v[3] + v[4];
+    uint64_t total = 0;
+    for (int i = 0; i < 8; i++)
+        total += v[i];
+    out->total = total;
+    out->busy = total - idle;
+    return 0;
+}
+
+int sp_host_parse_stat(const char *text, sp_cpu_times *all, sp_cpu_times *cpus, int max,
+                       int *ncpu)
+{
+    int found_all = 0, n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!strncmp(line, "cpu", 3)) {
+            if (line[3] == ' ') {
+                if (parse_cpu_fields(line + 3, all) == 0)
+                    found_all = 1;
+            } else if (line[3] >= '0' && line[3] <= '9') {
+                char *end;
+                long idx = strtol(line + 3, &end, 10);
+                sp_cpu_times t;
+                if (idx >= 0 && idx < max && *end == ' ' && parse_cpu_fields(end, &t) == 0) {
+                    cpus[idx] = t;
+                    if (idx + 1 > n)
+                        n = (int)idx + 1;
+                }
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    *ncpu = n;
+    return found_all ? 0 : -1;
+}
+
+/* Value in kB of "<key>:   <n> kB" in meminfo text; -1 when absent. */
+static double meminfo_kib(const char *text, const char *key)
+{
+    size_t klen = strlen(key);
+    for (const char *line = text; line && *line;) {
+        if (!strncmp(line, key, klen) && line[klen] == ':') {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(line + klen + 1, &end, 10);
+            if (errno || end == line + klen + 1)
+                return -1;
+            return (double)v;
+        }
+        const char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : NULL;
+    }
+    return -1;
+}
+
+int sp_host_parse_meminfo(const char *text, double *total_mib, double *avail_mib)
+{
+    double total = meminfo_kib(text, "MemTotal");
+    if (total < 0)
+        return -1;
+    double avail = meminfo_kib(text, "MemAvailable");
+    if (avail < 0) {
+        double fr = meminfo_kib(text, "MemFree"), bu = meminfo_kib(text, "Buffers"),
+               ca = meminfo_kib(text, "Cached");
+        if (fr < 0)
+            return -1;
+        avail = fr + (bu > 0 ? bu : 0) + (ca > 0 ? ca : 0);
+    }
+    if (avail > total)
+        avail = total;
+    *total_mib = total / 1024.0;
+    *avail_mib = avail / 1024.0;
+    return 0;
+}
+
+int sp_host_parse_self_stat(const char *text, uint64_t *ticks, int64_t *rss_pages)
+{
+    /* The command name (field 2) is in parentheses and may itself contain
+     * spaces and ')': fields are counted from the LAST ')'. */
+    const char *p = strrchr(text, ')');
+    if (!p)
+        return -1;
+    p++;
+    /* After ')': field 3 is state; utime is 14, stime 15, rss 24. */
+    unsigned long long utime = 0, stime = 0;
+    long long rss = 0;
+    int field = 2;
+    char *end;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p || *p == '\n')
+            break;
+        field++;
+        if (field == 14)
+            utime = strtoull(p, &end, 10);
+        else if (field == 15)
+            stime = strtoull(p, &end, 10);
+        else if (field == 24) {
+            rss = strtoll(p, &end, 10);
+            break;
+        }
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (field < 24 || rss < 0)
+        return -1;
+    *ticks = utime + stime;
+    *rss_pages = rss;
+    return 0;
+}
+
+double sp_cpu_busy_pct(const sp_cpu_times *prev, const sp_cpu_times *cur)
+{
+    /* Counters can go backwards when a CPU goes offline and back: treat
+     * that as "no data", not as a huge or negative percentage. */
+    if (cur->total <= prev->total || cur->busy < prev->busy)
+        return -1;
+    double pct = 100.0 * (double)(cur->busy - prev->busy) / (double)(cur->total - prev->total);
+    return pct > 100.0 ? 100.0 : pct;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Re-reads an open /proc file into h->buf (NUL-terminated), growing the
+ * buffer when the file fills it. Returns the length or -1. */
+static ssize_t reread(sp_host_sampler *h, int fd)
+{
+    for (;;) {
+        ssize_t got = 0;
+        for (;;) {
+            ssize_t r = pread(fd, h->buf + got, h->cap - 1 - (size_t)got, got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                break;
+            got += r;
+            if ((size_t)got == h->cap - 1)
+                break;
+        }
+        if ((size_t)got < h->cap - 1 || h->cap >= (1u << 22)) {
+            h->buf[got] = '\0';
+            return got;
+        }
+        char *nb = realloc(h->buf, h->cap * 2);
+        if (!nb)
+            return -1;
+        h->buf = nb;
+        h->cap *= 2;
+    }
+}
+
+static void warn_once(sp_host_sampler *h, int bit, const char *what)
+{
+    if (h->warned & bit)
+        return;
+    h->warned |= bit;
+    sp_log(SP_LOG_WARNING, "host sampler: %s could not be read or parsed; that figure is left "
+           "out of the samples", what);
+}
+
+static void emit_cpu(sp_host_sampler *h)
+{
+    sp_cpu_times all;
+    int ncpu = 0;
+    memset(h->cur_cpus, 0, sizeof(sp_cpu_times) * SP_HOST_MAX_CPUS);
+    if (reread(h, h->fd_stat) < 0 ||
+        sp_host_parse_stat(h->buf, &all, h->cur_cpus, SP_HOST_MAX_CPUS, &ncpu) < 0) {
+        warn_once(h, 1, "/proc/stat");
+        h->have_prev = 0;
+        return;
+    }
+    if (h->have_prev) {
+        double pct = sp_cpu_busy_pct(&h->all, &all);
+        if (pct >= 0) {
+            sp_sample_row row = {SERVPROF_LEVEL_INFO, "host", "CpuUsage", 1, {"usage"}, {pct},
+                                 NULL, 0};
+            sp_sample_emit(&row);
+        }
+        for (int i = 0; h->per_core && i < ncpu && i < h->ncpu; i++) {
+            double c = sp_cpu_busy_pct(&h->cpus[i], &h->cur_cpus[i]);
+            if (c < 0)
+                continue;
+            sp_sample_row row = {SERVPROF_LEVEL_DETAILED, "host", "CpuUsage", 1, {"usage"},
+                                 {c}, "cpu", i};
+            sp_sample_emit(&row);
+        }
+    }
+    h->all = all;
+    h->ncpu = ncpu;
+    /* swap, so the current reading becomes the previous one */
+    sp_cpu_times *t = h->cpus;
+    h->cpus = h->cur_cpus;
+    h->cur_cpus = t;
+    h->have_prev = 1;
+}
+
+static void emit_mem(sp_host_sampler *h)
+{
+    double total, avail;
+    if (reread(h, h->fd_mem) < 0 || sp_host_parse_meminfo(h->buf, &total, &avail) < 0) {
+        warn_once(h, 2, "/proc/meminfo");
+        return;
+    }
+    sp_sample_row row = {SERVPROF_LEVEL_INFO, "host", "MemUsage", 3,
+                         {"used", "available", "total"}, {total - avail, avail, total}, NULL, 0};
+    sp_sample_emit(&row);
+}
+
+static void emit_self(sp_host_sampler *h)
+{
+    uint64_t ticks;
+    int64_t rss_pages;
+    int64_t now = sp_now_monotonic_ns();
+    if (reread(h, h->fd_self) < 0 || sp_host_parse_self_stat(h->buf, &ticks, &rss_pages) < 0) {
+        warn_once(h, 4, "/proc/self/stat");
+        h->have_self_prev = 0;
+        return;
+    }
+    double rss_mib = (double)rss_pages * (double)h->page_kib / 1024.0;
+    if (h->have_self_prev && now > h->self_mono_ns && ticks >= h->self_ticks) {
+        double cpu_s = (double)(ticks - h->self_ticks) / (double)h->ticks_per_s;
+        double pct = 100.0 * cpu_s / ((double)(now - h->self_mono_ns) / 1e9);
+        sp_sample_row row = {SERVPROF_LEVEL_INFO, "host", "ProcessUsage", 2, {"cpu", "rss"},
+                             {pct, rss_mib}, NULL, 0};
+        sp_sample_emit(&row);
+    }
+    h->self_ticks = ticks;
+    h->self_mono_ns = now;
+    h->have_self_prev = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Life                                                                 */
+/* ------------------------------------------------------------------ */
+
+sp_host_sampler *sp_host_open(int per_core)
+{
+    sp_host_sampler *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->fd_stat = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    h->fd_mem = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+    h->fd_self = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    h->cap = STAT_BUF_MIN;
+    h->buf = malloc(h->cap);
+    h->cpus = calloc(SP_HOST_MAX_CPUS, sizeof(sp_cpu_times));
+    h->cur_cpus = calloc(SP_HOST_MAX_CPUS, sizeof(sp_cpu_times));
+    h->per_core = per_core;
+    h->ticks_per_s = sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    h->page_kib = page > 0 ? page / 1024 : 4;
+    if (h->ticks_per_s <= 0)
+        h->ticks_per_s = 100;
+    if (h->fd_stat < 0 || h->fd_mem < 0 || h->fd_self < 0 || !h->buf || !h->cpus ||
+        !h->cur_cpus) {
+        sp_log(SP_LOG_WARNING, "host sampler: cannot open /proc (%s); host CPU and memory are "
+               "not sampled, everything else goes on", strerror(errno));
+        sp_host_close(h);
+        return NULL;
+    }
+    /* Baseline for the rates; rows start at the first tick. Memory has no
+     * baseline, so nothing is emitted here. */
+    sp_cpu_times all;
+    int ncpu;
+    if (reread(h, h->fd_stat) >= 0 &&
+        sp_host_parse_stat(h->buf, &all, h->cpus, SP_HOST_MAX_CPUS, &ncpu) == 0) {
+        h->all = all;
+        h->ncpu = ncpu;
+        h->have_prev = 1;
+    }
+    uint64_t ticks;
+    int64_t rss;
+    if (reread(h, h->fd_self) >= 0 && sp_host_parse_self_stat(h->buf, &ticks, &rss) == 0) {
+        h->self_ticks = ticks;
+        h->self_mono_ns = sp_now_monotonic_ns();
+        h->have_self_prev = 1;
+    }
+    return h;
+}
+
+void sp_host_sample(sp_host_sampler *h)
+{
+    emit_cpu(h);
+    emit_mem(h);
+    emit_self(h);
+}
+
+void sp_host_forget(sp_host_sampler *h)
+{
+    if (!h)
+        return;
+    if (h->fd_stat >= 0)
+        close(h->fd_stat);
+    if (h->fd_mem >= 0)
+        close(h->fd_mem);
+    if (h->fd_self >= 0)
+        close(h->fd_self);
+    free(h->buf);
+    free(h->cpus);
+    free(h->cur_cpus);
+    free(h);
+}
+
+void sp_host_close(sp_host_sampler *h)
+{
+    sp_host_forget(h);
+}

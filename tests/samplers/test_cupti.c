@@ -1,0 +1,233 @@
+/*
+ * test_cupti.c — device activity against libfake_cupti.so (scripted CUPTI
+ * records) and against a missing library. Checks what lands in the
+ * activity store: tables and columns of the contract, L0 vs L1, copy types,
+ * API names without their _vNNNN suffix, filters in mode 2 only, untimed
+ * records dropped, NCCL kernels also in Communication, timestamps on the
+ * epoch-ns scale, and the ";N" limit stopping activity while the host
+ * sampler goes on.
+ */
+#include <dlfcn.h>
+#include <sqlite3.h>
+
+#include "check.h"
+#include "smp_util.h"
+
+#ifndef FAKE_CUPTI_PATH
+#error FAKE_CUPTI_PATH must name libfake_cupti.so
+#endif
+
+static int64_t q_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    } else {
+        fprintf(stderr, "query failed on %s: %s: %s\n", path, sql, sqlite3_errmsg(db));
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+static int *fake_int(const char *name)
+{
+    void *h = dlopen(FAKE_CUPTI_PATH, RTLD_NOW | RTLD_NOLOAD);
+    int *p = h ? (int *)dlsym(h, name) : NULL;
+    if (h)
+        dlclose(h);
+    return p;
+}
+
+static int session_no;
+
+/* One session of ms milliseconds with config c; returns the store path. */
+static char *run(sp_config *c, sp_session *s, int ms, char **log)
+{
+    char dir[256];
+    smp_tmpdir(dir, sizeof dir, "cupti");
+    smp_setup(&(sp_config){0}, s, dir);
+    s->serial = (uint64_t)++session_no;
+    int *batches = fake_int("fake_cupti_batches");
+    if (batches)
+        *batches = 0;
+    capture_begin();
+    sp_samplers_start(s, c);
+    sleep_ms(ms);
+    sp_samplers_stop();
+    *log = capture_end();
+    return s->activity_path;
+}
+
+static void test_l1(void)
+{
+    sp_config c;
+    sp_session s;
+    smp_setup(&c, &s, "/tmp");
+    c.acl_task_time = 1;
+    c.acl_prof_task_time_level = 1;
+    c.acl_prof_task_time_seconds = 0;
+    setenv("FAKE_CUPTI_BATCHES", "1", 1);
+    /* mode 1 ignores the filters */
+    snprintf(c.kernel_filter, sizeof c.kernel_filter, "softmax");
+    int64_t t0 = sp_now_realtime_ns();
+    char *log;
+    const char *db = run(&c, &s, 300, &log);
+    int64_t t1 = sp_now_realtime_ns();
+    CHECK(strstr(log, "CUPTI collecting kernels, copies and runtime API calls") != NULL);
+    CHECK(strstr(log, "6 kernels, 3 copies/sets, 9 API calls") != NULL);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'"), 6);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE name LIKE 'untimed%'"), 0);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='MEMCPY_HtoD' AND "
+                        "correlationId=7"), 1);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='MEMCPY_DtoH'"), 1);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='MEMSET' AND name='MEMSET'"), 1);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE name='softmax_kernel' AND "
+                        "deviceId=1 AND streamId=8"), 2);
+    /* no C++ runtime in this C test: the mangled name is kept */
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE name='_Z6matmulPfS_S_i' "
+                        "OR name LIKE 'matmul(%'"), 3);
+    CHECK_INT(q_int(db, "SELECT SUM(end-start) FROM Kernel WHERE name LIKE '%matmul%'"), 6000);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api WHERE name='cudaLaunchKernel'"), 6);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api WHERE name='cudaMemcpyAsync'"), 2);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api WHERE name='runtime_api_999'"), 1);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api WHERE processId=4242 AND threadId=77"), 9);
+    /* flows: every kernel has its launch call */
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel k JOIN Api a USING (correlationId) "
+                        "WHERE k.type='KERNEL' AND a.name='cudaLaunchKernel'"), 6);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Communication WHERE name LIKE 'nccl%' AND "
+                        "deviceId=0 AND streamId=9 AND correlationId=6 AND end-start=4000"), 1);
+    /* epoch ns, not the CUPTI clock: within this run */
+    CHECK(q_int(db, "SELECT MIN(start) FROM (SELECT start FROM Kernel UNION ALL "
+                    "SELECT start FROM Api)") > t0 - 50000000);
+    CHECK(q_int(db, "SELECT MAX(end) FROM Kernel") < t1);
+    sp_cupti_stats st;
+    sp_cupti_get_stats(&st);
+    /* the fake clock is CLOCK_MONOTONIC + 1e15: the offset must say so */
+    int64_t expect = sp_now_realtime_ns() - (sp_now_monotonic_ns() + 1000000000000000LL);
+    CHECK(llabs(st.clock_offset_ns - expect) < 10000000);
+}
+
+static void test_l0_and_filters(void)
+{
+    sp_config c;
+    sp_session s;
+    smp_setup(&c, &s, "/tmp");
+    c.acl_task_time = 1;
+    c.acl_prof_task_time_level = 0;
+    setenv("FAKE_CUPTI_BATCHES", "1", 1);
+    char *log;
+    const char *db = run(&c, &s, 200, &log);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel"), 9);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api"), 0); /* L0: no API calls */
+    int *enabled = fake_int("fake_cupti_enabled");
+    CHECK(enabled && !enabled[5] && !enabled[10]); /* everything disabled at stop */
+
+    /* aclDataTypeConfig ACL_PROF_ACL_API maps to the runtime API even at L0 */
+    snprintf(c.acl_data_type_config, sizeof c.acl_data_type_config,
+             "ACL_PROF_TASK_TIME,ACL_PROF_ACL_API");
+    db = run(&c, &s, 200, &log);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api"), 9);
+    c.acl_data_type_config[0] = '\0';
+
+    /* mode 2: filters keep matching names only (copies are not kernels) */
+    c.acl_task_time = 2;
+    c.acl_prof_task_time_level = 1;
+    snprintf(c.kernel_filter, sizeof c.kernel_filter, "softmax; nccl");
+    snprintf(c.api_filter, sizeof c.api_filter, "Memcpy");
+    db = run(&c, &s, 200, &log);
+    CHECK(strstr(log, "(filtered)") != NULL);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'"), 3);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type!='KERNEL'"), 3);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api"), 2);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api WHERE name!='cudaMemcpyAsync'"), 0);
+    sp_cupti_stats st;
+    sp_cupti_get_stats(&st);
+    CHECK_INT(st.filtered, 3 + 7);
+}
+
+static void test_limit(void)
+{
+    sp_config c;
+    sp_session s;
+    smp_setup(&c, &s, "/tmp");
+    c.acl_task_time = 1;
+    c.acl_prof_task_time_level = 1;
+    c.host_system_usage_freq = 10;
+    setenv("FAKE_CUPTI_BATCHES", "1000", 1);
+    /* no limit: a batch per periodic flush (1 s, 2 s) and one at stop */
+    char *log;
+    obs_reset();
+    sp_samplers_set_observer(obs_fn, NULL);
+    const char *db = run(&c, &s, 2500, &log);
+    free(log);
+    int64_t unlimited = q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'");
+    CHECK(unlimited >= 18);
+    /* ";1": activity stops after 1 s (the periodic flush at 1 s, then the
+     * forced one at the limit), host samples go on to the end */
+    c.acl_prof_task_time_seconds = 1;
+    obs_reset();
+    db = run(&c, &s, 2500, &log);
+    sp_samplers_set_observer(NULL, NULL);
+    CHECK(strstr(log, "stopped after 1 s") != NULL);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'"), 12);
+    CHECK(obs_count("MemUsage", 0) >= (smp_sanitized() ? 10 : 20));
+}
+
+static void test_absent(void)
+{
+    sp_config c;
+    sp_session s;
+    smp_setup(&c, &s, "/tmp");
+    c.acl_task_time = 1;
+    c.host_system_usage_freq = 20;
+    setenv("SERVPROF_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
+    obs_reset();
+    sp_samplers_set_observer(obs_fn, NULL);
+    char *log;
+    const char *db = run(&c, &s, 400, &log);
+    sp_samplers_set_observer(NULL, NULL);
+    CHECK_INT(count_substr(log, "CUPTI not available"), 1);
+    CHECK_INT(count_substr(log, "\n"), 1);
+    CHECK(access(db, F_OK) != 0); /* no activity store at all */
+    CHECK(obs_count("MemUsage", 0) >= 3);
+    free(log);
+    /* a library that is not CUPTI */
+    setenv("SERVPROF_CUPTI_LIB", "libm.so.6", 1);
+    db = run(&c, &s, 100, &log);
+    CHECK_INT(count_substr(log, "CUPTI has no cuptiActivityRegisterCallbacks"), 1);
+    CHECK(access(db, F_OK) != 0);
+    free(log);
+}
+
+static void test_filter_fn(void)
+{
+    CHECK(sp_name_filter_pass("", "anything"));
+    CHECK(sp_name_filter_pass(NULL, "anything"));
+    CHECK(sp_name_filter_pass("gemm", "ampere_sgemm_128x64"));
+    CHECK(!sp_name_filter_pass("Gemm", "ampere_sgemm_128x64")); /* case-sensitive */
+    CHECK(sp_name_filter_pass("foo;;bar ", "xbarx"));
+    CHECK(!sp_name_filter_pass(";", "x"));
+    CHECK(!sp_name_filter_pass("foo", NULL));
+}
+
+int main(void)
+{
+    /* absent first: once a CUPTI is loaded it stays for the process */
+    test_absent();
+    setenv("SERVPROF_CUPTI_LIB", FAKE_CUPTI_PATH, 1);
+    test_filter_fn();
+    test_l1();
+    test_l0_and_filters();
+    test_limit();
+    CHECK_DONE();
+}

@@ -1,0 +1,135 @@
+/*
+ * test_host_parse.c — the /proc parsers on crafted text (odd command
+ * names, old kernels without MemAvailable, missing lines, counters going
+ * backwards), then one real pass over this machine's /proc.
+ */
+#include <math.h>
+
+#include "check.h"
+#include "smp_util.h"
+
+static const char stat_text[] =
+    "cpu  100 0 50 800 50 0 0 0 0 0\n"
+    "cpu0 60 0 20 400 20 0 0 0 0 0\n"
+    "cpu1 40 0 30 400 30 0 0 0 0 0\n"
+    "intr 12345 0 0\n"
+    "ctxt 999\n";
+static const char stat_text2[] =
+    "cpu  200 0 100 850 50 0 0 0 0 0\n"
+    "cpu0 160 0 20 420 20 0 0 0 0 0\n"
+    "cpu1 40 0 80 430 30 0 0 0 0 0\n";
+
+static void test_stat(void)
+{
+    sp_cpu_times all, all2, cpus[4] = {{0}}, cpus2[4] = {{0}};
+    int n = -1;
+    CHECK_INT(sp_host_parse_stat(stat_text, &all, cpus, 4, &n), 0);
+    CHECK_INT(n, 2);
+    CHECK_INT(all.total, 1000);
+    CHECK_INT(all.busy, 150); /* idle 800 + iowait 50 are not busy */
+    CHECK_INT(cpus[1].busy, 70);
+    CHECK_INT(sp_host_parse_stat(stat_text2, &all2, cpus2, 4, &n), 0);
+    /* 150 busy jiffies more out of 200: 75 % */
+    CHECK(fabs(sp_cpu_busy_pct(&all, &all2) - 75.0) < 1e-9);
+    CHECK(fabs(sp_cpu_busy_pct(&cpus[0], &cpus2[0]) - 100.0 * 100 / 120) < 1e-9);
+    CHECK(fabs(sp_cpu_busy_pct(&cpus[1], &cpus2[1]) - 62.5) < 1e-9); /* 50 of 80 */
+    /* no time passed, or counters went backwards: no figure */
+    CHECK(sp_cpu_busy_pct(&all, &all) < 0);
+    CHECK(sp_cpu_busy_pct(&all2, &all) < 0);
+    /* old kernel: only 4 fields */
+    CHECK_INT(sp_host_parse_stat("cpu 10 0 10 80\n", &all, cpus, 4, &n), 0);
+    CHECK_INT(all.total, 100);
+    CHECK_INT(n, 0);
+    /* garbage and missing aggregate line */
+    CHECK_INT(sp_host_parse_stat("", &all, cpus, 4, &n), -1);
+    CHECK_INT(sp_host_parse_stat("cpu0 1 2 3 4\n", &all, cpus, 4, &n), -1);
+    CHECK_INT(sp_host_parse_stat("cpu  x y z\n", &all, cpus, 4, &n), -1);
+    /* a core index beyond the array is ignored, not written */
+    CHECK_INT(sp_host_parse_stat("cpu  1 1 1 1\ncpu9 1 1 1 1\n", &all, cpus, 4, &n), 0);
+    CHECK_INT(n, 0);
+}
+
+static void test_meminfo(void)
+{
+    double total, avail;
+    CHECK_INT(sp_host_parse_meminfo("MemTotal:       16384000 kB\nMemFree:  1000 kB\n"
+                                    "MemAvailable:    8192000 kB\nBuffers: 5 kB\n",
+                                    &total, &avail), 0);
+    CHECK(fabs(total - 16000.0) < 1e-9);
+    CHECK(fabs(avail - 8000.0) < 1e-9);
+    /* no MemAvailable (kernel < 3.14): free + buffers + cached */
+    CHECK_INT(sp_host_parse_meminfo("MemTotal: 10240 kB\nMemFree: 1024 kB\nBuffers: 1024 kB\n"
+                                    "Cached: 2048 kB\nSwapCached: 999 kB\n", &total, &avail), 0);
+    CHECK(fabs(avail - 4.0) < 1e-9);
+    CHECK_INT(sp_host_parse_meminfo("MemFree: 1 kB\n", &total, &avail), -1);
+    CHECK_INT(sp_host_parse_meminfo("", &total, &avail), -1);
+    /* "MemTotalX" is not MemTotal */
+    CHECK_INT(sp_host_parse_meminfo("MemTotalX: 5 kB\n", &total, &avail), -1);
+}
+
+static void test_self_stat(void)
+{
+    uint64_t ticks;
+    int64_t rss;
+    /* a command name with spaces and parentheses */
+    const char *s = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 "
+                    "250 50 0 0 20 0 3 0 12345 1000000 777 18446744073709551615 1 1 0 0\n";
+    CHECK_INT(sp_host_parse_self_stat(s, &ticks, &rss), 0);
+    CHECK_INT(ticks, 300);
+    CHECK_INT(rss, 777);
+    CHECK_INT(sp_host_parse_self_stat("1234 (x) S 1 2 3\n", &ticks, &rss), -1);
+    CHECK_INT(sp_host_parse_self_stat("garbage", &ticks, &rss), -1);
+}
+
+static void test_real_proc(void)
+{
+    sp_samplers_set_observer(obs_fn, NULL);
+    obs_reset();
+    sp_host_sampler *h = sp_host_open(1);
+    CHECK(h != NULL);
+    if (!h)
+        return;
+    /* burn a little CPU so the rates have something to measure */
+    volatile double x = 0;
+    int64_t until = sp_now_monotonic_ns() + 50000000;
+    while (sp_now_monotonic_ns() < until)
+        x += 1.0;
+    sp_host_sample(h);
+    sp_host_close(h);
+    sp_samplers_set_observer(NULL, NULL);
+    CHECK_INT(obs_count("CpuUsage", 0), 1);
+    CHECK_INT(obs_count("MemUsage", 0), 1);
+    CHECK_INT(obs_count("ProcessUsage", 0), 1);
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    CHECK(obs_count("CpuUsage", 1) >= 1 && obs_count("CpuUsage", 1) <= ncpu);
+    for (int i = 0; i < obs.n; i++) {
+        obs_row *o = &obs.rows[i];
+        CHECK_STR(o->domain, "host");
+        if (!strcmp(o->name, "CpuUsage")) {
+            double u = obs_value(o, "usage");
+            CHECK(u >= 0 && u <= 100);
+            CHECK_INT(o->level, o->has_scope ? SERVPROF_LEVEL_DETAILED : SERVPROF_LEVEL_INFO);
+            if (o->has_scope)
+                CHECK(o->scope >= 0 && o->scope < ncpu);
+        } else if (!strcmp(o->name, "MemUsage")) {
+            double used = obs_value(o, "used"), av = obs_value(o, "available"),
+                   tot = obs_value(o, "total");
+            CHECK(tot > 64 && used > 0 && av > 0);
+            CHECK(fabs(used + av - tot) < 1e-6);
+        } else if (!strcmp(o->name, "ProcessUsage")) {
+            double cpu = obs_value(o, "cpu"), rss = obs_value(o, "rss");
+            /* we just burned ~50 ms of CPU in ~50 ms */
+            CHECK(cpu > 5 && cpu <= 100.0 * (double)ncpu + 1);
+            CHECK(rss > 0.5 && rss < 1e6);
+        }
+    }
+}
+
+int main(void)
+{
+    test_stat();
+    test_meminfo();
+    test_self_stat();
+    test_real_proc();
+    CHECK_DONE();
+}
