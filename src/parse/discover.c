@@ -80,8 +80,10 @@ int spp_discover(const char *dir, spp_paths *out)
         return 0;
     }
     walk(dir, out, 0);
-    qsort(out->raw, (size_t)out->nraw, sizeof *out->raw, cmp);
-    qsort(out->activity, (size_t)out->nactivity, sizeof *out->activity, cmp);
+    if (out->nraw)
+        qsort(out->raw, (size_t)out->nraw, sizeof *out->raw, cmp);
+    if (out->nactivity)
+        qsort(out->activity, (size_t)out->nactivity, sizeof *out->activity, cmp);
     return 0;
 }
 

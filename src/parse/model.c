@@ -343,9 +343,12 @@ void spp_model_close(spp_model *m)
     spp_table_close(&m->out, &m->t_forward);
     spp_table_close(&m->out, &m->t_kvcache);
     spp_table_close(&m->out, &m->t_reqstatus);
-    for (int i = 0; i < m->nspan_names; i++)
+    for (int i = 0; i < m->nspan_names; i++) {
         spp_table_close(&m->out, &m->t_spans[i]);
+        free(m->span_csv[i]);
+    }
     free(m->t_spans);
+    free(m->span_csv);
     for (int i = 0; i < m->nstores; i++) {
         spp_store_state *st = &m->st[i];
         for (int j = 0; j < st->sched_n; j++)

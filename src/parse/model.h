@@ -56,6 +56,7 @@ typedef struct spp_model {
     spp_table t_request, t_batch, t_forward, t_kvcache, t_reqstatus;
     spp_table *t_spans;    /* span_info/NAME.csv, one per name */
     const char **span_names;
+    char **span_csv;       /* their file names (owned) */
     int nspan_names;
     /* requests */
     spp_req *done_head, *done_tail; /* ended, finalized after a grace period */

@@ -33,6 +33,7 @@ void spp_spaninfo_init(spp_model *m)
     for (int i = 0; i < m->opts->nspans; i++)
         add_name(m, m->opts->spans[i]);
     m->t_spans = calloc((size_t)m->nspan_names, sizeof *m->t_spans);
+    m->span_csv = calloc((size_t)m->nspan_names, sizeof *m->span_csv);
     m->stats = spp_stats_new(m->nspan_names);
     for (int i = 0; i < m->nspan_names; i++) {
         char csv[512];
@@ -40,7 +41,8 @@ void spp_spaninfo_init(spp_model *m)
         for (char *p = csv + 10; *p; p++)
             if (*p == '/' || *p == '\\')
                 *p = '_';
-        spp_table_init(&m->out, &m->t_spans[i], strdup(csv), NULL, cols, 6, NULL);
+        m->span_csv[i] = strdup(csv);
+        spp_table_init(&m->out, &m->t_spans[i], m->span_csv[i], NULL, cols, 6, NULL);
     }
 }
 

@@ -43,7 +43,8 @@ long long spp_sort_values(double *v, long long n)
     for (long long i = 0; i < n; i++)
         if (!isnan(v[i]))
             v[o++] = v[i];
-    qsort(v, (size_t)o, sizeof *v, cmp);
+    if (o > 1)
+        qsort(v, (size_t)o, sizeof *v, cmp);
     return o;
 }
 

@@ -1,0 +1,188 @@
+"""Inputs that are not a clean, finished run: a store still being written
+(WAL, a writer holding it open), a truncated store, a file that is not
+SQLite, the reference's legacy Mstx table, missing domains, bad options."""
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fixtures import Store, T0, ns, read_csv, run_parse  # noqa: E402
+
+
+def simple_request(s, rid, start, end, reply=4):
+    s.event("httpReq", start, "Request", rid=rid)
+    s.event("httpRes", end, "Request", rid=rid, **{"recvTokenSize=": 10, "replyTokenSize=": reply})
+
+
+class Inputs(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.inp = os.path.join(self.tmp.name, "in")
+        self.out = os.path.join(self.tmp.name, "out")
+        os.makedirs(self.inp)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_store_still_open_by_a_writer(self):
+        path = os.path.join(self.inp, "ms_service_live-1.db")
+        s = Store(path, "live", 1, wal=True)
+        simple_request(s, "done-1", 0, 10)
+        s.commit()
+        # the writer goes on: an open transaction the parser must not see
+        s.db.execute("BEGIN")
+        simple_request(s, "uncommitted-2", 20, 30)
+        try:
+            p = run_parse(self.inp, self.out)
+            rows = read_csv(os.path.join(self.out, "request.csv"))
+            self.assertEqual([r["http_rid"] for r in rows], ["done-1"])
+            self.assertAlmostEqual(float(rows[0]["execution_time(ms)"]), 10.0)
+            self.assertNotIn("lock", p.stderr.lower())
+        finally:
+            s.db.rollback()
+            s.close()
+
+    def test_truncated_and_corrupt_stores_are_skipped_by_name(self):
+        good = Store(os.path.join(self.inp, "ms_service_good-1.db"), "good", 1)
+        simple_request(good, "g1", 0, 5)
+        good.close()
+        big = Store(os.path.join(self.inp, "src", "ms_service_big-2.db"), "big", 2)
+        for i in range(3000):
+            simple_request(big, "b%d" % i, i, i + 1)
+        big.close()
+        cut = os.path.join(self.inp, "ms_service_cut-2.db")
+        with open(big.path, "rb") as f:
+            data = f.read()
+        with open(cut, "wb") as f:
+            f.write(data[: len(data) // 2])
+        shutil.rmtree(os.path.join(self.inp, "src"))
+        with open(os.path.join(self.inp, "ms_service_junk-3.db"), "wb") as f:
+            f.write(b"this is not a database at all" * 10)
+        p = run_parse(self.inp, self.out)
+        self.assertIn("ms_service_cut-2.db", p.stderr)
+        self.assertIn("truncated", p.stderr)
+        self.assertIn("ms_service_junk-3.db", p.stderr)
+        rows = read_csv(os.path.join(self.out, "request.csv"))
+        self.assertEqual([r["http_rid"] for r in rows], ["g1"])
+        self.assertIn("2 skipped", p.stdout)
+
+    def test_legacy_mstx_store(self):
+        path = os.path.join(self.inp, "ms_service_old-7.db")
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE Mstx(markId INTEGER, message TEXT, pid INTEGER, tid INTEGER, "
+                   "timestamp INTEGER, endTimestamp INTEGER)")
+        db.execute("CREATE TABLE Meta(name TEXT, value TEXT)")
+        db.execute("INSERT INTO Meta VALUES ('hostname', 'oldhost')")
+        rows = [
+            # (markId, message, start ms, end ms)
+            (1, "^name^:^httpReq^,^domain^:^Request^,^type^:0,^rid^:^m1^,", 0, 0),
+            (2, "{^name^:^Enqueue^,^domain^:^Schedule^,^type^:0,^rid^:^m1^,^QueueSize=^:1,"
+                "^scope#QueueName^:^WAITING^}", 1, 0),
+            (3, "^name^:^Dequeue^,^domain^:^Schedule^,^type^:0,^rid^:^m1^,^QueueSize=^:0,"
+                "^scope#QueueName^:^WAITING^,", 4, 0),
+            (4, "^name^:^forward^,^domain^:^ModelExecute^,^type^:2,"
+                "^rid^:[{^rid^:^m1^,^iter^:0,^type^:0}],", 5, 8),
+            (5, "^name^:^detokenize^,^domain^:^Request^,^type^:0,^rid^:^m1^,", 9, 0),
+            (6, "^name^:^httpRes^,^domain^:^Request^,^type^:0,^rid^:^m1^,^replyTokenSize=^:3,", 20, 0),
+        ]
+        for mark, msg, a, b in rows:
+            db.execute("INSERT INTO Mstx VALUES (?, ?, 7, 7, ?, ?)", (mark, msg, ns(a), ns(b) if b else 0))
+        db.commit()
+        db.close()
+        run_parse(self.inp, self.out)
+        req = read_csv(os.path.join(self.out, "request.csv"))
+        self.assertEqual(len(req), 1)
+        r = req[0]
+        self.assertEqual(r["http_rid"], "m1")
+        self.assertAlmostEqual(float(r["execution_time(ms)"]), 20.0)
+        self.assertAlmostEqual(float(r["queue_wait_time(ms)"]), 3.0)
+        self.assertAlmostEqual(float(r["first_token_latency(ms)"]), 9.0)
+        fwd = read_csv(os.path.join(self.out, "forward.csv"))
+        self.assertEqual(len(fwd), 1)
+        self.assertAlmostEqual(float(fwd[0]["during_time(ms)"]), 3.0)
+        self.assertEqual(fwd[0]["hostname"], "oldhost")
+
+    def test_missing_domains_skip_reports_with_one_line_each(self):
+        s = Store(os.path.join(self.inp, "ms_service_fe-1.db"), "fe", 1)
+        simple_request(s, "only", 0, 5)
+        s.close()
+        p = run_parse(self.inp, self.out)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "request.csv")))
+        for report in ("batch.csv", "forward.csv", "kvcache.csv", "request_status.csv"):
+            self.assertFalse(os.path.exists(os.path.join(self.out, report)), report)
+            lines = [ln for ln in p.stderr.splitlines() if report in ln]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn("skipped", lines[0])
+        self.assertIn("domain KVCache", p.stderr)
+        self.assertIn("domain ModelExecute", p.stderr)
+
+    def test_formats_and_spans(self):
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        simple_request(s, "r", 0, 10)
+        s.span("forward", 1, 3, "ModelExecute", rid=[{"rid": "r", "iter": 0}])
+        s.span("forward", 4, 5, "ModelExecute", rid=[{"rid": "r", "iter": 1}])
+        s.span("sample", 3, 3.5, "Execute")
+        s.close()
+        p = run_parse(self.inp, self.out, "--format", "csv", "--span", "sample")
+        self.assertFalse(os.path.exists(os.path.join(self.out, "chrome_tracing.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "profiler.db")))
+        sample = read_csv(os.path.join(self.out, "span_info", "sample.csv"))
+        self.assertEqual(len(sample), 1)
+        self.assertAlmostEqual(float(sample[0]["during_time(ms)"]), 0.5)
+        fw = read_csv(os.path.join(self.out, "span_info", "forward.csv"))
+        self.assertEqual(len(fw), 2)
+        self.assertRegex(p.stdout, r"forward\s+2\s+1\.000\s+1\.500")  # count, min, avg
+        p = run_parse(self.inp, os.path.join(self.tmp.name, "o2"), "--format", "json")
+        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
+
+    def test_bad_invocations(self):
+        bin_ = os.environ["SERVPROF_BIN"]
+        p = subprocess.run([bin_, "parse", "--input-path", os.path.join(self.inp, "nope")],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nope", p.stderr)
+        p = subprocess.run([bin_, "parse", "--input-path", self.inp, "--output-path", self.out],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no raw store", p.stderr)
+        p = subprocess.run([bin_, "parse", "--input-path", self.inp, "--format", "xml"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("xml", p.stderr)
+        p = subprocess.run([bin_, "parse"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--input-path", p.stderr)
+        # an output folder that cannot be created
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        simple_request(s, "r", 0, 1)
+        s.close()
+        blocker = os.path.join(self.tmp.name, "file")
+        open(blocker, "w").close()
+        p = subprocess.run([bin_, "parse", "--input-path", self.inp, "--output-path",
+                            os.path.join(blocker, "sub")], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot create output folder", p.stderr)
+
+    def test_datetimes_follow_tz(self):
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        simple_request(s, "r", 0.001, 1)
+        s.close()
+        env = dict(os.environ, TZ="UTC")
+        cmd = [os.environ["SERVPROF_BIN"], "parse", "--input-path", self.inp, "--output-path", self.out]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        self.assertEqual(read_csv(os.path.join(self.out, "request.csv"))[0]["start_datetime"],
+                         "2023-11-14 22:13:20.000001")
+        env["TZ"] = "Asia/Shanghai"
+        if os.path.exists("/usr/share/zoneinfo/Asia/Shanghai"):
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            self.assertEqual(read_csv(os.path.join(self.out, "request.csv"))[0]["start_datetime"],
+                             "2023-11-15 06:13:20.000001")
+
+
+if __name__ == "__main__":
+    unittest.main()
