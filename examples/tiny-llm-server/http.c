@@ -4,8 +4,8 @@
  * Design. libmicrohttpd runs one thread per connection, so a response can
  * block: a completion is a "callback response" whose reader waits on the
  * request's condition variable (tl_engine_wait) for the engine's next
- * tokens and hands them to MHD as server-sent events (stream) or, at the
- * end, as one JSON body. While it waits it polls the socket for a hang-up
+ * tokens, detokenizes them and hands them to MHD as server-sent events
+ * (stream) or, at the end, as one JSON body. While it waits it polls the socket for a hang-up
  * every 20 ms, so a client that leaves mid-stream is noticed within one
  * wait even when no token is due: the reader fails the response, MHD calls
  * the completion notifier, and tl_engine_release() marks the request for
@@ -59,6 +59,8 @@ typedef struct conn_ctx {
     int final_done;         /* the last byte of the answer is in `out` */
     char *out;              /* bytes formatted, not yet handed to MHD */
     size_t out_len, out_off, out_cap;
+    char *text;             /* whole answer's text (not streaming) */
+    size_t text_len, text_cap;
 } conn_ctx;
 
 static void ctx_put(conn_ctx *c)
@@ -66,6 +68,7 @@ static void ctx_put(conn_ctx *c)
     if (atomic_fetch_sub(&c->owners, 1) == 1) {
         free(c->body);
         free(c->out);
+        free(c->text);
         free(c);
     }
 }
@@ -151,6 +154,24 @@ static int out_append(conn_ctx *c, const char *s, size_t n)
     return 0;
 }
 
+static int text_append(conn_ctx *c, const char *s, size_t n)
+{
+    if (c->text_len + n + 1 > c->text_cap) {
+        size_t cap = c->text_cap ? c->text_cap : 256;
+        while (cap < c->text_len + n + 1)
+            cap *= 2;
+        char *p = realloc(c->text, cap);
+        if (!p)
+            return -1;
+        c->text = p;
+        c->text_cap = cap;
+    }
+    memcpy(c->text + c->text_len, s, n);
+    c->text_len += n;
+    c->text[c->text_len] = 0;
+    return 0;
+}
+
 static int client_gone(conn_ctx *c)
 {
     const union MHD_ConnectionInfo *ci =
@@ -161,20 +182,29 @@ static int client_gone(conn_ctx *c)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* SSE events for the tokens sent..n (their text is immutable once published). */
+/* Detokenizes output tokens sent..n (final once published) and queues
+ * them: one SSE event each when streaming, else into the whole text. This
+ * is where tokens leave the server, so this is where `detokenize` is
+ * recorded: its time is what a client sees as the token's arrival. */
 static int format_tokens(conn_ctx *c, int n)
 {
     const tl_request *r = c->req;
     for (int i = c->sent; i < n; i++) {
-        int from = i ? r->text_end[i - 1] : 0, to = r->text_end[i];
-        char ev[256];
+        char word[TL_TOKEN_TEXT_MAX], ev[256];
+        int wl = tl_detokenize(r->tokens[r->n_prompt + i], word, sizeof word);
+        if (!c->stream) {
+            if (text_append(c, word, (size_t)wl))
+                return -1;
+            continue;
+        }
         int k = snprintf(ev, sizeof ev,
                          "data: {\"id\":\"%s\",\"object\":\"text_completion\",\"choices\":"
-                         "[{\"index\":0,\"text\":\"%.*s\",\"finish_reason\":null}]}\n\n",
-                         r->http_id, to - from, r->text + from);
+                         "[{\"index\":0,\"text\":\"%s\",\"finish_reason\":null}]}\n\n",
+                         r->http_id, word);
         if (k < 0 || (size_t)k >= sizeof ev || out_append(c, ev, (size_t)k) < 0)
             return -1;
     }
+    ins_detokenize(r, n - c->sent, n);
     c->sent = n;
     return 0;
 }
@@ -182,9 +212,9 @@ static int format_tokens(conn_ctx *c, int n)
 static int format_final(conn_ctx *c, int profiled)
 {
     const tl_request *r = c->req;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:[{s:i, s:s, s:s}], s:{s:i, s:i, s:i}, s:b}",
+    json_t *o = json_pack("{s:s, s:s, s:s, s:[{s:i, s:s, s:s}], s:{s:i, s:i, s:i}, s:i}",
                           "id", r->http_id, "object", "text_completion", "model", c->h->c.model_name,
-                          "choices", "index", 0, "text", c->stream ? "" : r->text,
+                          "choices", "index", 0, "text", c->stream || !c->text ? "" : c->text,
                           "finish_reason", "length",
                           "usage", "prompt_tokens", r->n_prompt, "completion_tokens", c->sent,
                           "total_tokens", r->n_prompt + c->sent, "profiled", profiled);
@@ -216,17 +246,20 @@ static ssize_t answer_reader(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_OF_STREAM;
         int state, how;
         int n = tl_engine_wait(e, c->req, c->sent, 20, &state, &how);
-        if (n > c->sent) {
-            if (c->stream ? format_tokens(c, n) : (c->sent = n, 0))
+        /* A whole answer leaves at the end: its tokens are detokenized then. */
+        if (n > c->sent && (c->stream || state == TL_DONE)) {
+            if (format_tokens(c, n))
                 return MHD_CONTENT_READER_END_WITH_ERROR;
             continue;
         }
         if (state == TL_DONE) {
             if (how != TL_FINISH_LENGTH)
                 return MHD_CONTENT_READER_END_WITH_ERROR; /* aborted: server stopping */
+            /* Tell the client what the profile holds of it: 2 both ends
+             * (httpReq and httpRes), 1 the end only, 0 nothing. */
             int profiled = 0;
-            if (tl_engine_claim_end(e, c->req))
-                profiled = ins_http_res(c->req, "ok", c->sent) && c->req_recorded;
+            if (tl_engine_claim_end(e, c->req) && ins_http_res(c->req, "ok", c->sent))
+                profiled = c->req_recorded ? 2 : 1;
             if (format_final(c, profiled))
                 return MHD_CONTENT_READER_END_WITH_ERROR;
             c->final_done = 1;

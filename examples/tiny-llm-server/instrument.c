@@ -51,7 +51,7 @@ void ins_tokenize_end(servprof_span s, int n_tokens)
 
 void ins_link(const tl_request *r)
 {
-    servprof_link(r->http_id, r->engine_id);
+    servprof_link(r->engine_id, r->http_id);
 }
 
 int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
@@ -64,6 +64,7 @@ int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
     servprof_metric(x, "replyTokenSize", reply_tokens);
     servprof_attr_str(x, "status", status);
     servprof_event(x, "httpRes");
+    ins_link(r);
     return 1;
 }
 
@@ -136,10 +137,11 @@ void ins_forward(const tl_batch *b, int64_t t0, int64_t t1)
     servprof_span_at(x, "forward", t0, t1);
 }
 
-void ins_detokenize(const tl_request *r, int n_out)
+void ins_detokenize(const tl_request *r, int n, int n_out)
 {
     servprof_rec *x = servprof_rec_begin(L, "Request");
     servprof_res_str(x, r->http_id);
+    servprof_attr_int(x, "num_tokens", n);
     servprof_attr_int(x, "num_output_tokens", n_out);
     servprof_event(x, "detokenize");
 }

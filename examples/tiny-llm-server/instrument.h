@@ -6,7 +6,10 @@
  *
  * Ids: front-end records (httpReq, tokenize, detokenize, httpRes) name the
  * HTTP id; scheduler, KV cache and execution records name the engine id; a
- * Link row ties the two. Thread-safe (libservprof is).
+ * Link row {from: engine id, to: HTTP id} ties the two (the parser reports
+ * requests under the id linked *to*). The link is recorded at submission
+ * and again at the end, so a request that began before collection was
+ * switched on still has its two ids joined. Thread-safe (libservprof is).
  */
 #ifndef TL_INSTRUMENT_H
 #define TL_INSTRUMENT_H
@@ -27,6 +30,8 @@ int ins_http_req(const tl_request *r);
 servprof_span ins_tokenize_begin(const tl_request *r);
 void ins_tokenize_end(servprof_span s, int n_tokens);
 void ins_link(const tl_request *r);
+/* n tokens were turned into text and went out; n_out in all so far. */
+void ins_detokenize(const tl_request *r, int n, int n_out);
 /* The request ends: returns 1 when the record was taken (collection on).
  * status: "ok", "aborted" or "rejected". */
 int ins_http_res(const tl_request *r, const char *status, int reply_tokens);
@@ -37,7 +42,6 @@ void ins_batch_schedule(const tl_batch *b, int64_t t0, int64_t t1);
 servprof_span ins_model_exec_begin(const tl_batch *b);
 void ins_model_exec_end(servprof_span s);
 void ins_forward(const tl_batch *b, int64_t t0, int64_t t1);
-void ins_detokenize(const tl_request *r, int n_out);
 void ins_cache_hit(const tl_request *r, int hit_tokens);
 
 /* KV cache. */

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
 
 static _Atomic unsigned long next_id = 1;
 
@@ -31,13 +30,12 @@ tl_request *tl_request_new(int prompt_cap, int max_tokens)
     size_t cap = (size_t)prompt_cap + (size_t)max_tokens;
     r->tokens = malloc(cap * sizeof *r->tokens);
     r->blocks = malloc(cap * sizeof *r->blocks); /* >= one block per token: enough */
-    r->text = malloc((size_t)max_tokens * TL_TOKEN_TEXT_MAX + 1);
-    r->text_end = malloc((size_t)max_tokens * sizeof *r->text_end);
-    if (!r->tokens || !r->blocks || !r->text || !r->text_end || pthread_cond_init(&r->cv, NULL)) {
-        free(r->tokens); free(r->blocks); free(r->text); free(r->text_end); free(r);
+    if (!r->tokens || !r->blocks || pthread_cond_init(&r->cv, NULL)) {
+        free(r->tokens);
+        free(r->blocks);
+        free(r);
         return NULL;
     }
-    r->text[0] = 0;
     r->refs = 2;
     return r;
 }
@@ -56,7 +54,5 @@ void tl_request_free(tl_request *r)
     pthread_cond_destroy(&r->cv);
     free(r->tokens);
     free(r->blocks);
-    free(r->text);
-    free(r->text_end);
     free(r);
 }

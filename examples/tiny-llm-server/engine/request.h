@@ -24,8 +24,6 @@ typedef struct tl_request {
     int max_tokens;
     int64_t arrival_ns;     /* servprof_now_ns() when the request arrived */
     int32_t *tokens;        /* [prompt_cap + max_tokens]: prompt, then output */
-    char *text;             /* detokenized output, token i ends at text_end[i] */
-    int *text_end;          /* [max_tokens] */
 
     /* Engine thread only. */
     int n_tokens;           /* prompt + generated tokens */
@@ -37,13 +35,13 @@ typedef struct tl_request {
     int hit_reported;       /* CacheHitRate emitted */
     uint64_t last_hash;     /* prefix-cache hash chain up to n_published blocks */
     int n_published;        /* leading blocks published in the prefix cache */
-    int text_len;
     struct tl_request *prev, *next; /* waiting list links */
 
     /* Under the engine lock. */
     int state;              /* TL_WAITING / TL_RUNNING / TL_DONE */
     int finish;             /* TL_FINISH_* once state is TL_DONE */
-    int n_out;              /* output tokens published to the front end */
+    int n_out;              /* output tokens published to the front end:
+                             * tokens[n_prompt .. n_prompt+n_out) are final */
     int abort_requested;    /* the client went away, or the server stops */
     int refs;               /* 2 at submit: front end + engine */
     int ended;              /* httpRes was emitted (exactly once, by whoever ends it) */

@@ -38,7 +38,6 @@
 #include "../instrument.h"
 #include "batch.h"
 #include "kvcache.h"
-#include "tokenizer.h"
 
 struct tl_engine {
     tl_engine_cfg c;
@@ -330,11 +329,8 @@ static void postprocess(tl_engine *e)
         int k = r->n_tokens - r->n_prompt; /* index of the new output token */
         assert(k < r->max_tokens);
         r->tokens[r->n_tokens++] = e->fwd[i].next;
-        r->text_len += tl_detokenize(e->fwd[i].next, r->text + r->text_len, TL_TOKEN_TEXT_MAX);
-        r->text_end[k] = r->text_len;
         r->n_out = k + 1;
         e->st.output_tokens++;
-        ins_detokenize(r, r->n_out);
         pthread_cond_broadcast(&r->cv);
         if (r->n_out == r->max_tokens)
             finish(e, r, TL_FINISH_LENGTH);

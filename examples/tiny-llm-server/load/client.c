@@ -86,14 +86,15 @@ static void sse_line(reader *r, const char *line, size_t n)
         return;
     }
     char tmp[512];
+    const char *p;
     size_t k = n < sizeof tmp - 1 ? n : sizeof tmp - 1;
     memcpy(tmp, line, k);
     tmp[k] = 0;
     if (strstr(tmp, "\"finish_reason\":null")) {
         if (r->out->n_out++ == 0)
             r->out->ttft_ms = (double)(mono_ns() - r->t0) / 1e6;
-    } else if (strstr(tmp, "\"profiled\":true")) {
-        r->out->profiled = 1;
+    } else if ((p = strstr(tmp, "\"profiled\":"))) {
+        r->out->profiled = atoi(p + 11);
     }
 }
 
@@ -284,7 +285,8 @@ int lg_post(const char *host, int port, const char *body, size_t len, int stream
         const char *u = strstr(r.body, "\"completion_tokens\":");
         if (u)
             out->n_out = atoi(u + 20);
-        out->profiled = strstr(r.body, "\"profiled\":true") != NULL;
+        const char *p = strstr(r.body, "\"profiled\":");
+        out->profiled = p ? atoi(p + 11) : 0;
     }
     if (out->status < 200 || out->status > 299) {
         if (!out->err[0])

@@ -14,7 +14,9 @@ typedef struct lg_result {
     int status;          /* HTTP status; 0 when no answer (connection error) */
     int n_prompt;        /* prompt tokens sent */
     int n_out;           /* output tokens received */
-    int profiled;        /* the server said collection was on at both ends */
+    int profiled;        /* what the server's profile holds of it: 2 both
+                          * ends, 1 the end only (it began before collection
+                          * was on), 0 nothing */
     int64_t start_ns;    /* wall clock (CLOCK_REALTIME) when sending began */
     int64_t end_ns;      /* wall clock when the last byte arrived */
     double queue_ms;     /* time the request waited for a free client slot */
