@@ -23,15 +23,17 @@
  * wakes the watcher, which stops collection and writes "enable": 0 back
  * into the file, so a scheduler thread never waits for a drain.
  *
- * Fork: the child handler takes no lock (another parent thread may hold
- * rt_mu at fork time and does not exist in the child). It re-initializes
- * the mutex, forgets the parent's session, watcher, recorder and samplers,
- * and sets the level back to SP_LEVEL_UNINIT: the child's first record call
+ * Fork: the prepare handler takes rt_mu so no start/stop is half done at
+ * fork time; the child handler takes no lock and re-initializes the mutex
+ * (its owner in the parent is not in the child), then forgets the parent's
+ * session, watcher, recorder and samplers, and sets the level back to
+ * SP_LEVEL_UNINIT: the child's first record call
  * re-reads the config and, when it says enable, opens the child's own store
  * in the session folder that the parent is using.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,9 +283,23 @@ static void at_exit(void)
     servprof_shutdown();
 }
 
+/* Before fork: wait for any start/stop in progress, so that the child is
+ * not born in the middle of one (with SQLite's own global mutexes held by a
+ * thread that the child will not have). Released in both processes. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&rt_mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&rt_mu);
+}
+
 static void atfork_child(void)
 {
-    /* No lock here: the thread that held rt_mu in the parent is gone. */
+    /* The forking thread holds rt_mu (prepare); other owners are gone in
+     * the child anyway: start from a fresh mutex rather than unlock. */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&rt_mu, &fresh, sizeof rt_mu);
     in_runtime = 0;
@@ -360,8 +376,13 @@ static int init_locked(void)
     static int registered; /* once per program; inherited by fork children */
     if (!registered) {
         registered = 1;
+        /* SQLite's malloc takes a process-wide mutex only to keep memory
+         * statistics. A fork while the writer thread holds it would leave a
+         * child that deadlocks on its first store open. We do not need the
+         * statistics; this fails harmlessly when SQLite is already in use. */
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
         atexit(at_exit);
-        pthread_atfork(NULL, NULL, atfork_child);
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     }
     sp_log_reset();
     collecting = 0;

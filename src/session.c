@@ -10,7 +10,7 @@
  * the next enable after a disable must make a NEW folder; the reference's
  * shared-memory election races):
  *
- *   <prof_dir>/.servprof.lock     flock'ed (exclusive) around every decision
+ *   <prof_dir>/.servprof.lock     write-locked (fcntl) around every decision
  *                                 below; held for milliseconds.
  *   <prof_dir>/.servprof-session-<h>
  *                                 state for (hostname, config path), h being
@@ -21,13 +21,13 @@
  *                                   config <config path>
  *                                 replaced atomically (temp + rename).
  *   <session>/.servprof-members   every process collecting in the session
- *                                 holds a shared flock on it; the kernel
- *                                 drops it when the process dies, so a
- *                                 crash never leaves a session "live".
+ *                                 holds a read lock (fcntl) on it; the
+ *                                 kernel drops it when the process dies, so
+ *                                 a crash never leaves a session "live".
  *
  *   start: lock; read state; when it is open, its folder exists and
- *          someone holds .servprof-members (a non-blocking exclusive flock
- *          fails) -> join that folder; otherwise make a new folder named
+ *          another process holds .servprof-members (F_GETLK says a write
+ *          lock would conflict) -> join that folder; otherwise make a new folder named
  *          after the local time (-1, -2 ... when taken) and write the state
  *          as open. Take the shared members lock; unlock.
  *   stop:  release the members lock. When the stop comes from the config
@@ -36,15 +36,19 @@
  *          re-enable cannot join the old session through a process that
  *          has not noticed the disable yet.
  *
- * A fork child inherits the parent's members flock (same open file
- * description); it just closes its copy, which leaves the parent's lock alone.
+ * Why fcntl (POSIX record) locks and not flock(): a flock belongs to the
+ * open file description, which a fork child shares; a child forked while
+ * another parent thread held the prof_dir lock would keep it locked through
+ * its inherited descriptor and deadlock itself and the parent. fcntl locks
+ * belong to the process and are not inherited. Their catch — closing ANY
+ * descriptor of the file drops the process's locks on it — is harmless
+ * here: each file is opened once, under the runtime mutex.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,9 +117,11 @@ static int open_lock(const char *path)
     return fd;
 }
 
-static int lock_fd(int fd, int op)
+/* Waits for a whole-file fcntl lock: F_WRLCK or F_RDLCK. */
+static int lock_fd(int fd, short type)
 {
-    while (flock(fd, op) != 0) {
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    while (fcntl(fd, F_SETLKW, &fl) != 0) {
         if (errno != EINTR)
             return -errno;
     }
@@ -127,11 +133,12 @@ static int session_live(const char *prof_dir, const char *name)
 {
     char path[SP_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s/.servprof-members", prof_dir, name);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    int live = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    close(fd); /* releases our probe lock if we got it */
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    int live = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
     return live;
 }
 
@@ -188,7 +195,7 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
              (unsigned long long)h);
 
     int lfd = open_lock(lock_path);
-    if (lfd < 0 || lock_fd(lfd, LOCK_EX) != 0) {
+    if (lfd < 0 || lock_fd(lfd, F_WRLCK) != 0) {
         sp_log(SP_LOG_ERROR, "cannot lock '%s': %s; collection stays off", lock_path,
                strerror(lfd < 0 ? -lfd : errno));
         if (lfd >= 0)
@@ -218,7 +225,7 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/%s/.servprof-members", pd, name);
         members_fd = open_lock(path);
-        rc = members_fd < 0 ? members_fd : lock_fd(members_fd, LOCK_SH);
+        rc = members_fd < 0 ? members_fd : lock_fd(members_fd, F_RDLCK);
     }
     close(lfd);
     if (rc != 0) {
@@ -264,7 +271,7 @@ void sp_session_leave(const sp_session *s, int close_generation)
     if (lfd < 0)
         return;
     state st;
-    if (lock_fd(lfd, LOCK_EX) == 0 && read_state(state_path, &st) == 0 && st.open &&
+    if (lock_fd(lfd, F_WRLCK) == 0 && read_state(state_path, &st) == 0 && st.open &&
         !strcmp(st.dir, sp_path_basename(s->dir))) {
         const char *host = s->hostname;
         char *text;
@@ -288,7 +295,7 @@ void sp_session_leave(const sp_session *s, int close_generation)
 
 void sp_session_atfork_child(void)
 {
-    /* Closing our copy keeps the parent's shared lock (same description). */
+    /* The child holds no fcntl lock; closing its copy touches no parent lock. */
     if (members_fd >= 0)
         close(members_fd);
     members_fd = -1;

@@ -1,0 +1,280 @@
+"""test_live.py — the runtime with a real process (rt_probe): the config
+file created when absent, live start/stop by editing the file, sessions,
+limits, two processes, fork, rapid toggling, logs."""
+import fcntl
+import json
+import os
+import stat
+import time
+import unittest
+
+from rtlib import RuntimeCase, bound, cli, sessions, wait_until, write_config, SANITIZE
+
+
+class Live(RuntimeCase):
+
+    def test_absent_file_is_created_off(self):
+        p = self.probe()
+        self.assertTrue(wait_until(lambda: os.path.exists(self.cfg), bound(2)))
+        mode = stat.S_IMODE(os.stat(self.cfg).st_mode)
+        self.assertEqual(mode, 0o640)
+        with open(self.cfg) as f:
+            c = json.load(f)
+        self.assertEqual(c["enable"], 0)
+        self.assertEqual(c["prof_dir"], os.path.join(self.tmp, ".ms_server_profiler"))
+        for key in ("profiler_level", "acl_task_time", "acl_prof_task_time_level", "timelimit",
+                    "domain"):
+            self.assertIn(key, c)
+        time.sleep(0.3)
+        self.assertEqual(p.state, "OFF")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, ".ms_server_profiler")))
+        self.assertIn("created config file", p.log())
+        self.assertEqual(p.quit(), 0)
+
+    def test_not_created_when_refused(self):
+        bad_name = os.path.join(self.tmp, "servprof.conf")
+        p = self.probe(bad_name)
+        time.sleep(0.2)
+        self.assertFalse(os.path.exists(bad_name))
+        self.assertIn("does not end in .json", p.log())
+        no_dir = os.path.join(self.tmp, "nodir", "c.json")
+        q = self.probe(no_dir)
+        time.sleep(0.2)
+        self.assertFalse(os.path.exists(no_dir))
+        self.assertIn("not writable", q.log())
+        self.assertEqual(p.quit(), 0)
+        self.assertEqual(q.quit(), 0)
+
+    def test_enable_disable_reenable(self):
+        write_config(self.cfg, self.base_config())
+        p = self.probe()
+        time.sleep(0.2)
+        self.assertEqual(sessions(self.prof), [])
+        t0 = time.monotonic()
+        r = cli("enable", self.cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first = wait_until(lambda: sessions(self.prof), bound(2), 0.002)
+        took = time.monotonic() - t0
+        self.assertTrue(first, "no session folder; log:\n" + p.log())
+        limit = 0.2 if not SANITIZE else 2.0
+        self.assertLess(took, limit, "session folder took %.3fs" % took)
+        p.wait_state(True)
+        d, store = p.session()
+        self.assertEqual(d, os.path.join(self.prof, first[0]))
+        self.assertRegex(first[0], r"^\d{4}-\d{4}$")
+        self.assertEqual(store, os.path.join(d, "Trace_Service", "ms_service_%s-%d.db"
+                                             % (os.uname().nodename, p.pid)))
+        for folder in (self.prof, d, os.path.join(d, "Trace_Service")):
+            self.assertEqual(stat.S_IMODE(os.stat(folder).st_mode), 0o750, folder)
+        self.assertIn("Profiler Enabled Successfully!", p.log())
+        self.assertIn(d, p.log())
+        self.assertEqual(cli("disable", self.cfg).returncode, 0)
+        p.wait_state(False)
+        self.assertIn("Profiler Disabled Successfully!", p.log())
+        self.assertEqual(cli("enable", self.cfg).returncode, 0)
+        p.wait_state(True)
+        d2, _ = p.session()
+        self.assertNotEqual(d, d2)
+        self.assertEqual(len(sessions(self.prof)), 2)
+        self.assertEqual(p.quit(), 0)
+        self.assertEqual(p.log().count("Profiler Disabled Successfully!"), 2)
+
+    def test_editor_rename_over_and_in_place(self):
+        write_config(self.cfg, self.base_config())
+        p = self.probe()
+        time.sleep(0.2)
+        write_config(self.cfg, self.base_config(enable=1), atomic=True)  # rename over
+        p.wait_state(True)
+        write_config(self.cfg, self.base_config(enable=0), atomic=False)  # truncate + write
+        p.wait_state(False)
+        self.assertEqual(p.quit(), 0)
+
+    def test_half_written_file_keeps_state(self):
+        write_config(self.cfg, self.base_config(enable=1))
+        p = self.probe()
+        p.wait_state(True)
+        with open(self.cfg, "w") as f:
+            f.write('{\n    "enable": 0,\n    "prof_dir": "/x')
+        time.sleep(0.4)
+        self.assertTrue(p.state.startswith("ON "))
+        self.assertRegex(p.log(), r"syntax error at line \d+, column \d+")
+        self.assertIn("previous settings stay in force", p.log())
+        with open(self.cfg, "w") as f:
+            f.write("")  # an editor truncating before it writes
+        time.sleep(0.3)
+        self.assertTrue(p.state.startswith("ON "))
+        write_config(self.cfg, self.base_config(enable=0), atomic=False)
+        p.wait_state(False)
+        with open(self.cfg, "w") as f:
+            f.write('{"enable": 1, ')
+        time.sleep(0.4)
+        self.assertEqual(p.state, "OFF")
+        self.assertEqual(p.quit(), 0)
+
+    def test_edit_leaving_enable_is_logged(self):
+        write_config(self.cfg, self.base_config(enable=1))
+        p = self.probe()
+        p.wait_state(True)
+        d, _ = p.session()
+        write_config(self.cfg, self.base_config(enable=1, profiler_level="VERBOSE", bogus=1))
+        self.assertTrue(wait_until(lambda: "stays 1" in p.log(), bound(2)), p.log())
+        log = p.log()
+        self.assertIn("profiler_level take effect at the next start", log)
+        self.assertIn("unknown key 'bogus'", log)
+        self.assertEqual(p.session()[0], d)
+        self.assertEqual(p.quit(), 0)
+
+    def test_timelimit_writes_enable_0_back(self):
+        text = ('{\n  "timelimit": 1,   "prof_dir": "%s",\n\n'
+                '  "enable": 1,\n  "extra_note": {"enable": 1}\n}\n' % self.prof)
+        write_config(self.cfg, text=text)
+        os.chmod(self.cfg, 0o600)
+        p = self.probe()
+        p.wait_state(True)
+        t0 = time.monotonic()
+        p.wait_state(False, timeout=5)
+        self.assertGreater(time.monotonic() - t0, 0.5)
+        self.assertTrue(wait_until(lambda: '"enable": 0' in open(self.cfg).read(), bound(2)))
+        with open(self.cfg) as f:
+            self.assertEqual(f.read(), text.replace('"enable": 1,', '"enable": 0,', 1))
+        self.assertEqual(stat.S_IMODE(os.stat(self.cfg).st_mode), 0o600)
+        self.assertIn("timelimit: 1 s reached", p.log())
+        time.sleep(0.3)
+        self.assertEqual(p.state, "OFF")
+        self.assertEqual(p.quit(), 0)
+
+    def test_profiler_step_num(self):
+        write_config(self.cfg, self.base_config(enable=1, profiler_step_num=5))
+        p = self.probe()
+        p.wait_state(True)
+        p.send("step 4")
+        p.expect("stepped")
+        time.sleep(0.3)
+        self.assertTrue(p.state.startswith("ON "))
+        p.send("step 1")
+        p.wait_state(False)
+        with open(self.cfg) as f:
+            c = json.load(f)
+        self.assertEqual(c["enable"], 0)
+        self.assertEqual(c["profiler_step_num"], 5)
+        self.assertIn("profiler_step_num: 5 steps reached", p.log())
+        self.assertEqual(p.quit(), 0)
+
+    def test_two_processes_share_one_folder(self):
+        write_config(self.cfg, self.base_config())
+        a = self.probe(name="a")
+        b = self.probe(name="b")
+        self.assertEqual(cli("enable", self.cfg).returncode, 0)
+        a.wait_state(True)
+        b.wait_state(True)
+        self.assertEqual(a.session()[0], b.session()[0])
+        self.assertNotEqual(a.session()[1], b.session()[1])
+        self.assertEqual(len(sessions(self.prof)), 1)
+        self.assertEqual(cli("disable", self.cfg).returncode, 0)
+        a.wait_state(False)
+        b.wait_state(False)
+        self.assertEqual(cli("enable", self.cfg).returncode, 0)
+        a.wait_state(True)
+        b.wait_state(True)
+        self.assertEqual(a.session()[0], b.session()[0])
+        self.assertEqual(len(sessions(self.prof)), 2)
+        # A process started while collection runs joins the same folder.
+        c = self.probe(name="c")
+        c.wait_state(True)
+        self.assertEqual(c.session()[0], a.session()[0])
+        for p in (a, b, c):
+            self.assertEqual(p.quit(), 0)
+
+    def test_fork_child_has_its_own_store(self):
+        write_config(self.cfg, self.base_config(enable=1))
+        p = self.probe()
+        p.wait_state(True)
+        d, store = p.session()
+        p.send("fork")
+        child = p.expect("child ", 10).split()
+        done = p.expect("forked", 20).split()
+        self.assertEqual(done[2], "0")
+        cpid = int(child[1])
+        self.assertNotEqual(cpid, p.pid)
+        self.assertEqual(child[2], d)
+        self.assertEqual(child[3], os.path.join(d, "Trace_Service", "ms_service_%s-%d.db"
+                                                % (os.uname().nodename, cpid)))
+        self.assertTrue(p.state.startswith("ON "))
+        self.assertEqual(p.session()[0], d)
+        self.assertEqual(p.quit(), 0)
+
+    def test_fork_while_other_threads_start_and_stop(self):
+        write_config(self.cfg, self.base_config(enable=1))
+        p = self.probe()
+        p.wait_state(True)
+        p.send("forkstorm 20")
+        line = p.expect("storm", 60).split()
+        self.assertEqual(line[1], line[2], "children that did not finish cleanly")
+        self.assertEqual(p.quit(), 0)
+
+    def test_rapid_toggling(self):
+        write_config(self.cfg, self.base_config())
+        p = self.probe()
+        time.sleep(0.2)
+        for i in range(100):
+            write_config(self.cfg, self.base_config(enable=(i + 1) % 2))
+            time.sleep(0.02)
+        # The last write says 0: the process ends off, every session left.
+        time.sleep(0.5)
+        p.wait_state(False, timeout=3)
+        names = sessions(self.prof)
+        self.assertGreaterEqual(len(names), 1)
+        for n in names:
+            path = os.path.join(self.prof, n, ".servprof-members")
+            with open(path, "r+") as f:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
+        log = p.log()
+        self.assertEqual(log.count("Profiler Enabled Successfully!"),
+                         log.count("Profiler Disabled Successfully!"))
+        self.assertEqual(p.quit(), 0)  # ASan: leaks fail the exit status
+
+    def test_uncreatable_prof_dir_stays_off(self):
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        write_config(self.cfg, self.base_config(enable=1, prof_dir=blocker + "/prof"))
+        p = self.probe()
+        self.assertTrue(wait_until(lambda: "cannot create prof_dir" in p.log(), bound(2)), p.log())
+        self.assertIn("collection stays off", p.log())
+        p.send("step 1")
+        p.expect("stepped")
+        self.assertEqual(p.state, "OFF")
+        # Fixing prof_dir (enable still 1) retries the start.
+        write_config(self.cfg, self.base_config(enable=1))
+        p.wait_state(True)
+        self.assertEqual(p.quit(), 0)
+
+    def test_api_start_stop_without_config(self):
+        p = self.probe(config_path=None)
+        time.sleep(0.1)
+        self.assertEqual(p.state, "OFF")
+        p.send("stop")
+        self.assertEqual(p.expect("stop").split()[1], "-4")  # SERVPROF_ESTATE
+        p.send("start")
+        self.assertEqual(p.expect("start").split()[1], "0")
+        p.wait_state(True)
+        self.assertTrue(p.session()[0].startswith(os.path.join(self.tmp, ".ms_server_profiler")))
+        p.send("start")
+        self.assertEqual(p.expect("start").split()[1], "-4")
+        p.send("stop")
+        self.assertEqual(p.expect("stop").split()[1], "0")
+        p.wait_state(False)
+        self.assertEqual(p.quit(), 0)
+
+    def test_exit_stops_cleanly(self):
+        write_config(self.cfg, self.base_config(enable=1))
+        p = self.probe()
+        p.wait_state(True)
+        d, _ = p.session()
+        self.assertEqual(p.quit(), 0)
+        self.assertIn("Profiler Disabled Successfully! (shutdown)", p.log())
+        with open(os.path.join(d, ".servprof-members"), "r+") as f:
+            fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+if __name__ == "__main__":
+    unittest.main()
