@@ -15,7 +15,7 @@ static void usage(FILE *f)
 {
     fputs("usage: servprof parse --input-path DIR [--output-path OUT] [--format csv json db ...]\n"
           "                      [--span NAME ...] [--log-level debug|info|warning|error]\n"
-          "                      [--progress | --no-progress] [--quiet]\n"
+          "                      [--flows key|all] [--progress | --no-progress] [--quiet]\n"
           "  Reads every raw store (ms_service_*.db) under DIR, recursively, and writes\n"
           "  request.csv, batch.csv, forward.csv, kvcache.csv, request_status.csv,\n"
           "  chrome_tracing.json and profiler.db into OUT (default ./output).\n", f);
@@ -73,6 +73,14 @@ int cmd_parse(int argc, char **argv)
                 lv = SPP_INFO;
             }
             spp_log_set_level(lv);
+        } else if (!strcmp(a, "--flows") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "all"))
+                o.flows_all = 1;
+            else if (strcmp(v, "key") != 0) {
+                fprintf(stderr, "servprof parse: --flows '%s' is not 'key' or 'all'\n", v);
+                goto out;
+            }
         } else if (!strcmp(a, "--progress")) {
             o.progress = 1;
         } else if (!strcmp(a, "--no-progress")) {

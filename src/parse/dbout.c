@@ -96,8 +96,6 @@ void spp_dbout_finish(spp_model *m)
         "CREATE INDEX IF NOT EXISTS request_rid ON request(http_rid);"
         "CREATE INDEX IF NOT EXISTS request_status_ts ON request_status(\"timestamp(ms)\");"
         "CREATE INDEX IF NOT EXISTS kvcache_rid ON kvcache(rid);"
-        "CREATE INDEX IF NOT EXISTS slice_ts ON slice(timestamp);"
-        "CREATE INDEX IF NOT EXISTS slice_name ON slice(name);"
         "CREATE INDEX IF NOT EXISTS counter_name ON counter(name, timestamp);"
         "CREATE INDEX IF NOT EXISTS flow_id ON flow(flow_id);";
     char *err = NULL;

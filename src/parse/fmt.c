@@ -59,3 +59,17 @@ void spp_csv_field(FILE *f, const char *s, int n)
     }
     putc('"', f);
 }
+
+void spp_put_int(FILE *f, long long v)
+{
+    char buf[24];
+    int i = 24;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        buf[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[--i] = '-';
+    fwrite(buf + i, 1, (size_t)(24 - i), f);
+}

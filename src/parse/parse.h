@@ -50,6 +50,7 @@ typedef struct spp_opts {
     int nspans;
     int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
     int summary;              /* print the terminal summary */
+    int flows_all;            /* --flows all: a flow step on every slice naming a request */
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
@@ -87,7 +88,13 @@ typedef struct spp_store {
     char legacy_name[256], legacy_cat[128];
     struct spp_rec *row;  /* the current record, decoded once (owned) */
     int have_row;
+    int mode;             /* SPP_READ_DIRECT / _REORDER / _SORTED, see store.c */
+    int64_t lateness;     /* largest lateness of a row in rowid order, ns */
+    int64_t maxts;        /* largest timestamp read so far (reorder mode) */
+    struct spp_reorder *rb;
 } spp_store;
+
+enum { SPP_READ_DIRECT = 0, SPP_READ_REORDER, SPP_READ_SORTED };
 
 typedef struct spp_rec {
     int64_t ts, dur;      /* ns since epoch; dur 0 for events */
@@ -177,6 +184,8 @@ int spp_ids_count(spp_ids *ids);
 /* ---------------------------------------------------------------- fmt */
 /* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
 void spp_fmt_datetime(int64_t ns, char *buf);
+/* Writes v in decimal (no locale, no printf). */
+void spp_put_int(FILE *f, long long v);
 /* Appends a CSV field (quoted when needed). */
 void spp_csv_field(FILE *f, const char *s, int n);
 

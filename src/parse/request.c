@@ -12,7 +12,11 @@
  * of input). A finished id keeps a tombstone so that stragglers do not
  * resurrect it. The request's flow in the timeline is drawn here as well:
  * each slice naming it becomes a flow step, the previous one held back so
- * that the last can be written as the flow's end ('f').
+ * that the last can be written as the flow's end ('f'). By default the
+ * per-token slices are left out of the flow (decode steps, i.e. entries
+ * with iter > 0, every token out after the first, AppendSlot): a request of
+ * 1000 tokens would otherwise draw 4000 arrows, hide everything else and
+ * triple the file. `--flows all` draws them too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -288,14 +292,34 @@ static void apply(spp_model *m, spp_req *q, const spp_rec *r, enum spp_kind k, i
     }
 }
 
+/* Whether this slice is a step of the request's flow (see the top). */
+static int flow_key(const spp_model *m, const spp_req *q, const spp_rec *r, enum spp_kind k, int entry)
+{
+    if (m->opts->flows_all)
+        return 1;
+    if (entry >= 0) {
+        const spp_rident *e = &m->args.rids[entry];
+        int decode = e->iter > 0 || (e->iter < 0 && e->type == 1);
+        return !decode;
+    }
+    if (k == K_TOKEN_OUT || k == K_SENDRESP)
+        return q->first_token < 0;
+    if (k == K_KVEVENT && r->name[0] == 'A' && r->name[1] == 'p')
+        return 0; /* AppendSlot: one per token */
+    return 1;
+}
+
 void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k)
 {
     for (int i = 0; i < m->nroots; i++) {
         spp_req *q = get(m, m->roots[i]);
         if (!q)
             continue;
-        apply(m, q, r, k, m->args.rid_kind == 2 ? i : -1);
-        flow_step(m, q, r);
+        int entry = m->args.rid_kind == 2 ? i : -1;
+        int key = m->tl && flow_key(m, q, r, k, entry);
+        apply(m, q, r, k, entry);
+        if (key)
+            flow_step(m, q, r);
     }
 }
 

@@ -25,6 +25,10 @@
 #include <sys/stat.h>
 
 #include "parse.h"
+#include "reorder.h"
+
+/* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
+#define REORDER_MAX_BYTES (128LL << 20)
 
 static char *stem_of(const char *path)
 {
@@ -161,7 +165,6 @@ static void fail(spp_store *s, const char *what)
 
 static void step(spp_store *s)
 {
-    s->have_row = 0;
     int rc = sqlite3_step(s->cur);
     if (rc == SQLITE_ROW)
         return;
@@ -171,6 +174,54 @@ static void step(spp_store *s)
         return;
     }
     fail(s, "read error");
+}
+
+/* How to get the rows in time order cheaply. One read transaction spans
+ * both passes, so a store still being written is one consistent snapshot. */
+static const char *choose_mode(spp_store *s)
+{
+    static const char *const cols = "SELECT timestamp, duration, name, cat, args, pid, tid, id FROM slice";
+    static char sorted[160];
+    snprintf(sorted, sizeof sorted, "%s ORDER BY timestamp, id", cols);
+    sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT timestamp FROM slice", -1, &st, NULL) != SQLITE_OK)
+        return sorted;
+    int64_t maxts = INT64_MIN, tmin = INT64_MAX, late = 0;
+    long long n = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t ts = sqlite3_column_int64(st, 0);
+        if (ts > maxts)
+            maxts = ts;
+        else if (maxts - ts > late)
+            late = maxts - ts;
+        if (ts < tmin)
+            tmin = ts;
+        n++;
+    }
+    sqlite3_finalize(st);
+    s->lateness = late;
+    s->maxts = INT64_MIN;
+    if (rc != SQLITE_DONE)
+        spp_log(SPP_DEBUG, "store %s: first pass stopped after %lld rows: %s", s->path, n, sqlite3_errmsg(s->db));
+    if (late == 0) {
+        s->mode = SPP_READ_DIRECT;
+        return cols;
+    }
+    struct stat sb;
+    double bytes = stat(s->path, &sb) == 0 ? (double)sb.st_size : 1e12;
+    double span = n > 1 && maxts > tmin ? (double)(maxts - tmin) : 1;
+    double window = bytes * ((double)late / span) * 2 + 1e6;
+    spp_log(SPP_DEBUG, "store %s: %lld rows, largest lateness %.3f ms, window ~%.0f KiB", s->path, n,
+            (double)late / 1e6, window / 1024);
+    if (window <= (double)REORDER_MAX_BYTES) {
+        s->mode = SPP_READ_REORDER;
+        s->rb = spp_reorder_new();
+        return cols;
+    }
+    s->mode = SPP_READ_SORTED;
+    return sorted;
 }
 
 spp_store *spp_store_open(const char *path, int index)
@@ -212,8 +263,8 @@ spp_store *spp_store_open(const char *path, int index)
     read_meta(s);
     read_process_name(s);
     const char *sql = s->legacy
-        ? "SELECT timestamp, endTimestamp, message, pid, tid FROM Mstx ORDER BY timestamp, markId"
-        : "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice ORDER BY timestamp, id";
+        ? "SELECT timestamp, endTimestamp, message, pid, tid, markId FROM Mstx ORDER BY timestamp, markId"
+        : choose_mode(s);
     if (sqlite3_prepare_v2(s->db, sql, -1, &s->cur, NULL) != SQLITE_OK) {
         spp_log(SPP_WARNING, "store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));
         spp_store_close(s);
@@ -257,16 +308,10 @@ static int convert_legacy(spp_store *s, const char *msg, int n)
     return (int)(o - s->legacy_buf);
 }
 
-int spp_store_peek(spp_store *s, spp_rec *rec)
+/* Fills r from the cursor's current row. */
+static void read_cur(spp_store *s, spp_rec *r)
 {
-    if (!s->cur)
-        return 0;
-    if (s->have_row) {
-        *rec = *s->row;
-        return 1;
-    }
     sqlite3_stmt *st = s->cur;
-    spp_rec *r = s->row;
     r->store = s;
     r->ts = sqlite3_column_int64(st, 0);
     if (!s->legacy) {
@@ -300,17 +345,55 @@ int spp_store_peek(spp_store *s, spp_rec *rec)
     }
     if (r->dur < 0)
         r->dur = 0;
-    s->have_row = 1;
-    *rec = *r;
+}
+
+/* Reorder mode: read rows until the earliest buffered one is safe to give. */
+static int reorder_fill(spp_store *s)
+{
+    for (;;) {
+        int64_t m;
+        int have = spp_reorder_min(s->rb, &m);
+        if (have && (!s->cur || m < s->maxts - s->lateness)) {
+            spp_reorder_pop(s->rb, s->row);
+            s->row->store = s;
+            return 1;
+        }
+        if (!s->cur)
+            return 0;
+        spp_rec r;
+        read_cur(s, &r);
+        if (r.ts > s->maxts)
+            s->maxts = r.ts;
+        spp_reorder_push(s->rb, &r, sqlite3_column_int64(s->cur, 7));
+        step(s);
+    }
+}
+
+int spp_store_peek(spp_store *s, spp_rec *rec)
+{
+    if (!s->have_row) {
+        if (s->mode == SPP_READ_REORDER) {
+            if (!reorder_fill(s))
+                return 0;
+        } else {
+            if (!s->cur)
+                return 0;
+            read_cur(s, s->row);
+        }
+        s->have_row = 1;
+    }
+    *rec = *s->row;
     return 1;
 }
 
 void spp_store_next(spp_store *s)
 {
-    if (!s->cur)
+    if (!s->have_row && !spp_store_peek(s, s->row))
         return;
     s->nrec++;
-    step(s);
+    s->have_row = 0;
+    if (s->mode != SPP_READ_REORDER)
+        step(s);
 }
 
 void spp_store_close(spp_store *s)
@@ -327,5 +410,6 @@ void spp_store_close(spp_store *s)
     free(s->process_name);
     free(s->legacy_buf);
     free(s->row);
+    spp_reorder_free(s->rb);
     free(s);
 }

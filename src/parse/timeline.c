@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
             o->failed = 1;
         } else {
             setvbuf(t->f, NULL, _IOFBF, 1 << 20);
+            __fsetlocking(t->f, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
             fprintf(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"%" PRId64
                           "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
                           "\"traceEvents\":[\n", origin);
@@ -113,9 +115,10 @@ static void put_ts(FILE *f, int64_t ns)
         putc('-', f);
         ns = -ns;
     }
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
-    fwrite(buf, 1, (size_t)n, f);
+    spp_put_int(f, ns / 1000);
+    int r = (int)(ns % 1000);
+    char frac[4] = {'.', (char)('0' + r / 100), (char)('0' + r / 10 % 10), (char)('0' + r % 10)};
+    fwrite(frac, 1, 4, f);
 }
 
 static void begin(spp_timeline *t)
@@ -207,7 +210,11 @@ void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, in
         json_str(f, r->name, (int)strlen(r->name));
         fputs(",\"cat\":", f);
         json_str(f, r->cat, (int)strlen(r->cat));
-        fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":", pid, lane_id);
+        fputs(",\"pid\":", f);
+        spp_put_int(f, pid);
+        fputs(",\"tid\":", f);
+        spp_put_int(f, lane_id);
+        fputs(",\"ts\":", f);
         put_ts(f, r->ts - t->origin);
         if (r->dur > 0) {
             fputs(",\"dur\":", f);
@@ -284,8 +291,20 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
 {
     if (t->f) {
         begin(t);
-        fprintf(t->f, "{\"ph\":\"%c\",\"id\":%lld,\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":",
-                ph, id, name, cat, pid, tid);
+        FILE *f = t->f;
+        fputs("{\"ph\":\"", f);
+        putc(ph, f);
+        fputs("\",\"id\":", f);
+        spp_put_int(f, id);
+        fputs(",\"name\":\"", f);
+        fputs(name, f);
+        fputs("\",\"cat\":\"", f);
+        fputs(cat, f);
+        fputs("\",\"pid\":", f);
+        spp_put_int(f, pid);
+        fputs(",\"tid\":", f);
+        spp_put_int(f, tid);
+        fputs(",\"ts\":", f);
         put_ts(t->f, ts - t->origin);
         fputs(",\"bp\":\"e\"}", t->f);
     }
