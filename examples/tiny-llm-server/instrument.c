@@ -125,9 +125,13 @@ servprof_span ins_model_exec_begin(const tl_batch *b)
     return servprof_span_begin(x, "modelExec");
 }
 
-void ins_model_exec_end(servprof_span s)
+void ins_model_exec_end(servprof_span s, const tl_batch *b)
 {
-    servprof_span_end(s);
+    if (!s)
+        return;
+    servprof_rec *x = servprof_rec_begin(L, "ModelExecute");
+    servprof_attr_int(x, "num_scheduled_tokens", b->tokens);
+    servprof_span_end_rec(x, s);
 }
 
 void ins_forward(const tl_batch *b, int64_t t0, int64_t t1)

@@ -40,7 +40,7 @@ int ins_http_res(const tl_request *r, const char *status, int reply_tokens);
 void ins_queue(const char *event, const char *queue, const tl_request *r, int queue_size);
 void ins_batch_schedule(const tl_batch *b, int64_t t0, int64_t t1);
 servprof_span ins_model_exec_begin(const tl_batch *b);
-void ins_model_exec_end(servprof_span s);
+void ins_model_exec_end(servprof_span s, const tl_batch *b);
 void ins_forward(const tl_batch *b, int64_t t0, int64_t t1);
 void ins_cache_hit(const tl_request *r, int hit_tokens);
 

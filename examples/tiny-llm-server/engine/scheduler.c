@@ -359,7 +359,7 @@ static void run_model(tl_engine *e)
     tl_model_forward(e->model, e->fwd, b->n);
     int64_t t1 = servprof_now_ns();
     ins_forward(b, t0, t1);
-    ins_model_exec_end(exec);
+    ins_model_exec_end(exec, b);
 }
 
 static void *engine_main(void *arg)
