@@ -157,6 +157,35 @@ void sp_json_str(sp_sbuf *b, const char *str, size_t n)
     putc_(b, '"');
 }
 
+const char *sp_utf8_clean(sp_sbuf *tmp, const char *str, size_t n, size_t *out_n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        size_t l = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        if (!l)
+            break;
+        i += l;
+    }
+    *out_n = n;
+    if (i == n)
+        return str;
+    sp_sb_clear(tmp);
+    sp_sb_put(tmp, str, i);
+    while (i < n) {
+        size_t l = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        if (l) {
+            sp_sb_put(tmp, (const char *)s + i, l);
+            i += l;
+        } else {
+            sp_sb_put(tmp, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+    *out_n = tmp->len;
+    return sp_sb_cstr(tmp);
+}
+
 void sp_json_int(sp_sbuf *b, int64_t v)
 {
     char tmp[24];
@@ -239,7 +268,7 @@ static const char *take_str(reader *r, size_t *n)
 static void json_value(sp_sbuf *b, const char *s, size_t n, uint64_t *bad_json)
 {
     json_error_t err;
-    json_t *j = json_loadb(s, n, JSON_DECODE_ANY, &err);
+    json_t *j = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
     if (j) {
         json_decref(j);
         /* Trim surrounding white space so the stored text stays compact. */

@@ -28,6 +28,12 @@ const char *sp_sb_cstr(sp_sbuf *b);
 /* A JSON string literal for n bytes of s: quotes, escapes, and each byte
  * that is not part of valid UTF-8 written as \ufffd. */
 void sp_json_str(sp_sbuf *b, const char *s, size_t n);
+/* s itself when its n bytes are valid UTF-8; otherwise a copy in tmp with
+ * each invalid byte replaced by U+FFFD. *out_n gets the length. For TEXT
+ * columns (names, domains, Meta): readers such as Python's sqlite3 fail on
+ * invalid UTF-8. */
+const char *sp_utf8_clean(sp_sbuf *tmp, const char *s, size_t n, size_t *out_n);
+
 /* The shortest text that reads back as exactly v ("0.5", "3", "1e+300");
  * NaN and infinities, which JSON cannot hold, as null. */
 void sp_json_double(sp_sbuf *b, double v);

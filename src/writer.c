@@ -65,6 +65,7 @@ typedef struct writer {
 
     /* Writer thread only. */
     sp_sbuf args, members, tmp;
+    sp_sbuf clean_name, clean_cat, clean_meta; /* UTF-8-cleaned copies */
     uint8_t *linear; /* a record that wraps the ring, made contiguous */
     size_t linear_cap;
     sp_span_table spans;
@@ -232,7 +233,8 @@ static void write_thread_row(writer *w, sp_tbuf *tb)
             return;
         w->txn_since = sp_now_monotonic_ns();
     }
-    if (sp_store_thread(w->st, tb->tid, name) == 0) {
+    size_t n;
+    if (sp_store_thread(w->st, tb->tid, sp_utf8_clean(&w->clean_name, name, strlen(name), &n)) == 0) {
         tb->row_epoch = w->epoch;
         tb->name_gen_written = gen;
     }
@@ -251,6 +253,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     const uint8_t *p = rec + sizeof h, *end = rec + len;
     size_t cl, nl = 0;
     const char *cat = read_str(&p, end, &cl), *name = "";
+    cat = sp_utf8_clean(&w->clean_cat, cat, cl, &cl);
     sp_sb_clear(&w->members);
     if (sp_args_members(&w->members, &p, end, &w->bad_json) != 0) {
         sp_log(SP_LOG_ERROR, "internal: malformed record (kind %d, %zu bytes); args dropped",
@@ -260,11 +263,13 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     switch (h.kind) {
     case SP_REC_EVENT:
         name = read_str(&p, end, &nl);
+        name = sp_utf8_clean(&w->clean_name, name, nl, &nl);
         make_args(w, 0, "", 0, w->members.p, w->members.len);
         add_row(w, h.ts, 0, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
         break;
     case SP_REC_SPAN_AT:
         name = read_str(&p, end, &nl);
+        name = sp_utf8_clean(&w->clean_name, name, nl, &nl);
         make_args(w, 2, "", 0, w->members.p, w->members.len);
         add_row(w, h.ts, h.ts2 - h.ts, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
         break;
@@ -283,6 +288,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     }
     case SP_REC_SPAN_BEGIN:
         name = read_str(&p, end, &nl);
+        name = sp_utf8_clean(&w->clean_name, name, nl, &nl);
         on_span_begin(w, &h, tb->tid, name, nl, cat, cl);
         break;
     case SP_REC_SPAN_END:
@@ -342,7 +348,11 @@ static size_t drain(writer *w, sp_tbuf *tb)
 static void meta_visit(void *ctx, const char *key, const char *value)
 {
     writer *w = ctx;
-    sp_store_meta(w->st, key, value);
+    size_t n;
+    char *k = strdup(sp_utf8_clean(&w->clean_meta, key, strlen(key), &n));
+    if (k)
+        sp_store_meta(w->st, k, sp_utf8_clean(&w->clean_meta, value, strlen(value), &n));
+    free(k);
 }
 
 static void begin_if_needed(writer *w)
@@ -358,7 +368,9 @@ static void write_side_rows(writer *w)
     unsigned g = sp_meta_process_name(name, sizeof name);
     if (g != w->proc_gen) {
         begin_if_needed(w);
-        if (sp_store_process(w->st, name, w->hostname, (int)getppid()) == 0)
+        size_t n;
+        const char *clean = sp_utf8_clean(&w->clean_name, name, strlen(name), &n);
+        if (sp_store_process(w->st, clean, w->hostname, (int)getppid()) == 0)
             w->proc_gen = g;
     }
     sp_meta_each_if_changed(&w->meta_gen, meta_visit, w);
@@ -616,6 +628,9 @@ void sp_recorder_close(void)
     sp_sb_free(&w->args);
     sp_sb_free(&w->members);
     sp_sb_free(&w->tmp);
+    sp_sb_free(&w->clean_name);
+    sp_sb_free(&w->clean_cat);
+    sp_sb_free(&w->clean_meta);
     free(w->linear);
     w->linear = NULL;
     w->linear_cap = 0;
