@@ -127,6 +127,13 @@ static int wait_until(int64_t deadline)
     return stop;
 }
 
+static int64_t thread_cpu_now(void)
+{
+    struct timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+}
+
 /* Runs every job whose deadline has passed and moves its deadline on by
  * whole periods. A deadline that has already passed when the pass is over
  * (the pass, or the machine, was slow) is skipped and counted. */
@@ -168,6 +175,7 @@ static void *sampler_main(void *arg)
         if (ctl.cupti_seconds > 0)
             jobs[n++] = (job){0, 0, sp_cupti_limit};
     }
+    ctl.stats.open_cpu_ns = thread_cpu_now();
     /* First deadlines count from t0 (after the opening work, which may be
      * slow), one period in: the host rates need one period of history. */
     int64_t base = sp_now_monotonic_ns();
@@ -198,9 +206,7 @@ static void *sampler_main(void *arg)
     sp_nvml_close(ctl.nvml);
     ctl.host = NULL;
     ctl.nvml = NULL;
-    struct timespec cpu;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    ctl.stats.thread_cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+    ctl.stats.thread_cpu_ns = thread_cpu_now();
     ctl.stats.run_ns = sp_now_monotonic_ns() - t0;
     return NULL;
 }

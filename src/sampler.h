@@ -54,7 +54,8 @@ typedef struct sp_sampler_stats {
     uint64_t host_samples;   /* host sampling passes */
     uint64_t gpu_samples;    /* NVML sampling passes */
     uint64_t ticks_skipped;  /* deadlines missed (thread was late) */
-    int64_t thread_cpu_ns;   /* CPU time of the sampler thread */
+    int64_t thread_cpu_ns;   /* CPU time of the sampler thread, all of it */
+    int64_t open_cpu_ns;     /* part spent opening the samplers (dlopen ...) */
     int64_t run_ns;          /* monotonic time from thread start to exit */
 } sp_sampler_stats;
 void sp_samplers_get_stats(sp_sampler_stats *out);
@@ -83,9 +84,8 @@ int sp_host_parse_stat(const char *text, sp_cpu_times *all, sp_cpu_times *cpus, 
  * MemTotal is missing. */
 int sp_host_parse_meminfo(const char *text, double *total_mib, double *avail_mib);
 
-/* Parses /proc/self/stat text: utime + stime in clock ticks and RSS in
- * pages. Copes with spaces and parentheses in the command name. */
-int sp_host_parse_self_stat(const char *text, uint64_t *ticks, int64_t *rss_pages);
+/* Parses /proc/self/statm text: the resident set in pages. */
+int sp_host_parse_statm(const char *text, int64_t *rss_pages);
 
 /* Busy % between two readings, 0..100; -1 when no time passed. */
 double sp_cpu_busy_pct(const sp_cpu_times *prev, const sp_cpu_times *cur);

@@ -3,9 +3,12 @@
  * from /proc.
  *
  * Design. A host pass reads three small files: /proc/stat (jiffies per CPU),
- * /proc/meminfo and /proc/self/stat. They are opened once and re-read with
- * pread(fd, 0), which makes the kernel regenerate them: no open/close per
- * sample, which matters at 50 Hz. CPU figures are rates, so every pass is
+ * /proc/meminfo and /proc/self/statm (this process's RSS), plus
+ * CLOCK_PROCESS_CPUTIME_ID for this process's CPU time (nanoseconds, where
+ * /proc/self/stat only has 10 ms ticks, and cheaper: at 50 Hz every /proc
+ * file costs ~20-30 µs of kernel time when caches are cold). The files are
+ * opened once and re-read with pread(fd, 0), which makes the kernel
+ * regenerate them: no open/close per sample. CPU figures are rates, so every pass is
  * compared with the previous one (the baseline is taken in sp_host_open);
  * the first row therefore appears one period after the start. A figure that
  * cannot be computed (no time passed, a file that stopped parsing) is left
@@ -27,18 +30,19 @@
 #define STAT_BUF_MIN 8192
 
 struct sp_host_sampler {
-    int fd_stat, fd_mem, fd_self;
+    int fd_stat, fd_mem, fd_self;  /* /proc/stat, /proc/meminfo, /proc/self/statm */
     int per_core;
-    long ticks_per_s, page_kib;
+    long page_kib;
     char *buf;               /* read buffer, grows with /proc/stat */
     size_t cap;
     int ncpu;                /* from the last good /proc/stat */
+    int maxcpu;              /* size of the arrays below */
     sp_cpu_times all;        /* previous reading */
-    sp_cpu_times *cpus;      /* [SP_HOST_MAX_CPUS], previous reading */
+    sp_cpu_times *cpus;      /* [maxcpu], previous reading */
     sp_cpu_times *cur_cpus;  /* scratch for the current reading */
-    uint64_t self_ticks;
+    int64_t self_cpu_ns;     /* CLOCK_PROCESS_CPUTIME_ID at the previous pass */
     int64_t self_mono_ns;
-    int have_prev, have_self_prev;
+    int have_prev;
     int warned;              /* one warning per kind of trouble */
 };
 
@@ -143,39 +147,18 @@ int sp_host_parse_meminfo(const char *text, double *total_mib, double *avail_mib
     return 0;
 }
 
-int sp_host_parse_self_stat(const char *text, uint64_t *ticks, int64_t *rss_pages)
+int sp_host_parse_statm(const char *text, int64_t *rss_pages)
 {
-    /* The command name (field 2) is in parentheses and may itself contain
-     * spaces and ')': fields are counted from the LAST ')'. */
-    const char *p = strrchr(text, ')');
-    if (!p)
-        return -1;
-    p++;
-    /* After ')': field 3 is state; utime is 14, stime 15, rss 24. */
-    unsigned long long utime = 0, stime = 0;
-    long long rss = 0;
-    int field = 2;
+    /* "size resident shared text lib data dt", in pages */
     char *end;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        if (!*p || *p == '\n')
-            break;
-        field++;
-        if (field == 14)
-            utime = strtoull(p, &end, 10);
-        else if (field == 15)
-            stime = strtoull(p, &end, 10);
-        else if (field == 24) {
-            rss = strtoll(p, &end, 10);
-            break;
-        }
-        while (*p && *p != ' ')
-            p++;
-    }
-    if (field < 24 || rss < 0)
+    errno = 0;
+    (void)strtoull(text, &end, 10);
+    if (errno || end == text || *end != ' ')
         return -1;
-    *ticks = utime + stime;
+    const char *p = end;
+    long long rss = strtoll(p, &end, 10);
+    if (errno || end == p || rss < 0)
+        return -1;
     *rss_pages = rss;
     return 0;
 }
@@ -209,7 +192,9 @@ static ssize_t reread(sp_host_sampler *h, int fd)
             if (r == 0)
                 break;
             got += r;
-            if ((size_t)got == h->cap - 1)
+            /* These /proc files are generated whole on the first read: a
+             * short read is the end, no need for a syscall to see EOF. */
+            if ((size_t)got == h->cap - 1 || (size_t)r < h->cap - 1 - (size_t)(got - r))
                 break;
         }
         if ((size_t)got < h->cap - 1 || h->cap >= (1u << 22)) {
@@ -237,9 +222,9 @@ static void emit_cpu(sp_host_sampler *h)
 {
     sp_cpu_times all;
     int ncpu = 0;
-    memset(h->cur_cpus, 0, sizeof(sp_cpu_times) * SP_HOST_MAX_CPUS);
+    memset(h->cur_cpus, 0, sizeof(sp_cpu_times) * (size_t)h->maxcpu);
     if (reread(h, h->fd_stat) < 0 ||
-        sp_host_parse_stat(h->buf, &all, h->cur_cpus, SP_HOST_MAX_CPUS, &ncpu) < 0) {
+        sp_host_parse_stat(h->buf, &all, h->cur_cpus, h->maxcpu, &ncpu) < 0) {
         warn_once(h, 1, "/proc/stat");
         h->have_prev = 0;
         return;
@@ -281,27 +266,32 @@ static void emit_mem(sp_host_sampler *h)
     sp_sample_emit(&row);
 }
 
+static int64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void emit_self(sp_host_sampler *h)
 {
-    uint64_t ticks;
     int64_t rss_pages;
-    int64_t now = sp_now_monotonic_ns();
-    if (reread(h, h->fd_self) < 0 || sp_host_parse_self_stat(h->buf, &ticks, &rss_pages) < 0) {
-        warn_once(h, 4, "/proc/self/stat");
-        h->have_self_prev = 0;
+    int64_t now = sp_now_monotonic_ns(), cpu = process_cpu_ns();
+    if (reread(h, h->fd_self) < 0 || sp_host_parse_statm(h->buf, &rss_pages) < 0 || cpu < 0) {
+        warn_once(h, 4, "/proc/self/statm");
+        h->self_mono_ns = 0;
         return;
     }
     double rss_mib = (double)rss_pages * (double)h->page_kib / 1024.0;
-    if (h->have_self_prev && now > h->self_mono_ns && ticks >= h->self_ticks) {
-        double cpu_s = (double)(ticks - h->self_ticks) / (double)h->ticks_per_s;
-        double pct = 100.0 * cpu_s / ((double)(now - h->self_mono_ns) / 1e9);
+    if (h->self_mono_ns && now > h->self_mono_ns && cpu >= h->self_cpu_ns) {
+        double pct = 100.0 * (double)(cpu - h->self_cpu_ns) / (double)(now - h->self_mono_ns);
         sp_sample_row row = {SERVPROF_LEVEL_INFO, "host", "ProcessUsage", 2, {"cpu", "rss"},
                              {pct, rss_mib}, NULL, 0};
         sp_sample_emit(&row);
     }
-    h->self_ticks = ticks;
+    h->self_cpu_ns = cpu;
     h->self_mono_ns = now;
-    h->have_self_prev = 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -315,17 +305,18 @@ sp_host_sampler *sp_host_open(int per_core)
         return NULL;
     h->fd_stat = open("/proc/stat", O_RDONLY | O_CLOEXEC);
     h->fd_mem = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
-    h->fd_self = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    h->fd_self = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     h->cap = STAT_BUF_MIN;
     h->buf = malloc(h->cap);
-    h->cpus = calloc(SP_HOST_MAX_CPUS, sizeof(sp_cpu_times));
-    h->cur_cpus = calloc(SP_HOST_MAX_CPUS, sizeof(sp_cpu_times));
+    /* Core numbers can exceed the online count (offline cores, sparse
+     * numbering): size by the configured count, with room to spare. */
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    h->maxcpu = conf > 0 && conf * 2 < SP_HOST_MAX_CPUS ? (int)conf * 2 : SP_HOST_MAX_CPUS;
+    h->cpus = calloc((size_t)h->maxcpu, sizeof(sp_cpu_times));
+    h->cur_cpus = calloc((size_t)h->maxcpu, sizeof(sp_cpu_times));
     h->per_core = per_core;
-    h->ticks_per_s = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
     h->page_kib = page > 0 ? page / 1024 : 4;
-    if (h->ticks_per_s <= 0)
-        h->ticks_per_s = 100;
     if (h->fd_stat < 0 || h->fd_mem < 0 || h->fd_self < 0 || !h->buf || !h->cpus ||
         !h->cur_cpus) {
         sp_log(SP_LOG_WARNING, "host sampler: cannot open /proc (%s); host CPU and memory are "
@@ -338,18 +329,13 @@ sp_host_sampler *sp_host_open(int per_core)
     sp_cpu_times all;
     int ncpu;
     if (reread(h, h->fd_stat) >= 0 &&
-        sp_host_parse_stat(h->buf, &all, h->cpus, SP_HOST_MAX_CPUS, &ncpu) == 0) {
+        sp_host_parse_stat(h->buf, &all, h->cpus, h->maxcpu, &ncpu) == 0) {
         h->all = all;
         h->ncpu = ncpu;
         h->have_prev = 1;
     }
-    uint64_t ticks;
-    int64_t rss;
-    if (reread(h, h->fd_self) >= 0 && sp_host_parse_self_stat(h->buf, &ticks, &rss) == 0) {
-        h->self_ticks = ticks;
-        h->self_mono_ns = sp_now_monotonic_ns();
-        h->have_self_prev = 1;
-    }
+    h->self_cpu_ns = process_cpu_ns();
+    h->self_mono_ns = h->self_cpu_ns >= 0 ? sp_now_monotonic_ns() : 0;
     return h;
 }
 

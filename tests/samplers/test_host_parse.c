@@ -1,7 +1,7 @@
 /*
  * test_host_parse.c — the /proc parsers on crafted text (odd command
- * names, old kernels without MemAvailable, missing lines, counters going
- * backwards), then one real pass over this machine's /proc.
+ * old kernels without MemAvailable, missing lines, counters going
+ * backwards, malformed statm), then one real pass over this machine's /proc.
  */
 #include <math.h>
 
@@ -67,18 +67,15 @@ static void test_meminfo(void)
     CHECK_INT(sp_host_parse_meminfo("MemTotalX: 5 kB\n", &total, &avail), -1);
 }
 
-static void test_self_stat(void)
+static void test_statm(void)
 {
-    uint64_t ticks;
-    int64_t rss;
-    /* a command name with spaces and parentheses */
-    const char *s = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 "
-                    "250 50 0 0 20 0 3 0 12345 1000000 777 18446744073709551615 1 1 0 0\n";
-    CHECK_INT(sp_host_parse_self_stat(s, &ticks, &rss), 0);
-    CHECK_INT(ticks, 300);
-    CHECK_INT(rss, 777);
-    CHECK_INT(sp_host_parse_self_stat("1234 (x) S 1 2 3\n", &ticks, &rss), -1);
-    CHECK_INT(sp_host_parse_self_stat("garbage", &ticks, &rss), -1);
+    int64_t rss = -1;
+    CHECK_INT(sp_host_parse_statm("123456 7890 1000 200 0 5000 0\n", &rss), 0);
+    CHECK_INT(rss, 7890);
+    CHECK_INT(sp_host_parse_statm("", &rss), -1);
+    CHECK_INT(sp_host_parse_statm("12 x\n", &rss), -1);
+    CHECK_INT(sp_host_parse_statm("12\n", &rss), -1);
+    CHECK_INT(sp_host_parse_statm("12 -5 1\n", &rss), -1);
 }
 
 static void test_real_proc(void)
@@ -129,7 +126,7 @@ int main(void)
 {
     test_stat();
     test_meminfo();
-    test_self_stat();
+    test_statm();
     test_real_proc();
     CHECK_DONE();
 }
