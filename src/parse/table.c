@@ -50,7 +50,8 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         char path[4096];
         snprintf(path, sizeof path, "%s/profiler.db", dir);
         unlink(path); /* a fresh database per run: stale rows would mix runs */
-        if (sqlite3_open(path, &o->db_conn) != SQLITE_OK) {
+        if (sqlite3_open_v2(path, &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                            NULL) != SQLITE_OK) {
             spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written",
                     path, sqlite3_errmsg(o->db_conn));
             sqlite3_close(o->db_conn);
@@ -180,7 +181,8 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
             switch (v[i].kind) {
             case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
             case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-            case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_TRANSIENT); break;
+            /* STATIC: the text outlives the step that copies it into the page. */
+            case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
             default: sqlite3_bind_null(st, i + 1); break;
             }
         }
