@@ -1,0 +1,158 @@
+/*
+ * test_parse_units.c — the parser's building blocks on their own: the args
+ * scanner (keys, numbers, rid lists, escapes, malformed text), Link
+ * resolution (union-find), the reorder buffer (rowid order in, time order
+ * out) and percentiles.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "parse.h"
+#include "reorder.h"
+#include "stats.h"
+
+static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
+
+static void test_args(void)
+{
+    spp_args a;
+    spp_args_init(&a);
+    decode(&a, "{\"type\": 0, \"rid\": \"r-1\", \"QueueSize=\": 3, \"scope#QueueName\": \"WAITING\","
+               " \"extra\": {\"nested\": [1, 2, {\"x\": null}]}, \"recvTokenSize=\": 1.5e2}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.type, 0);
+    CHECK_INT(a.rid_kind, 1);
+    CHECK(a.rid.n == 3 && !memcmp(a.rid.p, "r-1", 3));
+    CHECK(a.queue_size == 3);
+    CHECK(a.queue_name.n == 7 && !memcmp(a.queue_name.p, "WAITING", 7));
+    CHECK(a.recv_tokens == 150);
+    CHECK(isnan(a.reply_tokens));
+
+    decode(&a, "{\"rid\":[{\"rid\":\"a\",\"iter\":0,\"type\":0,\"num_scheduled_tokens\":128},"
+               "{\"rid\":7,\"iter\":3,\"type\":1,\"num_scheduled_tokens\":1}],\"batch_type\":\"Prefill,Decode\"}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.rid_kind, 2);
+    CHECK_INT(a.nrids, 2);
+    CHECK(a.rids[0].sched_tokens == 128 && a.rids[0].iter == 0 && a.rids[0].type == 0);
+    CHECK(a.rids[1].rid.n == 1 && a.rids[1].rid.p[0] == '7'); /* numeric ids keep their digits */
+    CHECK_INT(a.rids[1].iter, 3);
+
+    /* numbers written as strings by older writers; decimals exact */
+    decode(&a, "{\"TotalBlocks=\":\"100\",\"UsagePercent=\":0.1,\"hitCache\":-0.25}");
+    CHECK(a.total == 100);
+    CHECK(a.usage_pct == 0.1);
+    CHECK(a.hit_cache == -0.25);
+
+    /* escapes: kept raw, unescaped on copy */
+    decode(&a, "{\"rid\":\"a\\\"b\\u00e9\\n\"}");
+    CHECK_INT(a.valid, 1);
+    char buf[64];
+    int n = spp_str_copy(a.rid, buf, sizeof buf);
+    CHECK_STR(buf, "a\"b\xc3\xa9\n");
+    CHECK_INT(n, 6);
+
+    /* malformed texts: not valid, never a crash */
+    const char *bad[] = {"", "{", "{\"rid\":", "{\"a\":1,}", "{\"rid\":\"x\"} trailing", "[1,2]",
+                         "{\"a\":\"unterminated}", "{\"a\":tru}", "{\"a\":01x}", "{\"rid\":[{\"rid\":}]}",
+                         "{\"a\":\"ctl\x01\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        decode(&a, bad[i]);
+        if (a.valid)
+            fprintf(stderr, "accepted as valid: %s\n", bad[i]);
+        CHECK_INT(a.valid, 0);
+    }
+    decode(&a, "{}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.rid_kind, 0);
+
+    spp_str obj = {"{\"r1\": 2, \"r2\": \"3\"}", 20, 0};
+    CHECK(spp_json_object_number(obj, "r2", 2) == 3);
+    CHECK(isnan(spp_json_object_number(obj, "r3", 2)));
+    spp_str s;
+    CHECK_INT(spp_json_object_string("{\"name\":\"httpReq\",\"domain\":\"Request\"}", 36, "domain", &s), 1);
+    CHECK(s.n == 7 && !memcmp(s.p, "Request", 7));
+    spp_args_free(&a);
+}
+
+static void test_ids(void)
+{
+    spp_ids *ids = spp_ids_new();
+    int http = spp_ids_get(ids, "http-1", 6);
+    int eng = spp_ids_get(ids, "engine-1", 8);
+    CHECK(http != eng);
+    CHECK_INT(spp_ids_get(ids, "http-1", 6), http);
+    CHECK_INT(spp_ids_find(ids, "nope", 4), -1);
+    int absorbed;
+    int root = spp_ids_link(ids, eng, http, &absorbed); /* Link {from: engine-1, to: http-1} */
+    CHECK_INT(root, http);
+    CHECK_INT(absorbed, eng);
+    CHECK_INT(spp_ids_root(ids, eng), http);
+    int worker = spp_ids_get(ids, "worker-1", 8);      /* a chain: worker -> engine -> http */
+    spp_ids_link(ids, worker, eng, &absorbed);
+    CHECK_INT(spp_ids_root(ids, worker), http);
+    CHECK_STR(spp_ids_name(ids, spp_ids_root(ids, worker)), "http-1");
+    spp_ids_link(ids, worker, http, &absorbed);
+    CHECK_INT(absorbed, -1);                            /* already one request */
+    for (int i = 0; i < 100000; i++) {                  /* growth keeps every id */
+        char b[32];
+        int n = snprintf(b, sizeof b, "id-%d", i);
+        spp_ids_get(ids, b, n);
+    }
+    CHECK_INT(spp_ids_count(ids), 100003);
+    CHECK_STR(spp_ids_name(ids, spp_ids_find(ids, "id-77777", 8)), "id-77777");
+    spp_ids_free(ids);
+}
+
+static void test_reorder(void)
+{
+    /* rows in insert order with lateness <= 5: out in (ts, rowid) order */
+    int64_t ts[] = {10, 12, 8, 15, 11, 20, 16, 16, 25, 21, 30};
+    int n = (int)(sizeof ts / sizeof *ts);
+    int64_t late = 5, maxts = INT64_MIN, last = INT64_MIN;
+    spp_reorder *b = spp_reorder_new();
+    int got = 0;
+    char name[16];
+    for (int i = 0; i <= n; i++) {
+        if (i < n) {
+            snprintf(name, sizeof name, "r%d", i);
+            spp_rec r = {ts[i], 0, name, "cat", "{}", 2, 1, 1, NULL};
+            spp_reorder_push(b, &r, i);
+            if (ts[i] > maxts)
+                maxts = ts[i];
+        }
+        int64_t m;
+        while (spp_reorder_min(b, &m) && (i == n || m < maxts - late)) {
+            spp_rec o;
+            spp_reorder_pop(b, &o);
+            CHECK(o.ts >= last);
+            last = o.ts;
+            CHECK_STR(o.cat, "cat");
+            CHECK(o.args_len == 2 && !memcmp(o.args, "{}", 2));
+            got++;
+        }
+    }
+    CHECK_INT(got, n);
+    CHECK(spp_reorder_peak(b) <= 5);
+    spp_reorder_free(b);
+}
+
+static void test_percentiles(void)
+{
+    double v[] = {30, NAN, 7, 11};
+    long long n = spp_sort_values(v, 4);
+    CHECK_INT(n, 3);
+    CHECK(spp_percentile(v, n, 50) == 11);
+    CHECK(fabs(spp_percentile(v, n, 99) - 29.62) < 1e-9); /* 11 + (30 - 11) * 0.98 */
+    CHECK(isnan(spp_percentile(v, 0, 50)));
+}
+
+int main(void)
+{
+    test_args();
+    test_ids();
+    test_reorder();
+    test_percentiles();
+    CHECK_DONE();
+}
