@@ -56,7 +56,7 @@ void sp_sb_free(sp_sbuf *b)
 
 void sp_sb_put(sp_sbuf *b, const char *s, size_t n)
 {
-    if (grow(b, n)) {
+    if (n && grow(b, n)) {
         memcpy(b->p + b->len, s, n);
         b->len += n;
     }

@@ -568,7 +568,8 @@ static void emit_small(sp_tbuf *tb, uint8_t kind, uint64_t span, const uint8_t *
     rec[sizeof h] = 0; /* domain length 0 */
     rec[sizeof h + 1] = 0;
     rec[sizeof h + 2] = SP_TAG_STOP;
-    memcpy(rec + sizeof h + 3, tail, n);
+    if (n)
+        memcpy(rec + sizeof h + 3, tail, n);
     if (tb->state == SP_TB_IDLE) {
         if (!sp_tb_room(tb, tb->pos + h.len)) {
             bump(&tb->dropped);
