@@ -252,11 +252,9 @@ int sp_samplers_start(const sp_session *s, const sp_config *c)
     ctl.session = *s;
     ctl.config = *c;
     ctl.stop = 0;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    int rc = pthread_create(&ctl.thread, &attr, sampler_main, NULL);
-    pthread_attr_destroy(&attr);
+    /* Default stack size: NVML and CUPTI initialize on this thread and
+     * their stack needs are not documented. */
+    int rc = pthread_create(&ctl.thread, NULL, sampler_main, NULL);
     if (rc) {
         sp_log(SP_LOG_ERROR, "samplers: cannot start the sampler thread (%s); no sampling, "
                "recording goes on", strerror(rc));
