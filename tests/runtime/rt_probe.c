@@ -7,7 +7,7 @@
  * from stdin, one per line:
  *   step N      servprof_step() N times          -> "stepped N"
  *   start/stop  servprof_start()/servprof_stop() -> "start <rc>" / "stop <rc>"
- *   fork        a child records for 0.5 s and exits through exit();
+ *   fork        a child records for 0.5 s, shuts the library down, exits;
  *               it prints "child <pid> <session dir> <store>"; the parent
  *               prints "forked <pid> <exit status>"
  *   forkstorm N N forks while another thread starts/stops in a loop; each
@@ -92,7 +92,10 @@ static void child_run(void)
         }
         sleep_ms(1);
     }
-    exit(0);
+    /* An explicit shutdown (drains the child's store), then _exit: the
+     * parent's own atexit path is tested by "quit". */
+    servprof_shutdown();
+    _exit(0);
 }
 
 static void fork_storm(int n)
@@ -101,6 +104,7 @@ static void fork_storm(int n)
     atomic_store(&stop_toggler, 0);
     pthread_create(&t, NULL, toggler, NULL);
     int ok = 0;
+    char codes[512] = "";
     for (int i = 0; i < n; i++) {
         pid_t pid = fork();
         if (pid == 0) {
@@ -114,11 +118,14 @@ static void fork_storm(int n)
         }
         int st = 0;
         waitpid(pid, &st, 0);
-        ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        ok += code == 0;
+        if (code && strlen(codes) < sizeof codes - 8)
+            snprintf(codes + strlen(codes), sizeof codes - strlen(codes), " %d", code);
     }
     atomic_store(&stop_toggler, 1);
     pthread_join(t, NULL);
-    printf("storm %d %d\n", ok, n);
+    printf("storm %d %d%s\n", ok, n, codes);
 }
 
 int main(void)

@@ -8,7 +8,7 @@ import stat
 import time
 import unittest
 
-from rtlib import RuntimeCase, bound, cli, sessions, wait_until, write_config, SANITIZE
+from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config, SANITIZE
 
 
 class Live(RuntimeCase):
@@ -185,6 +185,7 @@ class Live(RuntimeCase):
         for p in (a, b, c):
             self.assertEqual(p.quit(), 0)
 
+    @ASAN_FORK_SKIP
     def test_fork_child_has_its_own_store(self):
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()
@@ -203,6 +204,7 @@ class Live(RuntimeCase):
         self.assertEqual(p.session()[0], d)
         self.assertEqual(p.quit(), 0)
 
+    @ASAN_FORK_SKIP
     def test_fork_while_other_threads_start_and_stop(self):
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()

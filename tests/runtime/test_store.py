@@ -7,7 +7,7 @@ import sqlite3
 import time
 import unittest
 
-from rtlib import RuntimeCase, bound, cli, sessions, wait_until, write_config
+from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
 
 
 def rows(store, where="", args=()):
@@ -72,6 +72,7 @@ class Store(RuntimeCase):
         self.assertEqual(p.quit(), 0)
         self.assertEqual([r for r in rows(store) if r[0] in ("tick", "other_tick")], [])
 
+    @ASAN_FORK_SKIP
     def test_fork_child_store_has_its_rows(self):
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()
