@@ -657,3 +657,19 @@ int spp_json_object_string(const char *text, int len, const char *key, spp_str *
         *out = f.s;
     return f.found;
 }
+
+typedef struct each_ctx { spp_json_num_fn fn; void *ctx; } each_ctx;
+
+static int each_num(J *j, spp_str k, void *c)
+{
+    each_ctx *e = c;
+    double d = numval(j);
+    e->fn(k, d, e->ctx);
+    return 0;
+}
+
+void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx)
+{
+    each_ctx e = {fn, ctx};
+    each_member(obj.p, obj.n, each_num, &e);
+}

@@ -106,6 +106,73 @@ static spp_pending *sched_pop(spp_store_state *st)
     return p;
 }
 
+typedef struct acc_ctx { spp_model *m; spp_store_state *st; double *acc; } acc_ctx;
+
+static void acc_member(spp_str key, double v, void *c)
+{
+    acc_ctx *a = c;
+    char buf[512];
+    int n = spp_str_copy(key, buf, sizeof buf);
+    int node = spp_ids_find(a->m->ids, buf, n);
+    if (node < 0 || isnan(v))
+        return;
+    int root = spp_ids_root(a->m->ids, node);
+    for (int i = 0; i < a->st->spec_n; i++)
+        if (a->st->spec_roots[i] == root)
+            a->acc[i] = v;
+}
+
+/* Completes the held specDecoding row with the acceptance an execution
+ * reports (accepted may be empty: the row goes out without it). */
+static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
+{
+    spp_pending *p = st->spec_held;
+    if (!p)
+        return;
+    st->spec_held = NULL;
+    if (accepted.p && st->spec_n) {
+        double *acc = malloc((size_t)st->spec_n * sizeof *acc);
+        for (int i = 0; i < st->spec_n; i++)
+            acc[i] = NAN;
+        acc_ctx c = {m, st, acc};
+        spp_json_each_number(accepted, acc_member, &c);
+        double sa = 0, sd = 0;
+        int maxd = 0, have = 0;
+        for (int i = 0; i < st->spec_n; i++) {
+            if (isnan(acc[i]) || isnan(st->spec_drafted[i]))
+                continue;
+            have = 1;
+            sa += acc[i];
+            sd += st->spec_drafted[i];
+            if ((int)st->spec_drafted[i] > maxd)
+                maxd = (int)st->spec_drafted[i];
+        }
+        if (have && sd > 0) {
+            p->vals[C_ACC] = spp_v_real(sa / sd);
+            /* position k: requests with >= k accepted among those with >= k drafted */
+            size_t cap = (size_t)maxd * 16 + 8, o = 0;
+            char *txt = malloc(cap);
+            txt[o++] = '[';
+            for (int k = 1; k <= maxd && k <= 64; k++) {
+                int num = 0, den = 0;
+                for (int i = 0; i < st->spec_n; i++) {
+                    if (isnan(acc[i]) || isnan(st->spec_drafted[i]) || st->spec_drafted[i] < k)
+                        continue;
+                    den++;
+                    num += acc[i] >= k;
+                }
+                o += (size_t)snprintf(txt + o, cap - o, "%s%.4g", k > 1 ? "," : "", den ? (double)num / den : 0.0);
+            }
+            txt[o++] = ']';
+            txt[o] = 0;
+            p->vals[C_ACCPOS] = spp_v_text(txt, (int)o); /* owned by the row now */
+        }
+        free(acc);
+    }
+    enqueue(m, st, p);
+    st->spec_n = 0;
+}
+
 void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
 {
     const spp_args *a = &m->args;
@@ -171,9 +238,22 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     }
     if (!isnan(a->batch_size) && v[C_SIZE].kind == SPP_NULL)
         v[C_SIZE] = spp_v_int(llround(a->batch_size));
+    if (k == K_SPEC) {
+        spec_release(m, st, (spp_str){0});
+        st->spec_roots = realloc(st->spec_roots, (size_t)(a->nrids + 1) * sizeof *st->spec_roots);
+        st->spec_drafted = realloc(st->spec_drafted, (size_t)(a->nrids + 1) * sizeof *st->spec_drafted);
+        st->spec_n = 0;
+        for (int i = 0; i < a->nrids && i < m->nroots; i++) {
+            st->spec_roots[st->spec_n] = m->roots[i];
+            st->spec_drafted[st->spec_n++] = a->rids[i].spec_tokens;
+        }
+        st->spec_held = spp_pending_new(v, C_N);
+        return;
+    }
     if (k == K_BATCH) {
         sched_push(st, v);
     } else if (k == K_EXEC) {
+        spec_release(m, st, a->accepted);
         sched = sched_pop(st);
         if (sched && a->rid_kind == 0) {
             /* Inherit what the schedule step said about the batch. */
@@ -191,8 +271,13 @@ void spp_batch_finish(spp_model *m)
 {
     double none[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     for (int i = 0; i < m->nstores; i++) {
+        spec_release(m, &m->st[i], (spp_str){0});
         spp_batch_kv(m, i, none);
         spp_store_state *st = &m->st[i];
+        free(st->spec_roots);
+        free(st->spec_drafted);
+        st->spec_roots = NULL;
+        st->spec_drafted = NULL;
         while (st->sched_n)
             spp_pending_free(sched_pop(st));
     }

@@ -29,8 +29,11 @@ typedef struct spp_store_state {
     /* forward: the last row, waiting for the next forward's start */
     struct spp_pending *fwd_held;
     long long fwd_iter;
-    /* specDecoding rows waiting for the next modelRunnerExec */
+    /* a specDecoding row waiting for the next execution (its acceptance) */
     struct spp_pending *spec_held;
+    int *spec_roots;          /* its requests (id roots) and drafted tokens */
+    double *spec_drafted;
+    int spec_n;
     /* schedule steps not yet matched to an execution (FIFO of res lists) */
     char **sched_fifo;
     int sched_n, sched_head;

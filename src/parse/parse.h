@@ -161,6 +161,9 @@ void spp_args_decode(spp_args *a, const char *text, int len);
 int spp_str_copy(spp_str s, char *buf, int cap);
 /* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
 double spp_json_object_number(spp_str obj, const char *key, int keylen);
+/* Calls fn(key, value) for each member of a flat object (NAN when not a number). */
+typedef void (*spp_json_num_fn)(spp_str key, double value, void *ctx);
+void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx);
 /* Finds string member "key" of a flat JSON object text; 1 if found. */
 int spp_json_object_string(const char *text, int len, const char *key, spp_str *out);
 

@@ -140,6 +140,25 @@ class Inputs(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
 
+    def test_spec_decoding_acceptance(self):
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        simple_request(s, "s1", 0, 50)
+        simple_request(s, "s2", 0, 50)
+        s.span("specDecoding", 10, 12, "Execute",
+               rid=[{"rid": "s1", "iter": 1, "num_spec_output_tokens": 3},
+                    {"rid": "s2", "iter": 1, "num_spec_output_tokens": 2}])
+        s.span("modelRunnerExec", 12, 20, "Execute", rid=[{"rid": "s1", "iter": 1}, {"rid": "s2", "iter": 1}],
+               spec_decode_accepted_by_req={"s1": 2, "s2": 0})
+        s.close()
+        run_parse(self.inp, self.out)
+        rows = read_csv(os.path.join(self.out, "batch.csv"))
+        spec = [r for r in rows if r["name"] == "specDecoding"][0]
+        self.assertAlmostEqual(float(spec["accepted_ratio"]), 0.4)          # (2 + 0) / (3 + 2)
+        # position 1: s1 of {s1, s2}; 2: s1 of {s1, s2}; 3: none of {s1}
+        self.assertEqual(spec["accepted_ratio_per_pos"], "[0.5,0.5,0]")
+        ex = [r for r in rows if r["name"] == "modelRunnerExec"][0]
+        self.assertEqual(ex["accepted_ratio"], "")
+
     def test_bad_invocations(self):
         bin_ = os.environ["SERVPROF_BIN"]
         p = subprocess.run([bin_, "parse", "--input-path", os.path.join(self.inp, "nope")],
