@@ -40,9 +40,27 @@
 #include "rec_state.h"
 #include "store.h"
 
+/* Slice rows are inserted BATCH at a time with one multi-row INSERT: SQLite's
+ * per-statement cost (VDBE start, AUTOINCREMENT bookkeeping) is then paid
+ * once per batch, which about doubles the rows a core can store. Rows wait
+ * in `pend` (strings copied into `arena`) until the batch is full or the
+ * transaction commits. */
+#define BATCH 32
+#define COLS 7 /* bound per row: timestamp, duration, name, tid, cat, args, end_time */
+
+typedef struct pending_row {
+    int64_t ts, dur;
+    size_t name_off, name_len, cat_off, cat_len, args_off, args_len;
+    int tid;
+} pending_row;
+
 struct sp_store {
     sqlite3 *db;
-    sqlite3_stmt *ins_slice, *del_meta, *ins_meta, *ins_process, *ins_thread;
+    sqlite3_stmt *ins_slice, *ins_batch, *del_meta, *ins_meta, *ins_process, *ins_thread;
+    pending_row pend[BATCH];
+    int npend;
+    char *arena; /* the pending rows' strings */
+    size_t arena_len, arena_cap;
     char path[SP_PATH_MAX];
     char pid_text[16];
     int in_txn;
@@ -66,17 +84,22 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS flow(id INTEGER PRIMARY KEY AUTOINCREMENT, flow_id TEXT, "
     "name TEXT, cat TEXT, track_id INTEGER, timestamp INTEGER, type TEXT);";
 
+static int flush_rows(sp_store *st);
+
 /* Records the first failure: log, count, roll back, refuse from now on. */
 static int fail(sp_store *st, const char *what, int rc)
 {
     if (st->failed)
         return -1;
     st->failed = 1;
+    st->npend = 0;
     sp_count(&sp_rec_count.write_errors, 1);
+    int sys = st->db ? sqlite3_system_errno(st->db) : 0;
     sp_log(SP_LOG_ERROR,
-           "raw store %s: %s failed: %s (SQLite code %d); writing stops for this session, "
+           "raw store %s: %s failed: %s (SQLite code %d%s%s); writing stops for this session, "
            "later records are counted as lost; the store keeps what was committed",
-           st->path, what, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), rc);
+           st->path, what, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), rc,
+           sys ? ", system: " : "", sys ? strerror(sys) : "");
     if (st->db && st->in_txn && !sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     st->in_txn = 0;
@@ -119,6 +142,8 @@ static int prepare(sp_store *st, const char *sql, sqlite3_stmt **out)
 static void close_all(sp_store *st)
 {
     sqlite3_finalize(st->ins_slice);
+    sqlite3_finalize(st->ins_batch);
+    free(st->arena);
     sqlite3_finalize(st->del_meta);
     sqlite3_finalize(st->ins_meta);
     sqlite3_finalize(st->ins_process);
@@ -153,7 +178,7 @@ sp_store *sp_store_open(const char *path, int pid)
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(st->db, 2000);
         step = "set up (WAL, schema)";
-        rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL,
+        rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;", NULL,
                           NULL, NULL);
     }
     if (rc == SQLITE_OK)
@@ -164,9 +189,18 @@ sp_store *sp_store_open(const char *path, int pid)
         close_all(st);
         return NULL;
     }
-    if (prepare(st, "INSERT INTO slice(timestamp,duration,name,depth,track_id,cat,args,cname,"
-                    "end_time,flag_id,pid,tid) VALUES(?1,?2,?3,0,?4,?5,?6,NULL,?7,NULL,?8,?4)",
-                &st->ins_slice) ||
+    char one[256], many[BATCH * 64 + 256];
+    int len = snprintf(many, sizeof many, "INSERT INTO slice(timestamp,duration,name,depth,track_id,"
+                       "cat,args,cname,end_time,flag_id,pid,tid) VALUES");
+    for (int i = 0; i < BATCH; i++) {
+        int b = i * COLS;
+        len += snprintf(many + len, sizeof many - (size_t)len,
+                        "%s(?%d,?%d,?%d,0,?%d,?%d,?%d,NULL,?%d,NULL,%d,?%d)", i ? "," : "", b + 1,
+                        b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, pid, b + 4);
+    }
+    snprintf(one, sizeof one, "INSERT INTO slice(timestamp,duration,name,depth,track_id,cat,args,"
+             "cname,end_time,flag_id,pid,tid) VALUES(?1,?2,?3,0,?4,?5,?6,NULL,?7,NULL,%d,?4)", pid);
+    if (prepare(st, one, &st->ins_slice) || prepare(st, many, &st->ins_batch) ||
         prepare(st, "DELETE FROM Meta WHERE name=?1", &st->del_meta) ||
         prepare(st, "INSERT INTO Meta(name,value) VALUES(?1,?2)", &st->ins_meta) ||
         prepare(st, "INSERT OR REPLACE INTO process(pid,process_name,label,process_sort_index,"
@@ -176,7 +210,6 @@ sp_store *sp_store_open(const char *path, int pid)
         close_all(st);
         return NULL;
     }
-    sqlite3_bind_int(st->ins_slice, 8, pid); /* stays bound: reset keeps bindings */
     st->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (st->fd >= 0 && fstat(st->fd, &sb) == 0) {
@@ -214,6 +247,8 @@ int sp_store_commit(sp_store *st)
         return -1;
     if (!st->in_txn)
         return 0;
+    if (st->npend && flush_rows(st) != 0)
+        return -1;
     int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return fail(st, "COMMIT", rc);
@@ -231,19 +266,73 @@ int sp_store_failed(const sp_store *st)
     return st->failed;
 }
 
+static void bind_row(sqlite3_stmt *s, int base, const sp_store *st, const pending_row *r)
+{
+    sqlite3_bind_int64(s, base + 1, r->ts);
+    sqlite3_bind_int64(s, base + 2, r->dur);
+    sqlite3_bind_text(s, base + 3, st->arena + r->name_off, (int)r->name_len, SQLITE_STATIC);
+    sqlite3_bind_int(s, base + 4, r->tid);
+    sqlite3_bind_text(s, base + 5, st->arena + r->cat_off, (int)r->cat_len, SQLITE_STATIC);
+    sqlite3_bind_text(s, base + 6, st->arena + r->args_off, (int)r->args_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, base + 7, r->ts + r->dur);
+}
+
+/* Inserts the pending rows: one multi-row statement when the batch is full,
+ * else one statement per row. */
+static int flush_rows(sp_store *st)
+{
+    int rc = 0;
+    if (st->npend == BATCH) {
+        for (int i = 0; i < BATCH; i++)
+            bind_row(st->ins_batch, i * COLS, st, &st->pend[i]);
+        rc = run(st, st->ins_batch, "INSERT INTO slice");
+    } else {
+        for (int i = 0; i < st->npend && rc == 0; i++) {
+            bind_row(st->ins_slice, 0, st, &st->pend[i]);
+            rc = run(st, st->ins_slice, "INSERT INTO slice");
+        }
+    }
+    st->npend = 0;
+    st->arena_len = 0;
+    return rc;
+}
+
+static size_t arena_add(sp_store *st, const char *s, size_t n)
+{
+    if (st->arena_len + n > st->arena_cap) {
+        size_t cap = st->arena_cap ? st->arena_cap : 64 * 1024;
+        while (cap < st->arena_len + n)
+            cap *= 2;
+        char *a = realloc(st->arena, cap);
+        if (!a)
+            return (size_t)-1;
+        st->arena = a;
+        st->arena_cap = cap;
+    }
+    memcpy(st->arena + st->arena_len, s, n);
+    st->arena_len += n;
+    return st->arena_len - n;
+}
+
 int sp_store_slice(sp_store *st, const sp_slice_row *row)
 {
     if (st->failed)
         return -1;
-    sqlite3_stmt *s = st->ins_slice;
-    sqlite3_bind_int64(s, 1, row->timestamp);
-    sqlite3_bind_int64(s, 2, row->duration);
-    sqlite3_bind_text(s, 3, row->name, (int)row->name_len, SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, row->tid);
-    sqlite3_bind_text(s, 5, row->cat, (int)row->cat_len, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, row->args, (int)row->args_len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 7, row->timestamp + row->duration);
-    return run(st, s, "INSERT INTO slice");
+    pending_row *p = &st->pend[st->npend];
+    p->ts = row->timestamp;
+    p->dur = row->duration;
+    p->tid = row->tid;
+    p->name_len = row->name_len;
+    p->cat_len = row->cat_len;
+    p->args_len = row->args_len;
+    p->name_off = arena_add(st, row->name, row->name_len);
+    p->cat_off = arena_add(st, row->cat, row->cat_len);
+    p->args_off = arena_add(st, row->args, row->args_len);
+    if (p->name_off == (size_t)-1 || p->cat_off == (size_t)-1 || p->args_off == (size_t)-1)
+        return fail(st, "buffering a row (out of memory)", SQLITE_NOMEM);
+    if (++st->npend == BATCH)
+        return flush_rows(st);
+    return 0;
 }
 
 int sp_store_meta(sp_store *st, const char *key, const char *value)
@@ -301,6 +390,7 @@ int sp_store_check_file(sp_store *st)
     if (!gone)
         return 0;
     st->failed = 1;
+    st->npend = 0;
     sp_count(&sp_rec_count.write_errors, 1);
     sp_log(SP_LOG_ERROR,
            "raw store %s was deleted or replaced while recording; writing stops for this "

@@ -31,6 +31,7 @@
  * (and counts as lost) those from another session: they were finished
  * after an earlier stop had drained.
  */
+#include <assert.h>
 #include <locale.h>
 #include <pthread.h>
 #include <signal.h>
@@ -81,6 +82,12 @@ static writer W = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZ
 static int w_open;                     /* runtime's thread only (open/close) */
 static _Atomic uint64_t rows_committed; /* this store */
 static uint64_t rows_in_txn;            /* writer thread */
+static _Atomic int64_t last_cpu_ns;     /* CPU time of the last writer thread */
+
+int64_t sp_writer_last_cpu_ns(void)
+{
+    return atomic_load_explicit(&last_cpu_ns, memory_order_relaxed);
+}
 
 uint64_t sp_writer_rows(void)
 {
@@ -138,10 +145,11 @@ static void add_row(writer *w, int64_t ts, int64_t dur, const char *name, size_t
 static void make_args(writer *w, int type, const char *extra, size_t el, const char *members,
                       size_t ml)
 {
-    char head[16];
-    int n = snprintf(head, sizeof head, "{\"type\":%d", type);
+    static const char *const heads[4] = {"{\"type\":0", "{\"type\":1", "{\"type\":2",
+                                         "{\"type\":3"};
+    assert(type >= 0 && type <= 3);
     sp_sb_clear(&w->args);
-    sp_sb_put(&w->args, head, (size_t)n);
+    sp_sb_put(&w->args, heads[type], 9);
     sp_sb_put(&w->args, extra, el);
     sp_sb_put(&w->args, members, ml);
     sp_sb_put(&w->args, "}", 1);
@@ -491,6 +499,7 @@ static void finish_session(writer *w)
 static void *writer_main(void *arg)
 {
     writer *w = arg;
+    pthread_setname_np(pthread_self(), "servprof-writer");
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not ours */
@@ -527,6 +536,10 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
     }
     finish_session(w);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        atomic_store_explicit(&last_cpu_ns, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec,
+                              memory_order_relaxed);
     if (c_loc) {
         uselocale(LC_GLOBAL_LOCALE);
         freelocale(c_loc);

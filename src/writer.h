@@ -17,5 +17,7 @@
 
 /* Rows the running writer has committed into the current store (tests). */
 uint64_t sp_writer_rows(void);
+/* CPU time the last writer thread used, from its start to its end (bench). */
+int64_t sp_writer_last_cpu_ns(void);
 
 #endif /* SERVPROF_WRITER_H */
