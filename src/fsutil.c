@@ -142,6 +142,11 @@ static int write_all(int fd, const char *p, size_t len)
 
 int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
+    return sp_write_replace(path, data, len, mode, 1);
+}
+
+int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable)
+{
     static _Atomic unsigned counter;
     char target[SP_PATH_MAX];
     /* Follow a symlink so that the link stays a link. */
@@ -167,7 +172,7 @@ int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
         rc = -errno;
     if (rc == 0)
         rc = write_all(fd, data, len);
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && durable && fsync(fd) != 0)
         rc = -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;

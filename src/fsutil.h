@@ -29,6 +29,10 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len);
  * stays and its target is replaced. Returns 0 or -errno. */
 int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* The same; durable = 0 skips the fsync (files that only matter while the
+ * machine is up, such as the session state: saves milliseconds per start). */
+int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable);
+
 /* Nonzero when the folder exists and this process may create files in it. */
 int sp_dir_writable(const char *dir);
 

@@ -65,6 +65,7 @@ static sp_session sess;             /* valid while collecting */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
 static int watching;
+static int shutting;                /* servprof_shutdown() in progress: no starts */
 
 static _Atomic int64_t steps;       /* servprof_step() calls this session */
 static _Atomic int64_t step_limit;  /* 0 = none */
@@ -126,7 +127,7 @@ static const sp_domain_filter *filter_for(const sp_config *c)
 
 static int start_locked(void)
 {
-    if (collecting)
+    if (collecting || shutting)
         return SERVPROF_ESTATE;
     int rc = sp_session_open(&sess, &cur, cfg_path, serial + 1);
     if (rc != 0)
@@ -191,7 +192,7 @@ static void limit_stop_locked(const char *why)
 static void on_changed(void)
 {
     lock();
-    if (!atomic_load(&ready)) {
+    if (!atomic_load(&ready) || shutting) {
         unlock();
         return;
     }
@@ -261,6 +262,10 @@ static void on_tick(void)
     if (!atomic_load(&limit_hit) && (!deadline || sp_now_monotonic_ns() < deadline))
         return;
     lock();
+    if (shutting) {
+        unlock();
+        return;
+    }
     if (collecting && atomic_load(&limit_hit)) {
         char why[96];
         snprintf(why, sizeof why, "profiler_step_num: %lld steps reached",
@@ -305,6 +310,7 @@ static void atfork_child(void)
     in_runtime = 0;
     collecting = 0;
     watching = 0;
+    shutting = 0;
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
     atomic_store(&limit_hit, 0);
@@ -455,13 +461,15 @@ SERVPROF_API void servprof_shutdown(void)
         unlock();
         return;
     }
+    shutting = 1; /* no start from here on, whoever asks */
     stop_locked(0, "shutdown");
     int was_watching = watching;
     watching = 0;
     unlock();
     if (was_watching)
-        sp_watch_stop();
+        sp_watch_stop(); /* joins: the hooks take rt_mu */
     lock();
+    shutting = 0;
     atomic_store(&ready, 0);
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
     free(last_text);

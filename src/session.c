@@ -103,7 +103,7 @@ static int write_state(const char *path, const char *dir, int open, const char *
                      cfg);
     if (n < 0 || (size_t)n >= sizeof text)
         return -ENAMETOOLONG;
-    return sp_write_atomic(path, text, (size_t)n, SP_FILE_MODE);
+    return sp_write_replace(path, text, (size_t)n, SP_FILE_MODE, 0); /* no fsync: see fsutil.h */
 }
 
 static int open_lock(const char *path)
