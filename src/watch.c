@@ -160,7 +160,11 @@ int sp_watch_start(const char *p, const sp_watch_hooks *h)
                strerror(errno));
         return SERVPROF_EIO;
     }
-    ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    /* SERVPROF_WATCH_POLL_ONLY=1 behaves as on a file system where inotify
+     * is silent (NFS, SMB): for tests, and a way out should inotify misbehave. */
+    const char *poll_only = getenv("SERVPROF_WATCH_POLL_ONLY");
+    ino_fd = poll_only && *poll_only && strcmp(poll_only, "0") ? -1
+                                                               : inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (ino_fd >= 0) {
         char dir[SP_PATH_MAX];
         sp_path_dirname(p, dir, sizeof dir);
@@ -171,6 +175,8 @@ int sp_watch_start(const char *p, const sp_watch_hooks *h)
             close(ino_fd);
             ino_fd = -1;
         }
+    } else if (poll_only) {
+        sp_log(SP_LOG_DEBUG, "SERVPROF_WATCH_POLL_ONLY: polling '%s' every %d ms", p, POLL_MS);
     } else {
         sp_log(SP_LOG_DEBUG, "inotify: %s; polling every %d ms", strerror(errno), POLL_MS);
     }

@@ -89,6 +89,44 @@ class Live(RuntimeCase):
         p.wait_state(False)
         self.assertEqual(p.quit(), 0)
 
+    def test_stat_poll_without_inotify(self):
+        write_config(self.cfg, self.base_config())
+        p = self.probe(env={"SERVPROF_WATCH_POLL_ONLY": "1"})
+        time.sleep(0.2)
+        self.assertIn("polling", p.log())
+        t0 = time.monotonic()
+        write_config(self.cfg, self.base_config(enable=1), atomic=False)
+        p.wait_state(True)
+        self.assertLess(time.monotonic() - t0, bound(0.5))
+        write_config(self.cfg, self.base_config(enable=0), atomic=True)  # new inode
+        p.wait_state(False)
+        # Same size, same inode, rewritten in place: mtime/ctime in ns tell.
+        write_config(self.cfg, self.base_config(enable=1), atomic=False)
+        p.wait_state(True)
+        write_config(self.cfg, self.base_config(enable=0), atomic=False)
+        p.wait_state(False)
+        self.assertEqual(p.quit(), 0)
+
+    def test_prof_log_level(self):
+        write_config(self.cfg, self.base_config(enable=1, bogus_key=1))
+        quiet = self.probe(env={"PROF_LOG_LEVEL": "ERROR"}, name="quiet")
+        quiet.wait_state(True)
+        self.assertEqual(quiet.quit(), 0)
+        self.assertNotIn("[INFO]", quiet.log())
+        self.assertNotIn("[WARNING]", quiet.log())
+        loud = self.probe(env={"PROF_LOG_LEVEL": "INFO"}, name="loud")
+        loud.wait_state(True)
+        self.assertEqual(loud.quit(), 0)
+        log = loud.log()
+        self.assertNotIn("[DEBUG]", log)
+        self.assertIn("[msservice_profiler] [PID:%d] [WARNING] config " % loud.pid, log)
+        self.assertIn("unknown key 'bogus_key'", log)
+        self.assertIn("[msservice_profiler] [PID:%d] [INFO] Profiler Enabled Successfully!"
+                      % loud.pid, log)
+        for line in log.splitlines():
+            self.assertTrue(line.startswith("[msservice_profiler] [PID:") or "Sanitizer" in line
+                            or line.startswith("=="), line)
+
     def test_half_written_file_keeps_state(self):
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()
