@@ -456,24 +456,37 @@ int sp_cupti_start(const sp_session *s, const sp_config *c)
     cu.collecting = 1;
     pthread_mutex_unlock(&cu.mu);
 
-    int kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                   CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
+    static const int kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                CUPTI_ACTIVITY_KIND_RUNTIME};
+    static const char *const kind_names[] = {"kernels", "copies", "memsets",
+                                             "runtime API calls"};
     int nwant = want_api ? 4 : 3;
+    char failed[256] = "";
+    CUptiResult last = CUPTI_SUCCESS;
     cu.nkinds = 0;
     for (int i = 0; i < nwant; i++) {
         CUptiResult rc = cu.enable(kinds[i]);
-        if (rc == CUPTI_SUCCESS)
+        if (rc == CUPTI_SUCCESS) {
             cu.kinds[cu.nkinds++] = kinds[i];
-        else
-            sp_log(SP_LOG_WARNING, "device activity: cannot enable CUPTI activity kind %d: %s",
-                   kinds[i], result_text(rc));
+            continue;
+        }
+        last = rc;
+        size_t len = strlen(failed);
+        snprintf(failed + len, sizeof failed - len, "%s%s", len ? ", " : "", kind_names[i]);
     }
     if (cu.nkinds == 0) {
+        /* Typically CUDA without a driver: CUPTI loads but cannot trace. */
+        sp_log(SP_LOG_WARNING, "device activity: CUPTI cannot trace %s (%s; no NVIDIA driver or "
+               "GPU?); no device activity, everything else goes on", failed, result_text(last));
         pthread_mutex_lock(&cu.mu);
         cu.collecting = 0;
         pthread_mutex_unlock(&cu.mu);
         return -1;
     }
+    if (failed[0])
+        sp_log(SP_LOG_WARNING, "device activity: CUPTI cannot trace %s (%s); the rest is "
+               "collected", failed, result_text(last));
     cu.seconds = c->acl_prof_task_time_seconds;
     void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (cuda)
