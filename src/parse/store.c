@@ -180,9 +180,9 @@ static void step(spp_store *s)
  * both passes, so a store still being written is one consistent snapshot. */
 static const char *choose_mode(spp_store *s)
 {
-    static const char *const cols = "SELECT timestamp, duration, name, cat, args, pid, tid, id FROM slice";
+    static const char *const cols = "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice";
     static char sorted[160];
-    snprintf(sorted, sizeof sorted, "%s ORDER BY timestamp, id", cols);
+    snprintf(sorted, sizeof sorted, "%s ORDER BY timestamp, rowid", cols);
     sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT timestamp FROM slice", -1, &st, NULL) != SQLITE_OK)

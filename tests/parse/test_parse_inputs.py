@@ -159,6 +159,23 @@ class Inputs(unittest.TestCase):
         ex = [r for r in rows if r["name"] == "modelRunnerExec"][0]
         self.assertEqual(ex["accepted_ratio"], "")
 
+    def test_progress_bar_only_when_asked_or_on_a_terminal(self):
+        s = Store(os.path.join(self.inp, "ms_service_big-1.db"), "big", 1)
+        rows = [(ns(i * 0.01), 0, "tick", 0, 1, "Other", '{"type":0}', ns(i * 0.01), 1, 1) for i in range(70000)]
+        s.db.executemany("INSERT INTO slice(timestamp, duration, name, depth, track_id, cat, args, end_time, pid, tid)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        s.close()
+        bin_ = os.environ["SERVPROF_BIN"]
+        p = subprocess.run([bin_, "parse", "--input-path", self.inp, "--output-path", self.out, "--progress"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"\[#+\.*\]\s+\d+%\s+\d+ records")
+        self.assertIn("70000 records", p.stdout)
+        # stderr is a pipe here: no bar unless asked
+        p = subprocess.run([bin_, "parse", "--input-path", self.inp, "--output-path", self.out],
+                           capture_output=True, text=True)
+        self.assertNotRegex(p.stderr, r"\[#+")
+
     def test_bad_invocations(self):
         bin_ = os.environ["SERVPROF_BIN"]
         p = subprocess.run([bin_, "parse", "--input-path", os.path.join(self.inp, "nope")],
