@@ -660,7 +660,7 @@ int sp_config_load(const char *path, sp_config *c, sp_config_diag *d)
         return SERVPROF_ENOTFOUND;
     if (rc != 0) {
         diag(d, 1, "cannot read the file: %s; the previous settings stay in force",
-             rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+             rc == -EFBIG ? "larger than 1 MiB" : rc == -EINVAL ? "not a regular file" : strerror(-rc));
         return SERVPROF_EIO;
     }
     rc = sp_config_parse(text, len, c, d);

@@ -59,9 +59,16 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in place of the file must not hang the watcher. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        close(fd);
+        return -e;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {

@@ -19,8 +19,9 @@
 int sp_mkdirs(const char *path, mode_t mode);
 
 /* Reads at most `max` bytes of a file into a malloc'ed, NUL-terminated
- * buffer (*out, freed by the caller with free()). Returns 0, -errno, or
- * -EFBIG when the file is larger than max. */
+ * buffer (*out, freed by the caller with free()). Returns 0, -errno,
+ * -EFBIG when the file is larger than max, -EISDIR / -EINVAL when it is a
+ * folder / not a regular file (never blocks on a FIFO). */
 int sp_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Replaces path with data atomically: a temp file in the same folder,

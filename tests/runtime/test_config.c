@@ -371,6 +371,29 @@ static void test_default_files(const char *tmp)
     }
     snprintf(path, sizeof path, "%s/missing.json", tmp);
     CHECK_INT(sp_config_load(path, &c, &d), SERVPROF_ENOTFOUND);
+    /* Not a regular file: an error, never a hang (a FIFO has no writer). */
+    snprintf(path, sizeof path, "%s/fifo.json", tmp);
+    CHECK_INT(mkfifo(path, 0600), 0);
+    nmsgs = 0;
+    memset(&d, 0, sizeof d);
+    d.emit = collect;
+    CHECK_INT(sp_config_load(path, &c, &d), SERVPROF_EIO);
+    CHECK_INT(d.nerrors, 1);
+    CHECK(strstr(msgs[0], "not a regular file") != NULL);
+    CHECK_INT(sp_config_load(tmp, &c, &d), SERVPROF_EIO);
+    /* Larger than 1 MiB. */
+    snprintf(path, sizeof path, "%s/big.json", tmp);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputc('{', f);
+        for (int i = 0; i < 200000; i++)
+            fputs("\"k\":1,", f);
+        fputs("\"e\":1}", f);
+        fclose(f);
+    }
+    CHECK_INT(sp_config_load(path, &c, &d), SERVPROF_EIO);
+    CHECK(strstr(msgs[nmsgs - 1], "larger than 1 MiB") != NULL);
 }
 
 static void edit(const char *in, int v, const char *want)
