@@ -401,12 +401,56 @@ static int64_t clock_offset(void)
     return offset;
 }
 
-static void mapped_from_ascend(const sp_config *c, int *want_api)
+/* aclDataTypeConfig names with a CUDA counterpart (docs/samplers.md):
+ * the API ones add runtime API calls; the task-time and HCCL ones are what
+ * is collected anyway (kernels, copies; NCCL kernels also in
+ * Communication). Returns nonzero when API calls are asked for, and names
+ * in `ignored` those that have no counterpart here. */
+static int mapped_from_ascend(const char *list, char *ignored, size_t len)
 {
-    /* aclDataTypeConfig names with a CUDA analogue (docs/samplers.md). */
-    if (strstr(c->acl_data_type_config, "ACL_PROF_ACL_API") ||
-        strstr(c->acl_data_type_config, "ACL_PROF_RUNTIME_API"))
-        *want_api = 1;
+    static const char *const api[] = {"ACL_PROF_ACL_API", "ACL_PROF_RUNTIME_API", NULL};
+    static const char *const implied[] = {"ACL_PROF_TASK_TIME", "ACL_PROF_TASK_TIME_L0",
+                                          "ACL_PROF_HCCL_TRACE", NULL};
+    int want_api = 0;
+    ignored[0] = '\0';
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+        char *t = name;
+        while (*t == ' ')
+            t++;
+        for (size_t e = strlen(t); e && t[e - 1] == ' ';)
+            t[--e] = '\0';
+        int known = 0;
+        for (int i = 0; api[i]; i++)
+            if (!strcmp(t, api[i]))
+                known = want_api = 1;
+        for (int i = 0; implied[i]; i++)
+            if (!strcmp(t, implied[i]))
+                known = 1;
+        if (!known && *t) {
+            size_t used = strlen(ignored);
+            snprintf(ignored + used, len - used, "%s%s", used ? ", " : "", t);
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return want_api;
+}
+
+/* One warning naming the Ascend-only settings that change nothing here. */
+static void warn_unmapped(const sp_config *c, const char *ignored)
+{
+    if (*ignored)
+        sp_log(SP_LOG_WARNING, "aclDataTypeConfig: %s %s no CUDA counterpart in servprof and %s "
+               "ignored (see docs/samplers.md)", ignored, strchr(ignored, ',') ? "have" : "has",
+               strchr(ignored, ',') ? "are" : "is");
+    const char *m = c->aclprof_aicore_metrics;
+    if (*m && strcmp(m, "ACL_AICORE_PIPE_UTILIZATION") && strcmp(m, "ACL_AICORE_NONE"))
+        sp_log(SP_LOG_WARNING, "aclprofAicoreMetrics: %s (Ascend AI Core counters) has no CUDA "
+               "counterpart in servprof (CUPTI metrics are not collected); ignored", m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -438,8 +482,10 @@ int sp_cupti_start(const sp_session *s, const sp_config *c)
         }
         cu.registered = 1;
     }
-    int want_api = c->acl_prof_task_time_level >= 1;
-    mapped_from_ascend(c, &want_api);
+    char ignored[SP_FILTER_LEN];
+    /* evaluated apart so the ignored names are always collected */
+    int api_mapped = mapped_from_ascend(c->acl_data_type_config, ignored, sizeof ignored);
+    int want_api = c->acl_prof_task_time_level >= 1 || api_mapped;
 
     pthread_mutex_lock(&cu.mu);
     snprintf(cu.path, sizeof cu.path, "%s", s->activity_path);
@@ -487,6 +533,7 @@ int sp_cupti_start(const sp_session *s, const sp_config *c)
     if (failed[0])
         sp_log(SP_LOG_WARNING, "device activity: CUPTI cannot trace %s (%s); the rest is "
                "collected", failed, result_text(last));
+    warn_unmapped(c, ignored);
     cu.seconds = c->acl_prof_task_time_seconds;
     void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (cuda)

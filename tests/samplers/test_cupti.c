@@ -136,11 +136,24 @@ static void test_l0_and_filters(void)
 
     /* aclDataTypeConfig ACL_PROF_ACL_API maps to the runtime API even at L0 */
     snprintf(c.acl_data_type_config, sizeof c.acl_data_type_config,
-             "ACL_PROF_TASK_TIME,ACL_PROF_ACL_API");
+             "ACL_PROF_TASK_TIME, ACL_PROF_ACL_API");
     db = run(&c, &s, 200, &log);
+    CHECK(strstr(log, "aclDataTypeConfig") == NULL); /* both have a counterpart */
     free(log);
     CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api"), 9);
+    /* names without a CUDA counterpart: one warning naming them */
+    snprintf(c.acl_data_type_config, sizeof c.acl_data_type_config,
+             "ACL_PROF_AICORE_METRICS,ACL_PROF_TASK_TIME,ACL_PROF_L2CACHE");
+    snprintf(c.aclprof_aicore_metrics, sizeof c.aclprof_aicore_metrics,
+             "ACL_AICORE_MEMORY_BANDWIDTH");
+    db = run(&c, &s, 100, &log);
+    CHECK_INT(count_substr(log, "aclDataTypeConfig: ACL_PROF_AICORE_METRICS, ACL_PROF_L2CACHE "
+                                "have no CUDA counterpart"), 1);
+    CHECK_INT(count_substr(log, "aclprofAicoreMetrics: ACL_AICORE_MEMORY_BANDWIDTH"), 1);
+    free(log);
+    CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Api"), 0); /* still L0 */
     c.acl_data_type_config[0] = '\0';
+    c.aclprof_aicore_metrics[0] = '\0';
 
     /* mode 2: filters keep matching names only (copies are not kernels) */
     c.acl_task_time = 2;
