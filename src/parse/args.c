@@ -24,23 +24,31 @@ static inline void ws(J *j)
         j->p++;
 }
 
+/* Bytes that end the fast scan of a string: the quote, a backslash, and
+ * control characters (invalid inside a JSON string). */
+static const unsigned char stop[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
 static int str(J *j, spp_str *out)
 {
     if (j->p >= j->e || *j->p != '"')
         return j->err = 1, 0;
     const char *s = ++j->p;
+    const unsigned char *p = (const unsigned char *)s, *e = (const unsigned char *)j->e;
     int esc = 0;
-    while (j->p < j->e && *j->p != '"') {
-        if (*j->p == '\\') {
-            esc = 1;
-            j->p++;
-        } else if ((unsigned char)*j->p < 0x20) {
+    for (;;) {
+        while (p < e && !stop[*p])
+            p++;
+        if (p >= e || *p < 0x20)
             return j->err = 1, 0;
-        }
-        j->p++;
+        if (*p == '"')
+            break;
+        esc = 1; /* a backslash: skip the escaped byte */
+        p += 2;
     }
-    if (j->p >= j->e)
-        return j->err = 1, 0;
+    j->p = (const char *)p;
     out->p = s;
     out->n = (int)(j->p - s);
     out->esc = esc;

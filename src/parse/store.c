@@ -247,6 +247,9 @@ spp_store *spp_store_open(const char *path, int index)
         return NULL;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    /* Rows are read once, in order: a big page cache buys nothing, and with
+     * a thousand stores open the default 2 MiB each would add up. */
+    sqlite3_exec(s->db, "PRAGMA cache_size=-256", NULL, NULL, NULL);
     int slice = has_table(s->db, "slice");
     int mstx = slice == 1 ? 0 : has_table(s->db, "Mstx");
     if (slice < 0 || mstx < 0) {
