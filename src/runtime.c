@@ -50,6 +50,7 @@ _Atomic int servprof__level = SP_LEVEL_UNINIT;
 
 static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int ready;           /* init done in this process (release/acquire) */
+static _Atomic int exiting;         /* at_exit ran: never initialize again */
 static _Thread_local int in_runtime; /* this thread holds rt_mu: no re-entry */
 
 static char cfg_path[SP_PATH_MAX];  /* "" when SERVICE_PROF_CONFIG_PATH is unset */
@@ -285,7 +286,12 @@ static void on_tick(void)
 
 static void at_exit(void)
 {
+    /* Threads of the program may still make API calls while the process
+     * exits; they must not bring the library (a session, a thread) back. */
+    atomic_store(&exiting, 1);
     servprof_shutdown();
+    int uninit = SP_LEVEL_UNINIT; /* so that late record calls stay on the fast path */
+    atomic_compare_exchange_strong(&servprof__level, &uninit, 0);
 }
 
 /* Before fork: wait for any start/stop in progress, so that the child is
@@ -311,6 +317,7 @@ static void atfork_child(void)
     collecting = 0;
     watching = 0;
     shutting = 0;
+    atomic_store(&exiting, 0);
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
     atomic_store(&limit_hit, 0);
@@ -427,10 +434,12 @@ static int ensure(void)
         return 0;
     if (in_runtime)
         return 0; /* re-entered from our own callees (recorder, samplers) */
+    if (atomic_load(&exiting))
+        return SERVPROF_ESTATE;
     lock();
     int rc = 0;
     int did = 0;
-    if (!atomic_load(&ready)) {
+    if (!atomic_load(&ready) && !atomic_load(&exiting)) {
         rc = init_locked();
         did = 1;
     }
