@@ -51,8 +51,7 @@ class Live(RuntimeCase):
         time.sleep(0.2)
         self.assertEqual(sessions(self.prof), [])
         t0 = time.monotonic()
-        r = cli("enable", self.cfg)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        write_config(self.cfg, self.base_config(enable=1))  # the edit: temp file + rename
         first = wait_until(lambda: sessions(self.prof), bound(2), 0.002)
         took = time.monotonic() - t0
         self.assertTrue(first, "no session folder; log:\n" + p.log())
