@@ -10,7 +10,6 @@ import multiprocessing as mp
 import os
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -76,9 +75,11 @@ class Workers(unittest.TestCase):
         pool = ctx.Pool(2)
         try:
             pids = pool.map_async(work, tags).get(timeout=60 * T.SLACK)
-        finally:
-            pool.close()
-            pool.join()
+        except BaseException:
+            pool.terminate()  # a stuck worker would make join() wait forever
+            raise
+        pool.close()
+        pool.join()
         return set(pids)
 
     def check_workers(self, pids, tags):
@@ -111,56 +112,42 @@ class Workers(unittest.TestCase):
             p = ctx.Process(target=work, args=("proc-" + method,))
             p.start()
             p.join(60 * T.SLACK)
-            self.assertFalse(p.is_alive(), "%s child did not finish" % method)
+            if p.is_alive():
+                p.kill()
+                self.fail("%s child did not finish in time" % method)
             self.assertEqual(p.exitcode, 0)
             rows = worker_rows()
             self.assertIn(p.pid, rows, method)
             self.assertEqual(len([r for r in rows[p.pid] if r["name"] == "task"]), N)
 
-    def test_os_fork_while_recording(self):
-        """Fork repeatedly while another thread records without pause."""
-        stop = threading.Event()
-
-        def spin():
-            while not stop.is_set():
-                with servprof.span("spin", domain="Parent"):
-                    pass
-
-        t = threading.Thread(target=spin)
-        t.start()
-        children = []
-        try:
-            for k in range(6):
-                pid = os.fork()
-                if pid == 0:  # child: record, flush, leave without atexit
-                    code = 1
-                    try:
-                        work("osfork%d" % k)
-                        servprof.shutdown()
-                        code = 0
-                    finally:
-                        os._exit(code)
-                children.append(pid)
-        finally:
-            stop.set()
-            t.join()
-        deadline = time.time() + 60 * T.SLACK
+    def fork_stress(self, *flags):
+        """fork_stress.py in its own process and prof_dir; checks every
+        child's store."""
+        d = T.tmpdir(self)
+        cfg = T.write_config(d, enable=1)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fork_stress.py")
+        p = T.run([sys.executable, "-B", script, *flags, "10", str(N)],
+                  env={"SERVICE_PROF_CONFIG_PATH": cfg}, timeout=120, check=False)
+        self.assertEqual(p.returncode, 0, "fork_stress %s failed:\n%s\n%s"
+                         % (" ".join(flags), p.stdout, p.stderr[-3000:]))
+        children = [int(x) for x in p.stdout.split("children:")[1].split()]
+        by_pid = {T.store_pid(s): s for s in T.stores(d)}
         for pid in children:
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    self.assertEqual(os.waitstatus_to_exitcode(status), 0)
-                    break
-                if time.time() > deadline:
-                    os.kill(pid, 9)
-                    self.fail("fork child %d deadlocked" % pid)
-                time.sleep(0.01)
-        rows = worker_rows()
-        for pid in children:
-            self.assertIn(pid, rows)
-            names = [r["name"] for r in rows[pid]]
+            self.assertIn(pid, by_pid, "no store for fork child %d" % pid)
+            rows = T.rows(by_pid[pid])
+            names = [r["name"] for r in rows]
             self.assertEqual(names.count("task"), N)
-            self.assertNotIn("spin", names, "the child has the parent's spinning records")
+            self.assertNotIn("spin", names, "the child has the parent's records")
+            self.assertNotIn("parent_event", names, "the child has the parent's records")
+            self.assertTrue(all(r["pid"] == pid for r in rows))
+
+    def test_os_fork_while_recording(self):
+        """Fork while another thread records without pause."""
+        self.fork_stress()
+
+    def test_os_fork_while_recording_sqlite_first(self):
+        """The same, in a program that imported sqlite3 before servprof."""
+        self.fork_stress("--sqlite-first")
 
 
 if __name__ == "__main__":
