@@ -299,7 +299,7 @@ static int flush_rows(sp_store *st)
 
 static size_t arena_add(sp_store *st, const char *s, size_t n)
 {
-    if (st->arena_len + n > st->arena_cap) {
+    if (!st->arena || st->arena_len + n > st->arena_cap) { /* never NULL: "" must bind as "" */
         size_t cap = st->arena_cap ? st->arena_cap : 64 * 1024;
         while (cap < st->arena_len + n)
             cap *= 2;
@@ -309,7 +309,8 @@ static size_t arena_add(sp_store *st, const char *s, size_t n)
         st->arena = a;
         st->arena_cap = cap;
     }
-    memcpy(st->arena + st->arena_len, s, n);
+    if (n)
+        memcpy(st->arena + st->arena_len, s, n);
     st->arena_len += n;
     return st->arena_len - n;
 }
