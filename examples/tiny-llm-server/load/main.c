@@ -11,7 +11,9 @@
  * Design. The main thread draws the arrival schedule from a seeded
  * generator and releases jobs at their times (absolute monotonic sleeps, so
  * delays do not accumulate); a pool of --concurrency worker threads sends
- * them (client.c). Results are summarized at the end (stats.c), optionally
+ * them (client.c). With --duration, arrivals still waiting for a slot when
+ * the window closes are not sent (and counted), so a run lasts the
+ * duration plus the time to finish what is in flight. Results are summarized at the end (stats.c), optionally
  * written per request to --out (keyed by the id the server returned).
  */
 #include <errno.h>
@@ -45,6 +47,8 @@ static struct {
     job *jobs;          /* released jobs, a queue */
     size_t head, tail, cap;
     int closed;
+    int64_t end;        /* with --duration: jobs not started by then are not sent */
+    size_t unsent;
     lg_result *res;
     size_t nres, rescap;
     const opts *o;
@@ -111,6 +115,13 @@ static void *worker(void *arg)
             return NULL;
         }
         job j = g.jobs[g.head++ % g.cap];
+        if (g.end && mono_ns() > g.end) {
+            /* Its arrival found every slot busy until the window closed:
+             * sending it now would stretch the run past --duration. */
+            g.unsent++;
+            pthread_mutex_unlock(&g.mu);
+            continue;
+        }
         pthread_mutex_unlock(&g.mu);
 
         lg_result r;
@@ -284,6 +295,7 @@ int main(int argc, char **argv)
                 o.out_min, o.out_max, o.host, o.port);
 
     int64_t t0 = mono_ns(), t = t0, end = t0 + (int64_t)(o.duration * 1e9);
+    g.end = o.max_requests ? 0 : end;
     for (int k = 0; o.max_requests ? k < o.max_requests : 1; k++) {
         t += (int64_t)(-log(1.0 - rng_unit(&rng)) / o.rate * 1e9);
         if (!o.max_requests && t > end)
@@ -307,14 +319,15 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     double wall = (double)(mono_ns() - t0) / 1e9;
 
-    if (!o.quiet)
-        lg_summary(stdout, g.res, g.nres, wall, 0);
+    if (!o.quiet) {
+        lg_summary(stdout, g.res, g.nres, g.unsent, wall, 0);
+    }
     if (o.summary_json) {
         FILE *f = strcmp(o.summary_json, "-") ? fopen(o.summary_json, "w") : stdout;
         if (!f) {
             fprintf(stderr, "servprof-load: cannot write %s: %s\n", o.summary_json, strerror(errno));
         } else {
-            lg_summary(f, g.res, g.nres, wall, 1);
+            lg_summary(f, g.res, g.nres, g.unsent, wall, 1);
             if (f != stdout)
                 fclose(f);
         }

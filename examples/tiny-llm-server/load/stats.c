@@ -50,7 +50,7 @@ static dist describe(double *v, size_t n)
     return d;
 }
 
-void lg_summary(FILE *f, const lg_result *res, size_t n, double wall_s, int json)
+void lg_summary(FILE *f, const lg_result *res, size_t n, size_t unsent, double wall_s, int json)
 {
     double *ttft = malloc((n + 1) * sizeof *ttft), *tpot = malloc((n + 1) * sizeof *tpot);
     double *e2e = malloc((n + 1) * sizeof *e2e), *qd = malloc((n + 1) * sizeof *qd);
@@ -82,11 +82,11 @@ void lg_summary(FILE *f, const lg_result *res, size_t n, double wall_s, int json
     dist dt = describe(ttft, nt), dp = describe(tpot, np), de = describe(e2e, ok), dq = describe(qd, ok);
     double w = wall_s > 0 ? wall_s : 1e-9;
     if (json) {
-        fprintf(f, "{\"requests\":%zu,\"ok\":%zu,\"rejected_503\":%zu,\"client_errors_4xx\":%zu,"
+        fprintf(f, "{\"requests\":%zu,\"unsent\":%zu,\"ok\":%zu,\"rejected_503\":%zu,\"client_errors_4xx\":%zu,"
                    "\"connection_errors\":%zu,\"other_errors\":%zu,\"wall_s\":%.3f,"
                    "\"request_throughput\":%.3f,\"output_tokens\":%lu,\"prompt_tokens\":%lu,"
                    "\"output_tokens_per_s\":%.2f,\"total_tokens_per_s\":%.2f",
-                n, ok, n503, n4xx, nconn, nother, wall_s, (double)ok / w, out_tokens, in_tokens,
+                n, unsent, ok, n503, n4xx, nconn, nother, wall_s, (double)ok / w, out_tokens, in_tokens,
                 (double)out_tokens / w, (double)(out_tokens + in_tokens) / w);
         const char *names[] = {"ttft_ms", "tpot_ms", "e2e_ms", "client_queue_ms"};
         dist *ds[] = {&dt, &dp, &de, &dq};
@@ -97,6 +97,9 @@ void lg_summary(FILE *f, const lg_result *res, size_t n, double wall_s, int json
     } else {
         fprintf(f, "requests: %zu sent, %zu ok, %zu rejected (503), %zu client errors (4xx), "
                    "%zu connection errors, %zu other\n", n, ok, n503, n4xx, nconn, nother);
+        if (unsent)
+            fprintf(f, "%zu arrivals not sent: no client slot was free before the end of the "
+                       "duration (raise --concurrency, or the server is saturated)\n", unsent);
         fprintf(f, "wall time %.2f s: %.2f req/s, %.1f output tokens/s, %.1f total tokens/s "
                    "(%lu prompt + %lu output tokens)\n",
                 wall_s, (double)ok / w, (double)out_tokens / w, (double)(out_tokens + in_tokens) / w,
