@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 TMP = tempfile.mkdtemp(prefix="servprof-bench-py-")
 CONFIG = os.path.join(TMP, "config.json")
 with open(CONFIG, "w") as f:
-    json.dump({"enable": 0, "prof_dir": os.path.join(TMP, "prof"), "profiler_level": "INFO"}, f)
+    json.dump({"enable": 0, "prof_dir": os.path.join(TMP, "prof"), "profiler_level": "INFO",
+               "buffer_size_kb": 65536}, f)  # room enough that few records drop
 os.environ["SERVICE_PROF_CONFIG_PATH"] = CONFIG
 os.environ.setdefault("PROF_LOG_LEVEL", "WARNING")
 
@@ -157,8 +158,8 @@ def main():
     a = ap.parse_args()
 
     print("servprof Python binding, library %s" % servprof.library_path())
-    print("python %s, %d calls x %d repeats (enabled: %d calls)\n"
-          % (sys.version.split()[0], a.calls, a.repeats, a.enabled_calls))
+    print("python %s, %d calls x %d repeats (enabled: %d calls), load average %.1f\n"
+          % (sys.version.split()[0], a.calls, a.repeats, a.enabled_calls, os.getloadavg()[0]))
 
     clean = {}
     disabled = {}
