@@ -13,7 +13,10 @@
  * enable`), and each run starts only once /health reports the new level.
  * The load is servprof-load in closed-loop saturation (a very high arrival
  * rate capped by --concurrency client slots), so throughput measures the
- * server's capacity; its JSON summary gives the figures. Binaries default
+ * server's capacity; its JSON summary gives the figures. Wall-clock
+ * figures move with whatever else the machine runs; the server's own CPU
+ * time per output token (from /proc, all its threads, the profiler's writer
+ * included) is reported too, as it is far less sensitive to neighbours. Binaries default
  * to <build>/bin/ next to this program's <build>/bench/.
  */
 #include <arpa/inet.h>
@@ -30,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[PATH_MAX], cfg[PATH_MAX + 32], server_bin[PATH_MAX], load_bin[PATH_MAX];
+static char dir[PATH_MAX], cfg[PATH_MAX + 32], server_bin[PATH_MAX + 64], load_bin[PATH_MAX + 64];
 
 static void msleep(int ms)
 {
@@ -111,8 +114,29 @@ static double json_num(const char *s, const char *obj, const char *key)
 
 typedef struct run {
     double tok_s, p99_e2e, p99_ttft, p50_e2e;
+    double cpu_ms_per_100tok; /* server CPU (all its threads) per 100 output tokens */
     int ok;
 } run;
+
+static pid_t server_pid;
+
+/* CPU time of the server process (user + system, all threads), in ms. */
+static double server_cpu_ms(void)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)server_pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
 
 static int one_run(int port, int seconds, int conc, run *r)
 {
@@ -125,10 +149,12 @@ static int one_run(int port, int seconds, int conc, run *r)
     char *argv[] = {load_bin, "--port", p, "--rate", "1000", "--duration", d, "--concurrency", c,
                     "--prompt-len", "64:256", "--output-len", "32:64", "--summary-json", js,
                     "--quiet", NULL};
+    double cpu0 = server_cpu_ms();
     pid_t pid = spawn(argv, log, 0);
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
         return -1;
+    double cpu = server_cpu_ms() - cpu0;
     FILE *f = fopen(js, "r");
     char buf[4096] = {0};
     if (!f || !fread(buf, 1, sizeof buf - 1, f)) {
@@ -142,6 +168,8 @@ static int one_run(int port, int seconds, int conc, run *r)
     r->p50_e2e = json_num(buf, "e2e_ms", "p50");
     r->p99_ttft = json_num(buf, "ttft_ms", "p99");
     r->ok = (int)json_num(buf, NULL, "ok");
+    double toks = json_num(buf, NULL, "output_tokens");
+    r->cpu_ms_per_100tok = toks > 0 ? cpu / toks * 100 : -1;
     return 0;
 }
 
@@ -199,6 +227,7 @@ int main(int argc, char **argv)
     snprintf(log, sizeof log, "%s/server.log", dir);
     char *sargv[] = {server_bin, "--port", "0", "--port-file", port_file, NULL};
     pid_t srv = spawn(sargv, log, 1);
+    server_pid = srv;
     int port = 0;
     for (int i = 0; i < 400 && !port; i++) {
         FILE *f = fopen(port_file, "r");
@@ -225,8 +254,8 @@ int main(int argc, char **argv)
     run off[64], on[64];
     if (pairs > 64)
         pairs = 64;
-    printf("%-5s %-4s %12s %12s %12s %12s %6s\n", "pair", "mode", "tokens/s", "P50 e2e ms",
-           "P99 e2e ms", "P99 TTFT ms", "reqs");
+    printf("%-5s %-4s %10s %11s %11s %12s %14s %6s\n", "pair", "mode", "tokens/s", "P50 e2e ms",
+           "P99 e2e ms", "P99 TTFT ms", "CPU ms/100tok", "reqs");
     for (int i = 0; i < pairs; i++) {
         for (int k = 0; k < 2; k++) {
             int mode_on = (i % 2) ? !k : k; /* off,on then on,off ... */
@@ -236,8 +265,8 @@ int main(int argc, char **argv)
                 kill(srv, SIGKILL);
                 return 1;
             }
-            printf("%-5d %-4s %12.1f %12.2f %12.2f %12.2f %6d\n", i + 1, mode_on ? "on" : "off",
-                   r->tok_s, r->p50_e2e, r->p99_e2e, r->p99_ttft, r->ok);
+            printf("%-5d %-4s %10.1f %11.2f %11.2f %12.2f %14.2f %6d\n", i + 1, mode_on ? "on" : "off",
+                   r->tok_s, r->p50_e2e, r->p99_e2e, r->p99_ttft, r->cpu_ms_per_100tok, r->ok);
             fflush(stdout);
         }
     }
@@ -246,18 +275,22 @@ int main(int argc, char **argv)
     int st;
     waitpid(srv, &st, 0);
 
-    double t_off = 0, t_on = 0, p_off = 0, p_on = 0;
+    double t_off = 0, t_on = 0, p_off = 0, p_on = 0, c_off = 0, c_on = 0;
     for (int i = 0; i < pairs; i++) {
         t_off += off[i].tok_s;
         t_on += on[i].tok_s;
         p_off += off[i].p99_e2e;
         p_on += on[i].p99_e2e;
+        c_off += off[i].cpu_ms_per_100tok;
+        c_on += on[i].cpu_ms_per_100tok;
     }
-    t_off /= pairs; t_on /= pairs; p_off /= pairs; p_on /= pairs;
+    t_off /= pairs; t_on /= pairs; p_off /= pairs; p_on /= pairs; c_off /= pairs; c_on /= pairs;
     printf("\nmean over %d pairs: throughput off %.1f, on %.1f tokens/s: on/off = %.4f (%+.2f%%)\n",
            pairs, t_off, t_on, t_on / t_off, (t_on / t_off - 1) * 100);
     printf("                   P99 end-to-end off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            p_off, p_on, p_on / p_off, (p_on / p_off - 1) * 100);
+    printf("                   server CPU per 100 output tokens off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
+           c_off, c_on, c_on / c_off, (c_on / c_off - 1) * 100);
     printf("goal: <= 1%% throughput loss, <= 2%% P99 change. Server exit status %d; data in %s\n",
            WIFEXITED(st) ? WEXITSTATUS(st) : -1, dir);
     return 0;
