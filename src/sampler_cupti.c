@@ -78,7 +78,8 @@ static struct {
     pthread_mutex_t mu;
     /* Under mu. */
     int collecting;         /* records go to the store */
-    sp_activity_store *store;
+    sp_activity_store *store;   /* opened at the first buffer of a session */
+    int store_failed;           /* it could not be: said once, not per buffer */
     char path[SP_PATH_MAX];
     int filters_on;
     char api_filter[SP_FILTER_LEN], kernel_filter[SP_FILTER_LEN];
@@ -295,8 +296,10 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, si
     if (cu.num_dropped && cu.num_dropped(ctx, stream, &dropped) == CUPTI_SUCCESS)
         cu.stats.dropped += dropped;
     if (buffer && valid > 0) {
-        if (cu.collecting && !cu.store)
-            cu.store = sp_activity_store_open(cu.path);
+        if (cu.collecting && !cu.store && !cu.store_failed) {
+            cu.store = sp_activity_store_open(cu.path); /* logs why when it fails */
+            cu.store_failed = !cu.store;
+        }
         if (!cu.collecting || !cu.store) {
             cu.stats.late++;
         } else if (sp_activity_store_begin(cu.store) == 0) {
@@ -489,6 +492,7 @@ int sp_cupti_start(const sp_session *s, const sp_config *c)
 
     pthread_mutex_lock(&cu.mu);
     snprintf(cu.path, sizeof cu.path, "%s", s->activity_path);
+    cu.store_failed = 0;
     cu.filters_on = c->acl_task_time == 2;
     snprintf(cu.api_filter, sizeof cu.api_filter, "%s", c->api_filter);
     snprintf(cu.kernel_filter, sizeof cu.kernel_filter, "%s", c->kernel_filter);

@@ -237,6 +237,10 @@ static void emit_cpu(sp_host_sampler *h)
             sp_sample_emit(&row);
         }
         for (int i = 0; h->per_core && i < ncpu && i < h->ncpu; i++) {
+            /* a core absent last time (hot-plugged, numbering gap) has no
+             * baseline: its first figure would be an average since boot */
+            if (h->cpus[i].total == 0)
+                continue;
             double c = sp_cpu_busy_pct(&h->cpus[i], &h->cur_cpus[i]);
             if (c < 0)
                 continue;

@@ -227,6 +227,31 @@ static void test_absent(void)
     free(log);
 }
 
+/* An activity store that cannot be created: said once, not per buffer. */
+static void test_unwritable(void)
+{
+    sp_config c;
+    sp_session s;
+    smp_setup(&c, &s, "/proc/servprof-no-such-dir");
+    c.acl_task_time = 1;
+    setenv("FAKE_CUPTI_BATCHES", "1000", 1);
+    int *batches = fake_int("fake_cupti_batches");
+    if (batches)
+        *batches = 0;
+    capture_begin();
+    sp_samplers_start(&s, &c);
+    sleep_ms(2300);
+    sp_samplers_stop();
+    char *log = capture_end();
+    CHECK_INT(count_substr(log, "cannot create it"), 1);
+    CHECK(batches && *batches >= 3);
+    sp_cupti_stats st;
+    sp_cupti_get_stats(&st);
+    CHECK_INT(st.kernels, 0);
+    CHECK(st.late >= 3);
+    free(log);
+}
+
 static void test_filter_fn(void)
 {
     CHECK(sp_name_filter_pass("", "anything"));
@@ -249,5 +274,6 @@ int main(void)
     test_l1();
     test_l0_and_filters();
     test_limit();
+    test_unwritable();
     CHECK_DONE();
 }
