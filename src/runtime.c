@@ -31,12 +31,14 @@
  * re-reads the config and, when it says enable, opens the child's own store
  * in the session folder that the parent is using.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "internal.h"
@@ -82,6 +84,7 @@ static filter_node *filters;
 
 static void lock(void)
 {
+    assert(!in_runtime); /* rt_mu is not recursive: re-entry would deadlock */
     pthread_mutex_lock(&rt_mu);
     in_runtime = 1;
 }
@@ -148,6 +151,7 @@ static int start_locked(void)
     atomic_store(&deadline_ns,
                  cur.timelimit ? sp_now_monotonic_ns() + (int64_t)cur.timelimit * 1000000000 : 0);
     collecting = 1;
+    assert(cur.profiler_level >= SERVPROF_LEVEL_ERROR && cur.profiler_level <= SERVPROF_LEVEL_VERBOSE);
     atomic_store_explicit(&servprof__level, cur.profiler_level, memory_order_release);
     sp_samplers_start(&sess, &cur);
     sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
@@ -352,7 +356,15 @@ static int read_initial_config(void)
                SP_PATH_MAX - 1);
         return SERVPROF_EINVAL;
     }
-    snprintf(cfg_path, sizeof cfg_path, "%s", env);
+    /* Absolute, so that a later chdir() of the program changes nothing. */
+    char cwd[SP_PATH_MAX];
+    size_t n = 0;
+    if (env[0] != '/' && getcwd(cwd, sizeof cwd) && strlen(cwd) + strlen(env) + 2 <= sizeof cfg_path) {
+        n = strlen(cwd);
+        memcpy(cfg_path, cwd, n);
+        cfg_path[n++] = '/';
+    }
+    memcpy(cfg_path + n, env, strlen(env) + 1);
     char *text;
     size_t len;
     int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);

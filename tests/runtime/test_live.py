@@ -88,6 +88,14 @@ class Live(RuntimeCase):
         p.wait_state(False)
         self.assertEqual(p.quit(), 0)
 
+    def test_relative_config_path(self):
+        write_config(self.cfg, self.base_config())
+        p = self.probe(config_path=os.path.basename(self.cfg))  # the probe runs in self.tmp
+        time.sleep(0.2)
+        self.assertEqual(cli("enable", self.cfg).returncode, 0)
+        p.wait_state(True)
+        self.assertEqual(p.quit(), 0)
+
     def test_stat_poll_without_inotify(self):
         write_config(self.cfg, self.base_config())
         p = self.probe(env={"SERVPROF_WATCH_POLL_ONLY": "1"})
