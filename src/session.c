@@ -82,7 +82,8 @@ static int read_state(const char *path, state *st)
     memset(st, 0, sizeof *st);
     if (sp_read_file(path, 65536, &text, &len) != 0)
         return -1;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "dir ", 4))
             snprintf(st->dir, sizeof st->dir, "%s", line + 4);
         else if (!strncmp(line, "open ", 5))
