@@ -10,6 +10,9 @@
 #
 #   bench/gpu_check.sh            (from anywhere; needs nvcc, a GPU, python3)
 #   KEEP=1 bench/gpu_check.sh     keep the work folder
+#   SERVPROF_GPU_PREBUILT=1 BUILD=build-gpu bench/gpu_check.sh
+#                                 use a build made on another machine (cmake
+#                                 and the -dev packages are then not needed)
 #
 # Where CUPTI lives varies: $SERVPROF_CUPTI_LIB if set, else the first
 # libcupti.so* under $CUDA_HOME, /usr/local/cuda*, or a pip nvidia-cuda-cupti
@@ -17,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build-gpu
+BUILD=$(cd "$ROOT" && realpath -m "${BUILD:-build-gpu}")
 WORK=$(mktemp -d /tmp/servprof-gpu-check-XXXXXX)
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
 HOST_HZ=50
@@ -45,11 +48,19 @@ if [ -z "${SERVPROF_CUPTI_LIB:-}" ]; then
 fi
 echo "CUPTI: ${SERVPROF_CUPTI_LIB:-not found (device activity checks will fail)}"
 
-say "build servprof ($BUILD)"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERVPROF_BUILD_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target servprof servprof_cli >"$WORK/build.log" 2>&1 ||
-  cmake --build "$BUILD" -j "$(nproc)" >>"$WORK/build.log" 2>&1 ||
-  { tail -30 "$WORK/build.log"; exit 1; }
+if [ "${SERVPROF_GPU_PREBUILT:-0}" = 1 ]; then
+  # A build made elsewhere and carried here (a GPU machine may lack cmake or
+  # the -dev packages); its runtime libraries must still resolve.
+  say "use the prebuilt servprof in $BUILD"
+  [ -x "$BUILD/bin/servprof" ] || { echo "gpu_check: no $BUILD/bin/servprof"; exit 2; }
+  ldd "$BUILD/bin/servprof" | grep "not found" && { echo "gpu_check: missing libraries"; exit 2; }
+else
+  say "build servprof ($BUILD)"
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERVPROF_BUILD_TESTS=OFF \
+        -DSERVPROF_BUILD_BENCH=OFF -DSERVPROF_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$BUILD" -j "$(nproc)" --target servprof servprof_cli >"$WORK/build.log" 2>&1 ||
+    { tail -30 "$WORK/build.log"; exit 1; }
+fi
 SERVPROF_BIN=$BUILD/bin/servprof
 LIBDIR=$(dirname "$(find "$BUILD/src" -name 'libservprof.so' | head -1)")
 
