@@ -113,23 +113,40 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
     return ret;
 }
 
+/* The profiling level being collected now (0 when off), through the
+ * public cheap check only. */
+static int profiling_level(void)
+{
+    static const int levels[] = {SERVPROF_LEVEL_VERBOSE, SERVPROF_LEVEL_DETAILED,
+                                 SERVPROF_LEVEL_INFO, SERVPROF_LEVEL_ERROR};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+        if (servprof_is_enabled(levels[i]))
+            return levels[i];
+    return 0;
+}
+
 static enum MHD_Result health(conn_ctx *c)
 {
     tl_engine_stats s;
     tl_engine_stats_get(c->h->e, &s);
-    char buf[1024];
-    snprintf(buf, sizeof buf,
-             "{\"status\":\"ok\",\"model\":\"%s\",\"waiting\":%d,\"running\":%d,"
-             "\"kv_total_blocks\":%d,\"kv_free_blocks\":%d,\"kv_cached_blocks\":%d,"
-             "\"submitted\":%lu,\"completed\":%lu,\"aborted\":%lu,\"rejected\":%lu,"
-             "\"preempted\":%lu,\"steps\":%lu,\"prompt_tokens\":%lu,\"output_tokens\":%lu,"
-             "\"cached_tokens\":%lu,\"profiling_level\":%d}",
-             c->h->c.model_name, s.waiting, s.running, s.total_blocks, s.free_blocks,
-             s.cached_blocks, s.submitted, s.completed, s.aborted, s.rejected, s.preempted,
-             s.steps, s.prompt_tokens, s.output_tokens, s.cached_tokens,
-             servprof_is_enabled(SERVPROF_LEVEL_ERROR)
-                 ? atomic_load_explicit(&servprof__level, memory_order_relaxed) : 0);
-    return reply(c->conn, MHD_HTTP_OK, "application/json", buf, NULL);
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
+                          "status", "ok", "model", c->h->c.model_name, "waiting", s.waiting,
+                          "running", s.running, "kv_total_blocks", s.total_blocks,
+                          "kv_free_blocks", s.free_blocks, "kv_cached_blocks", s.cached_blocks,
+                          "submitted", (json_int_t)s.submitted, "completed", (json_int_t)s.completed,
+                          "aborted", (json_int_t)s.aborted, "rejected", (json_int_t)s.rejected,
+                          "preempted", (json_int_t)s.preempted, "steps", (json_int_t)s.steps,
+                          "prompt_tokens", (json_int_t)s.prompt_tokens,
+                          "output_tokens", (json_int_t)s.output_tokens,
+                          "cached_tokens", (json_int_t)s.cached_tokens,
+                          "profiling_level", profiling_level());
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text)
+        return reply_error(c->conn, 500, NULL, "out of memory");
+    enum MHD_Result ret = reply(c->conn, MHD_HTTP_OK, "application/json", text, NULL);
+    free(text);
+    return ret;
 }
 
 /* ---------------------------------------------------------------- */
@@ -491,6 +508,8 @@ tl_http *tl_http_start(const tl_http_cfg *cfg, tl_engine *e)
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                            /* Connection threads only format small answers. */
+                            MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
                             MHD_OPTION_END);
     if (!h->d) {
         fprintf(stderr, "tiny-llm-server: cannot listen on %s:%d (in use? no permission?)\n",

@@ -143,7 +143,10 @@ void ins_forward(const tl_batch *b, int64_t t0, int64_t t1)
 
 void ins_detokenize(const tl_request *r, int n, int n_out)
 {
-    servprof_rec *x = servprof_rec_begin(L, "Request");
+    /* The first token out is what TTFT needs: INFO. Every later one would
+     * be the most frequent record of all (one per token per request) and
+     * is only needed for inter-token analysis: DETAILED. */
+    servprof_rec *x = servprof_rec_begin(n_out == n ? L : SERVPROF_LEVEL_DETAILED, "Request");
     servprof_res_str(x, r->http_id);
     servprof_attr_int(x, "num_tokens", n);
     servprof_attr_int(x, "num_output_tokens", n_out);
