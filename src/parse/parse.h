@@ -92,7 +92,12 @@ typedef struct spp_store {
     int64_t lateness;     /* largest lateness of a row in rowid order, ns */
     int64_t maxts;        /* largest timestamp read so far (reorder mode) */
     struct spp_reorder *rb;
+    int nthreads;         /* the store's thread table: names of its threads */
+    long long *thread_tids;
+    char **thread_names;
 } spp_store;
+/* The name the store gives thread tid, or NULL. */
+const char *spp_store_thread_name(const spp_store *s, long long tid);
 
 enum { SPP_READ_DIRECT = 0, SPP_READ_REORDER, SPP_READ_SORTED };
 

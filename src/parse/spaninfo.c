@@ -30,6 +30,7 @@ void spp_spaninfo_init(spp_model *m)
         return;
     add_name(m, "forward");
     add_name(m, "batchFrameworkProcessing");
+    add_name(m, "BatchSchedule");
     for (int i = 0; i < m->opts->nspans; i++)
         add_name(m, m->opts->spans[i]);
     m->t_spans = calloc((size_t)m->nspan_names, sizeof *m->t_spans);

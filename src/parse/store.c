@@ -154,6 +154,30 @@ static void read_process_name(spp_store *s)
     sqlite3_finalize(st);
 }
 
+static void read_threads(spp_store *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT tid, thread_name FROM thread WHERE thread_name IS NOT NULL "
+                                  "AND thread_name <> '' LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        s->thread_tids = realloc(s->thread_tids, (size_t)(s->nthreads + 1) * sizeof *s->thread_tids);
+        s->thread_names = realloc(s->thread_names, (size_t)(s->nthreads + 1) * sizeof *s->thread_names);
+        s->thread_tids[s->nthreads] = sqlite3_column_int64(st, 0);
+        s->thread_names[s->nthreads] = strdup((const char *)sqlite3_column_text(st, 1));
+        s->nthreads++;
+    }
+    sqlite3_finalize(st);
+}
+
+const char *spp_store_thread_name(const spp_store *s, long long tid)
+{
+    for (int i = 0; i < s->nthreads; i++)
+        if (s->thread_tids[i] == tid)
+            return s->thread_names[i];
+    return NULL;
+}
+
 static void fail(spp_store *s, const char *what)
 {
     spp_log(SPP_WARNING, "store %s: %s after %lld records: %s; the rest of this store is skipped",
@@ -265,6 +289,7 @@ spp_store *spp_store_open(const char *path, int index)
     s->legacy = slice != 1;
     read_meta(s);
     read_process_name(s);
+    read_threads(s);
     const char *sql = s->legacy
         ? "SELECT timestamp, endTimestamp, message, pid, tid, markId FROM Mstx ORDER BY timestamp, markId"
         : choose_mode(s);
@@ -414,5 +439,9 @@ void spp_store_close(spp_store *s)
     free(s->legacy_buf);
     free(s->row);
     spp_reorder_free(s->rb);
+    for (int i = 0; i < s->nthreads; i++)
+        free(s->thread_names[i]);
+    free(s->thread_names);
+    free(s->thread_tids);
     free(s);
 }

@@ -188,7 +188,11 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
         t->nslots = ns;
     }
     char name[256];
-    snprintf(name, sizeof name, "%s (thread %lld)", *cat ? cat : "(no domain)", tid);
+    const char *tname = spp_store_thread_name(s, tid);
+    if (tname)
+        snprintf(name, sizeof name, "%s (%s %lld)", *cat ? cat : "(no domain)", tname, tid);
+    else
+        snprintf(name, sizeof name, "%s (thread %lld)", *cat ? cat : "(no domain)", tid);
     int pid = spp_timeline_pid(s);
     meta(t, "thread_name", pid, l->id, "name", name, 0);
     meta(t, "thread_sort_index", pid, l->id, "sort_index", NULL, l->id);

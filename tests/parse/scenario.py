@@ -25,6 +25,7 @@ def build(root):
     b = Store(os.path.join(root, "hostA", "Trace_Service", "ms_service_hostA-200.db"), "hostA", 200)
     c = Store(os.path.join(root, "hostB", "Trace_Service", "ms_service_hostB-300.db"), "hostB", 300,
               meta={"dpRankId": 1})
+    a.db.execute("INSERT INTO thread(track_id, tid, pid, thread_name) VALUES (100, '100', '100', 'http-worker')")
     # front end
     a.event("httpReq", 0, "Request", rid="http-1")
     a.event("httpReq", 1, "Request", rid="http-2")

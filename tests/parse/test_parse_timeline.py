@@ -116,6 +116,7 @@ class Timeline(unittest.TestCase):
         self.assertIn("hostB", labels[3])
         self.assertIn("dp1", labels[3])
         threads = [e for e in self.ev if e["ph"] == "M" and e["name"] == "thread_name"]
+        self.assertIn("Request (http-worker 100)", [e["args"]["name"] for e in threads if e["pid"] == 1])
         lanes2 = {e["args"]["name"].split(" ")[0] for e in threads if e["pid"] == 2}
         self.assertTrue({"Schedule", "BatchSchedule", "Execute", "ModelExecute", "KVCache"} <= lanes2)
 
