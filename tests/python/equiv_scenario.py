@@ -25,6 +25,7 @@ def model_step():
 
 def main():
     servprof.init()
+    servprof.set_thread_name("equiv-main")
 
     # 1. scalar attributes of every type
     (Profiler(Level.INFO).domain("Request").res("req-1").attr("s", "text").attr("i", 42)
@@ -46,6 +47,10 @@ def main():
     p = Profiler(Level.INFO).domain("BatchSchedule").res(BATCH).attr("batch_type", "Prefill,Decode")
     p.span_start("batchFrameworkProcessing")
     p.attr("batch_size", 2).span_end()
+
+    # 5b. a span ended with nothing added; a scope whose value is a number
+    Profiler(Level.INFO).domain("Schedule").metric_scope("QueueName", 2).span_start("swap") \
+        .span_end()
 
     # 6. nested values, numeric arrays, null, a huge integer
     (Profiler(Level.DETAILED).domain("Execute").attr("cfg", {"a": [1, 2.5, "x"], "b": None})

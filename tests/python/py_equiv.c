@@ -38,6 +38,7 @@ int main(void)
         return 1;
     }
     servprof_rec *r;
+    servprof_set_thread_name("equiv-main");
 
     /* 1. scalar attributes of every type */
     r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
@@ -78,6 +79,12 @@ int main(void)
     r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "BatchSchedule");
     servprof_attr_int(r, "batch_size", 2);
     servprof_span_end_rec(r, h);
+
+    /* 5b. a span ended with nothing added; a scope whose value is a number */
+    r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Schedule");
+    servprof_attr_int(r, "scope#QueueName", 2);
+    h = servprof_span_begin(r, "swap");
+    servprof_span_end(h);
 
     /* 6. nested values, numeric arrays, null, a huge integer */
     r = servprof_rec_begin(SERVPROF_LEVEL_DETAILED, "Execute");

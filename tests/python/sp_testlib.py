@@ -57,7 +57,7 @@ def rows(store, table="slice"):
     db.row_factory = sqlite3.Row
     try:
         out = []
-        for r in db.execute("select * from %s order by id" % table):
+        for r in db.execute("select * from %s order by rowid" % table):
             d = dict(r)
             if table == "slice":
                 d["pairs"] = _pairs(d["args"]) if d["args"] else []

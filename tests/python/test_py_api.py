@@ -83,6 +83,9 @@ class Equivalence(unittest.TestCase):
         self.assertEqual(len(py_rows), len(c_rows), "row counts differ:\nC %s\nPy %s"
                          % (c_rows, py_rows))
         self.assertNotIn("hidden", [r[0] for r in py_rows])
+        self.assertEqual([r["thread_name"] for r in T.rows(py_store, "thread")],
+                         [r["thread_name"] for r in T.rows(c_store, "thread")])
+        self.assertIn("equiv-main", [r["thread_name"] for r in T.rows(py_store, "thread")])
         self.assertEqual(T.meta(py_store).get("model"), "toy-7b")
         self.assertEqual(T.meta(c_store).get("model"), "toy-7b")
         # the batch's rid list is structured JSON, not a string
