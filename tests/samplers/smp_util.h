@@ -7,6 +7,7 @@
 #define SERVPROF_TEST_SMP_UTIL_H
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,24 @@ static inline int smp_sanitized(void)
     return s && *s;
 }
 
+/* Temporary folders are removed at exit unless SERVPROF_KEEP_TMP is set. */
+static char smp_dirs[64][256];
+static int smp_ndirs;
+
+static inline int smp_rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(path) == 0 ? 0 : 0; /* best effort */
+}
+
+static inline void smp_cleanup(void)
+{
+    if (getenv("SERVPROF_KEEP_TMP"))
+        return;
+    for (int i = 0; i < smp_ndirs; i++)
+        nftw(smp_dirs[i], smp_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static inline void smp_tmpdir(char *out, size_t len, const char *tag)
 {
     snprintf(out, len, "/tmp/servprof-%s-XXXXXX", tag);
@@ -29,6 +48,10 @@ static inline void smp_tmpdir(char *out, size_t len, const char *tag)
         perror("mkdtemp");
         exit(2);
     }
+    if (smp_ndirs == 0)
+        atexit(smp_cleanup);
+    if (smp_ndirs < 64)
+        snprintf(smp_dirs[smp_ndirs++], sizeof smp_dirs[0], "%s", out);
 }
 
 /* ---- stderr capture ---- */
