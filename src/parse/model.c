@@ -300,6 +300,9 @@ void spp_model_record(spp_model *m, const spp_rec *r)
     } else {
         resolve(m);
     }
+    if (m->tl)
+        m->cur_lane = spp_timeline_lane(m->tl, s, r->cat, r->tid, r->ts,
+                                        k == K_CPU || k == K_MEM || k == K_PROC || k == K_DEVMEM ? 0 : r->dur);
     spp_request_record(m, r, k);
     switch (k) {
     case K_BATCH: case K_EXEC: case K_SPEC:
@@ -319,9 +322,8 @@ void spp_model_record(spp_model *m, const spp_rec *r)
     }
     spp_spaninfo_record(m, r, k);
     if (m->tl) {
-        int lane = spp_timeline_lane(m->tl, s, r->cat, r->tid);
         if (k != K_CPU && k != K_MEM && k != K_PROC && k != K_DEVMEM)
-            spp_timeline_slice(m->tl, r, &m->args, lane);
+            spp_timeline_slice(m->tl, r, &m->args, m->cur_lane);
         counters(m, r, k);
     }
     if ((m->nrec & 1023) == 0)

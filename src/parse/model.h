@@ -51,6 +51,7 @@ typedef struct spp_model {
     int64_t now_ns;        /* timestamp of the record being handled */
     int64_t last_ns;
     long long nrec;
+    int cur_lane;          /* trace thread of the record being handled */
     int *roots;            /* scratch: request roots named by the record */
     int nroots, caproots;
     char *scratch;         /* scratch text (res lists) */

@@ -90,7 +90,7 @@ static void flow_step(spp_model *m, spp_req *q, const spp_rec *r)
     if (!m->tl)
         return;
     int pid = spp_timeline_pid(r->store);
-    int tid = spp_timeline_lane(m->tl, r->store, r->cat, r->tid);
+    int tid = m->cur_lane;
     if (q->nflow == 1)
         spp_timeline_flow(m->tl, 's', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
     else if (q->nflow >= 2)

@@ -9,7 +9,8 @@
  * lost (absolute epoch microseconds in a double would lose it). One trace
  * process per raw store (pid = store index + 1, unique across hosts, named
  * by role at the end when the roles are known), one thread lane per
- * (domain, thread). Spans are "X", events "i", counters "C", request flows
+ * (domain, thread) — and more lanes for spans that overlap without nesting.
+ * Spans are "X", events "i", counters "C", request flows
  * "s"/"t"/"f" with bp "e". Metadata ("M") events may come anywhere in the
  * array, so they are written when a lane appears and at the close.
  */
@@ -21,7 +22,16 @@
 
 #include "timeline.h"
 
-typedef struct lane { int store; long long tid; char *cat; int id; } lane;
+/* A sub-lane: one trace thread whose spans nest; `ends` is the stack of
+ * the open spans' end times. */
+typedef struct sublane { int id; int64_t *ends; int n, cap; } sublane;
+#define MAX_SUBLANES 32
+
+/* A (store, domain, thread) lane. Spans on one thread need not nest (an
+ * asyncio loop interleaves requests), but Perfetto and chrome://tracing
+ * drop or misdraw partially overlapping slices on one track, so a span that
+ * would overlap without nesting goes to the next sub-lane ("... #2"). */
+typedef struct lane { int store; long long tid; char *cat; int id; char *name; sublane *subs; int nsub; } lane;
 
 struct spp_timeline {
     FILE *f;
@@ -153,15 +163,21 @@ static unsigned lane_hash(int store, long long tid, const char *cat)
     return h;
 }
 
-int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid)
+static void thread_row(spp_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
 {
-    if (!t)
-        return 0;
+    meta(t, "thread_name", pid, id, "name", name, 0);
+    meta(t, "thread_sort_index", pid, id, "sort_index", NULL, id);
+    spp_val v[5] = {spp_v_int(pid), spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(tid)};
+    spp_table_row(t->o, &t->t_thread, v);
+}
+
+static lane *find_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid)
+{
     unsigned h = lane_hash(s->index, tid, cat) & (t->nslots - 1);
     while (t->lane_hash[h]) {
         lane *l = &t->lanes[t->lane_hash[h] - 1];
         if (l->store == s->index && l->tid == tid && !strcmp(l->cat, cat))
-            return l->id;
+            return l;
         h = (h + 1) & (t->nslots - 1);
     }
     if (t->nlanes == t->caplanes) {
@@ -169,6 +185,7 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
         t->lanes = realloc(t->lanes, (size_t)t->caplanes * sizeof *t->lanes);
     }
     lane *l = &t->lanes[t->nlanes++];
+    memset(l, 0, sizeof *l);
     l->store = s->index;
     l->tid = tid;
     l->cat = strdup(cat);
@@ -193,13 +210,52 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
         snprintf(name, sizeof name, "%s (%s %lld)", *cat ? cat : "(no domain)", tname, tid);
     else
         snprintf(name, sizeof name, "%s (thread %lld)", *cat ? cat : "(no domain)", tid);
-    int pid = spp_timeline_pid(s);
-    meta(t, "thread_name", pid, l->id, "name", name, 0);
-    meta(t, "thread_sort_index", pid, l->id, "sort_index", NULL, l->id);
-    spp_val v[5] = {spp_v_int(pid), spp_v_int(l->id), spp_v_text(name, -1), spp_v_text(cat, -1),
-                    spp_v_int(tid)};
-    spp_table_row(t->o, &t->t_thread, v);
-    return l->id;
+    l->name = strdup(name);
+    l->subs = calloc(MAX_SUBLANES, sizeof *l->subs);
+    l->subs[0].id = l->id;
+    l->nsub = 1;
+    thread_row(t, spp_timeline_pid(s), l->id, name, cat, tid);
+    return l;
+}
+
+static void push_end(sublane *sl, int64_t end)
+{
+    if (sl->n == sl->cap) {
+        sl->cap = sl->cap ? sl->cap * 2 : 8;
+        sl->ends = realloc(sl->ends, (size_t)sl->cap * sizeof *sl->ends);
+    }
+    sl->ends[sl->n++] = end;
+}
+
+int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid, int64_t ts,
+                      int64_t dur)
+{
+    if (!t)
+        return 0;
+    lane *l = find_lane(t, s, cat, tid);
+    if (dur <= 0)
+        return l->id; /* an instant never breaks nesting */
+    int64_t end = ts + dur;
+    for (int k = 0; k < l->nsub; k++) {
+        sublane *sl = &l->subs[k];
+        while (sl->n && sl->ends[sl->n - 1] <= ts)
+            sl->n--;
+        if (sl->n == 0 || sl->ends[sl->n - 1] >= end) {
+            push_end(sl, end);
+            return sl->id;
+        }
+    }
+    if (l->nsub == MAX_SUBLANES) { /* give up on nesting rather than add lanes forever */
+        push_end(&l->subs[l->nsub - 1], end);
+        return l->subs[l->nsub - 1].id;
+    }
+    sublane *sl = &l->subs[l->nsub++];
+    sl->id = ++t->next_lane_id;
+    char name[300];
+    snprintf(name, sizeof name, "%s #%d", l->name, l->nsub);
+    thread_row(t, spp_timeline_pid(s), sl->id, name, cat, tid);
+    push_end(sl, end);
+    return sl->id;
 }
 
 void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
@@ -480,8 +536,13 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
     spp_table_close(t->o, &t->t_slice);
     spp_table_close(t->o, &t->t_counter);
     spp_table_close(t->o, &t->t_flow);
-    for (int i = 0; i < t->nlanes; i++)
+    for (int i = 0; i < t->nlanes; i++) {
+        for (int k = 0; k < t->lanes[i].nsub; k++)
+            free(t->lanes[i].subs[k].ends);
+        free(t->lanes[i].subs);
+        free(t->lanes[i].name);
         free(t->lanes[i].cat);
+    }
     free(t->lanes);
     free(t->lane_hash);
     free(t->path);

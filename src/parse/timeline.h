@@ -9,8 +9,11 @@
 /* json: write chrome_tracing.json; o: the db tables go there when db is on.
  * Returns NULL when neither is wanted. */
 spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin_ns);
-/* The trace thread id of (store, domain, thread), created on first use. */
-int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid);
+/* The trace thread id for a record of (store, domain, thread) spanning
+ * [ts, ts + dur): the lane of that thread, or a sub-lane of it when the span
+ * would overlap another without nesting. Call once per record, in time order. */
+int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid, int64_t ts,
+                      int64_t dur);
 /* One span ("X") or event ("i") with every attribute in args. */
 void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane);
 /* A counter sample ("C") of process pid, one or more series. */

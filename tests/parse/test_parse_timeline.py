@@ -141,6 +141,45 @@ class Timeline(unittest.TestCase):
         corr = [e for e in self.ev if e.get("cat") == "correlation"]
         self.assertEqual(len(corr), 4)    # two launches, each s + f
 
+    def assert_nesting(self, ev):
+        by_lane = {}
+        for e in ev:
+            if e["ph"] == "X":
+                by_lane.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+        for lane, spans in by_lane.items():
+            spans.sort(key=lambda x: (x[0], -x[1]))
+            stack = []
+            for a, b, name in spans:
+                while stack and stack[-1] <= a:
+                    stack.pop()
+                self.assertTrue(not stack or b <= stack[-1], "%s overlaps without nesting on %r" % (name, lane))
+                stack.append(b)
+
+    def test_spans_nest_on_every_lane(self):
+        self.assert_nesting(self.ev)
+
+    def test_overlapping_spans_of_one_thread_get_sub_lanes(self):
+        # an asyncio loop: two requests' spans interleave on one thread
+        tmp = tempfile.TemporaryDirectory()
+        from fixtures import Store
+        s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1)
+        s.span("tokenize", 0, 10, "Request", rid="a")
+        s.span("tokenize", 5, 15, "Request", rid="b")   # overlaps the first without nesting
+        s.span("inner", 6, 8, "Request")                # nests (in the first)
+        s.span("tokenize", 20, 30, "Request", rid="c")  # after both: back on the first lane
+        s.close()
+        out = os.path.join(tmp.name, "out")
+        run_parse(os.path.join(tmp.name, "in"), out)
+        with open(os.path.join(out, "chrome_tracing.json")) as f:
+            ev = json.load(f)["traceEvents"]
+        self.assert_nesting(ev)
+        x = {(e["name"], e["ts"]): e["tid"] for e in ev if e["ph"] == "X"}
+        self.assertNotEqual(x[("tokenize", 0)], x[("tokenize", 5000)])
+        self.assertEqual(x[("tokenize", 0)], x[("tokenize", 20000)])
+        names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+        self.assertIn("Request (thread 1) #2", names)
+        tmp.cleanup()
+
     def test_invalid_args_are_kept_as_text(self):
         # a writer that did not escape a quote: the timeline must stay JSON
         tmp = tempfile.TemporaryDirectory()
