@@ -10,9 +10,9 @@ since the machine is shared.
 
     SERVPROF_LIB=build/src/libservprof.so python3 bench/bench_python.py [--calls N]
 
-It runs in a temporary folder (config file and prof_dir) and checks, after
-the enabled run, that the store holds the records it made (--no-verify to
-skip).
+It runs in a temporary folder (config file and prof_dir; removed at the
+end unless KEEP_TMP=1) and checks, after the enabled run, that the store
+holds the records it made (--no-verify to skip).
 """
 
 import argparse
@@ -202,4 +202,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    finally:
+        servprof.shutdown()
+        if not os.environ.get("KEEP_TMP"):
+            import shutil
+            shutil.rmtree(TMP, True)  # the enabled run's store is large
+    sys.exit(rc)
