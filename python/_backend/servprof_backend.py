@@ -7,7 +7,7 @@ needs nothing (pyproject.toml: requires = []), so `pip install ./python`
 works offline, with or without build isolation.
 
 What it builds: a pure-Python wheel of servprof/*.py. With the config
-setting servprof-lib=PATH (pip -C servprof-lib=PATH) or the environment
+setting servprof-lib=PATH (pip --config-settings servprof-lib=PATH) or the environment
 variable SERVPROF_BUNDLE_LIB=PATH, the shared library is copied into the
 package as servprof/libservprof.so.0 — where the binding looks first after
 $SERVPROF_LIB — and the wheel is tagged for this platform. Editable installs

@@ -52,7 +52,7 @@ class Install(unittest.TestCase):
         d = T.tmpdir(self)
         wheels = os.path.join(d, "wheels")
         pip("wheel", "--no-index", "--no-cache-dir", "--no-deps", "-w", wheels,
-            "-C", "servprof-lib=%s" % lib, T.PYDIR)
+            "--config-settings", "servprof-lib=%s" % lib, T.PYDIR)
         whl = [f for f in os.listdir(wheels) if f.endswith(".whl")]
         self.assertEqual(len(whl), 1, whl)
         self.assertNotIn("-any.whl", whl[0], "a wheel with a .so is tagged for the platform")
@@ -78,7 +78,7 @@ class Install(unittest.TestCase):
     def test_missing_bundle_is_an_error(self):
         d = T.tmpdir(self)
         p = T.run([sys.executable, "-m", "pip", "wheel", "--no-index", "--no-deps", "-w", d,
-                   "-C", "servprof-lib=/no/such/libservprof.so", T.PYDIR], env=OFFLINE,
+                   "--config-settings", "servprof-lib=/no/such/libservprof.so", T.PYDIR], env=OFFLINE,
                   timeout=180, check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("/no/such/libservprof.so", p.stdout + p.stderr)
