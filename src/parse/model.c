@@ -125,7 +125,7 @@ static void resolve(spp_model *m)
     }
 }
 
-static void link(spp_model *m)
+static void apply_link(spp_model *m)
 {
     int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
     int absorbed;
@@ -295,7 +295,7 @@ void spp_model_record(spp_model *m, const spp_rec *r)
     else if (k == K_HTTPREQ)
         s->has_request = 1;
     if (k == K_LINK && m->args.from.p && m->args.to.p) {
-        link(m);
+        apply_link(m);
         m->nroots = 0;
     } else {
         resolve(m);

@@ -203,8 +203,14 @@ void spp_table_close(spp_out *o, spp_table *t)
             o->failed = 1;
         }
         t->csv = NULL;
-    } else if (t->rows == 0 && t->csv_name && t->needs) {
-        spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
+    } else if (t->rows == 0 && t->csv_name) {
+        /* A file of that name from an earlier run would pass for this run's. */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", o->dir, t->csv_name);
+        if (unlink(path) == 0)
+            spp_log(SPP_INFO, "removed %s of an earlier run", path);
+        if (t->needs)
+            spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
     if (t->ins)
         sqlite3_finalize(t->ins);

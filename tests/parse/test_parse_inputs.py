@@ -119,6 +119,11 @@ class Inputs(unittest.TestCase):
             self.assertIn("skipped", lines[0])
         self.assertIn("domain KVCache", p.stderr)
         self.assertIn("domain ModelExecute", p.stderr)
+        # a stale report of an earlier run in the same folder does not survive
+        with open(os.path.join(self.out, "forward.csv"), "w") as f:
+            f.write("stale\n")
+        run_parse(self.inp, self.out)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "forward.csv")))
 
     def test_formats_and_spans(self):
         s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
