@@ -55,6 +55,7 @@ static struct {
     /* Live sampler objects, so a fork child can close their descriptors. */
     sp_host_sampler *host;
     sp_nvml *nvml;
+    int64_t host_pass_ns;   /* thread only: wall time of the first passes */
 } ctl = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static sp_sample_observer observer;
@@ -100,10 +101,27 @@ typedef struct job {
     void (*run)(void);
 } job;
 
+/* Host passes cost what the kernel takes to generate /proc/stat, which
+ * grows with cores and interrupts: on a big machine 50 Hz may cost more
+ * than intended. The first 50 passes are timed (monotonic clock, no
+ * syscall) and one warning says so if they take over 1 % of the time. */
 static void run_host(void)
 {
+    int timed = ctl.stats.host_samples < 50;
+    int64_t t0 = timed ? sp_now_monotonic_ns() : 0;
     sp_host_sample(ctl.host);
     ctl.stats.host_samples++;
+    if (!timed)
+        return;
+    ctl.host_pass_ns += sp_now_monotonic_ns() - t0;
+    if (ctl.stats.host_samples == 50) {
+        double per_pass_ms = (double)ctl.host_pass_ns / 50 / 1e6;
+        double share = per_pass_ms * ctl.host_hz / 10.0; /* % of the time */
+        if (share > 1.0)
+            sp_log(SP_LOG_WARNING, "host sampler: a pass takes %.2f ms here, %.1f %% of the time "
+                   "at host_system_usage_freq=%d; a lower frequency costs less", per_pass_ms,
+                   share, ctl.host_hz);
+    }
 }
 
 static void run_gpu(void)
@@ -247,6 +265,7 @@ int sp_samplers_start(const sp_session *s, const sp_config *c)
     ctl.cupti = c->acl_task_time == 1 || c->acl_task_time == 2;
     ctl.cupti_seconds = c->acl_prof_task_time_seconds > 0 ? c->acl_prof_task_time_seconds : 0;
     memset(&ctl.stats, 0, sizeof ctl.stats);
+    ctl.host_pass_ns = 0;
     if (!ctl.host_hz && !ctl.gpu_hz && !ctl.cupti)
         return 0;
     ctl.session = *s;
