@@ -416,8 +416,12 @@ static int init_locked(void)
     int rc = read_initial_config();
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
     atomic_store(&ready, 1);
-    if (file_enable)
-        start_failed = start_locked() != 0;
+    if (file_enable) {
+        int src = start_locked();
+        start_failed = src != 0;
+        if (rc == 0)
+            rc = src;
+    }
     return rc;
 }
 
