@@ -173,6 +173,18 @@ static int one_run(int port, int seconds, int conc, run *r)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int set_mode(int port, int on)
 {
     if (write_config(on))
@@ -291,6 +303,15 @@ int main(int argc, char **argv)
            p_off, p_on, p_on / p_off, (p_on / p_off - 1) * 100);
     printf("                   server CPU per 100 output tokens off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            c_off, c_on, c_on / c_off, (c_on / c_off - 1) * 100);
+    /* Medians of the per-pair ratios: one disturbed run moves them little. */
+    double rt[64], rp[64], rc[64];
+    for (int i = 0; i < pairs; i++) {
+        rt[i] = on[i].tok_s / off[i].tok_s;
+        rp[i] = on[i].p99_e2e / off[i].p99_e2e;
+        rc[i] = on[i].cpu_ms_per_100tok / off[i].cpu_ms_per_100tok;
+    }
+    printf("median of the %d per-pair on/off ratios: throughput %.4f, P99 end-to-end %.4f, "
+           "server CPU per token %.4f\n", pairs, median(rt, pairs), median(rp, pairs), median(rc, pairs));
     printf("goal: <= 1%% throughput loss, <= 2%% P99 change. Server exit status %d; data in %s\n",
            WIFEXITED(st) ? WEXITSTATUS(st) : -1, dir);
     return 0;

@@ -508,8 +508,6 @@ tl_http *tl_http_start(const tl_http_cfg *cfg, tl_engine *e)
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            /* Connection threads only format small answers. */
-                            MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
                             MHD_OPTION_END);
     if (!h->d) {
         fprintf(stderr, "tiny-llm-server: cannot listen on %s:%d (in use? no permission?)\n",
