@@ -146,7 +146,14 @@ class Workers(unittest.TestCase):
         self.fork_stress()
 
     def test_os_fork_while_recording_sqlite_first(self):
-        """The same, in a program that imported sqlite3 before servprof."""
+        """The same, in a program that imported sqlite3 before servprof.
+
+        Python's sqlite3 module initializes SQLite, so the library can no
+        longer turn SQLite's memory statistics (and their global mutex)
+        off; a fork while the writer thread is inside SQLite then leaves
+        that mutex locked in the child, whose first store open hangs in
+        sqlite3Malloc. Only a fork handler that waits for the writer to be
+        outside SQLite (pthread_atfork prepare) prevents it."""
         self.fork_stress("--sqlite-first")
 
 
