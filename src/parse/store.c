@@ -19,6 +19,7 @@
  * a JSON object whose "name" and "domain" members give the record's name
  * and domain.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,18 +205,25 @@ static void step(spp_store *s)
  * both passes, so a store still being written is one consistent snapshot. */
 static const char *choose_mode(spp_store *s)
 {
-    static const char *const cols = "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice";
+    static const char *const cols =
+        "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice WHERE timestamp > 0";
     static char sorted[160];
     snprintf(sorted, sizeof sorted, "%s ORDER BY timestamp, rowid", cols);
+    static_assert(sizeof "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice WHERE "
+                         "timestamp > 0 ORDER BY timestamp, rowid" <= sizeof sorted, "sorted query fits");
     sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT timestamp FROM slice", -1, &st, NULL) != SQLITE_OK)
         return sorted;
     int64_t maxts = INT64_MIN, tmin = INT64_MAX, late = 0;
-    long long n = 0;
+    long long n = 0, bad = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t ts = sqlite3_column_int64(st, 0);
+        if (ts <= 0) { /* NULL, not a number, or before 1970: no place in time */
+            bad++;
+            continue;
+        }
         if (ts > maxts)
             maxts = ts;
         else if (maxts - ts > late)
@@ -225,6 +233,8 @@ static const char *choose_mode(spp_store *s)
         n++;
     }
     sqlite3_finalize(st);
+    if (bad)
+        spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
     s->lateness = late;
     s->maxts = INT64_MIN;
     if (rc != SQLITE_DONE)
@@ -291,7 +301,8 @@ spp_store *spp_store_open(const char *path, int index)
     read_process_name(s);
     read_threads(s);
     const char *sql = s->legacy
-        ? "SELECT timestamp, endTimestamp, message, pid, tid, markId FROM Mstx ORDER BY timestamp, markId"
+        ? "SELECT timestamp, endTimestamp, message, pid, tid, markId FROM Mstx WHERE timestamp > 0 "
+          "ORDER BY timestamp, markId"
         : choose_mode(s);
     if (sqlite3_prepare_v2(s->db, sql, -1, &s->cur, NULL) != SQLITE_OK) {
         spp_log(SPP_WARNING, "store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));

@@ -181,6 +181,28 @@ class Inputs(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertNotRegex(p.stderr, r"\[#+")
 
+    def test_odd_rows(self):
+        s = Store(os.path.join(self.inp, "ms_service_odd-1.db"), "odd", 1)
+        s.db.execute("INSERT INTO slice(timestamp, name) VALUES (NULL, 'httpReq')")  # no time: skipped
+        s.raw("httpReq", ns(1), 0, "Request", '{"type":0,"rid":"\u00e9:1,2"}')      # ':' and ',' in an id
+        s.raw("httpRes", ns(3), 0, "Request", '{"type":0,"rid":"\u00e9:1,2","replyTokenSize=":2}')
+        s.raw('we"ird', ns(2), -5, None, None)                                       # no domain, no args
+        s.raw("deep", ns(2), 0, "x", '{"a":' + "[" * 100 + "]" * 100 + "}")       # deeper than we check
+        s.close()
+        p = run_parse(self.inp, self.out)
+        self.assertIn("1 record(s) without a valid timestamp were skipped", p.stderr)
+        self.assertIn("ms_service_odd-1.db", p.stderr)
+        req = read_csv(os.path.join(self.out, "request.csv"))
+        self.assertEqual([r["http_rid"] for r in req], ["\u00e9:1,2"])
+        self.assertAlmostEqual(float(req[0]["execution_time(ms)"]), 2.0)
+        import json
+        with open(os.path.join(self.out, "chrome_tracing.json")) as f:
+            ev = json.load(f)["traceEvents"]
+        names = {e.get("name") for e in ev}
+        self.assertIn('we"ird', names)
+        deep = [e for e in ev if e.get("name") == "deep"][0]
+        self.assertIn("raw", deep["args"])
+
     def test_bad_invocations(self):
         bin_ = os.environ["SERVPROF_BIN"]
         p = subprocess.run([bin_, "parse", "--input-path", os.path.join(self.inp, "nope")],
