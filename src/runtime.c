@@ -301,14 +301,22 @@ static void at_exit(void)
 /* Before fork: wait for any start/stop in progress, so that the child is
  * not born in the middle of one (with SQLite's own global mutexes held by a
  * thread that the child will not have). Released in both processes. */
+static _Thread_local int fork_locked; /* atfork_prepare took rt_mu */
+
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&rt_mu);
+    /* A fork from inside the runtime (a sampler library spawning a helper
+     * while we start it) already holds rt_mu: taking it again would hang. */
+    fork_locked = !in_runtime;
+    if (fork_locked)
+        pthread_mutex_lock(&rt_mu);
 }
 
 static void atfork_parent(void)
 {
-    pthread_mutex_unlock(&rt_mu);
+    if (fork_locked)
+        pthread_mutex_unlock(&rt_mu);
+    fork_locked = 0;
 }
 
 static void atfork_child(void)
@@ -318,6 +326,7 @@ static void atfork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&rt_mu, &fresh, sizeof rt_mu);
     in_runtime = 0;
+    fork_locked = 0;
     collecting = 0;
     watching = 0;
     shutting = 0;
