@@ -33,7 +33,20 @@ void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, d
     printf(", %lld records spanning %.3f s, in %.2f s", m->nrec, span_s, seconds);
     if (seconds > 0)
         printf(" (%.0f records/s)", (double)m->nrec / seconds);
-    printf("\n  output: %s\n", m->opts->output);
+    printf("\n  wrote to %s:", m->opts->output);
+    const spp_table *all[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
+    for (int i = 0; i < 5; i++)
+        if (m->opts->csv && all[i]->rows)
+            printf(" %s", all[i]->csv_name);
+    if (m->opts->csv && m->nspan_names)
+        printf(" span_info/");
+    if (m->opts->json)
+        printf(" chrome_tracing.json");
+    if (m->opts->db)
+        printf(" profiler.db");
+    if (m->opts->csv && nactivity)
+        printf(" op_summary.csv op_statistic.csv");
+    printf("\n");
     const spp_table *ts[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
     const char *names[] = {"request", "batch", "forward", "kvcache", "request_status"};
     printf("  rows:");

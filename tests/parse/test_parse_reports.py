@@ -150,6 +150,8 @@ class Reports(unittest.TestCase):
     def test_summary_printed(self):
         out = self.proc.stdout
         self.assertIn("read 3 stores", out)
+        self.assertRegex(out, r"wrote to .*: request.csv batch.csv forward.csv kvcache.csv request_status.csv "
+                              r"chrome_tracing.json profiler.db")
         self.assertIn("requests: 3", out)
         self.assertRegex(out, r"TTFT\s+P50\s+11\.000 ms")
 

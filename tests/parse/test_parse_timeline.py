@@ -140,6 +140,8 @@ class Timeline(unittest.TestCase):
         self.assertEqual(gemm["tid"], 3)  # its stream
         corr = [e for e in self.ev if e.get("cat") == "correlation"]
         self.assertEqual(len(corr), 4)    # two launches, each s + f
+        # the activity stores were also handed to the operator reports
+        self.assertTrue(os.path.exists(os.path.join(self.out, "op_summary.csv")))
 
     def assert_nesting(self, ev):
         by_lane = {}
