@@ -124,9 +124,13 @@ static int rid_list(char *buf, size_t cap, long long first, int n, int iter, int
 
 static int generate(const char *dir, long long nreq, int tokens, int batch)
 {
-    char p1[4096], p2[4096];
-    snprintf(p1, sizeof p1, "%s/ms_service_bench-1000.db", dir);
-    snprintf(p2, sizeof p2, "%s/ms_service_bench-2000.db", dir);
+    char p1[4200], p2[4200];
+    if (strlen(dir) > 4096) {
+        fprintf(stderr, "bench_parse: folder name too long\n");
+        return -1;
+    }
+    snprintf(p1, sizeof p1, "%.4096s/ms_service_bench-1000.db", dir);
+    snprintf(p2, sizeof p2, "%.4096s/ms_service_bench-2000.db", dir);
     store fe, en;
     if (open_store(&fe, p1, "bench", 1000) || open_store(&en, p2, "bench", 2000))
         return -1;
