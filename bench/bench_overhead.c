@@ -20,6 +20,7 @@
  * to <build>/bin/ next to this program's <build>/bench/.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -115,16 +116,15 @@ static double json_num(const char *s, const char *obj, const char *key)
 typedef struct run {
     double tok_s, p99_e2e, p99_ttft, p50_e2e;
     double cpu_ms_per_100tok; /* server CPU (all its threads) per 100 output tokens */
+    double writer_ms_per_100tok; /* of which libservprof's writer thread (on runs) */
     int ok;
 } run;
 
 static pid_t server_pid;
 
-/* CPU time of the server process (user + system, all threads), in ms. */
-static double server_cpu_ms(void)
+static double stat_cpu_ms(const char *path)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)server_pid);
+    char buf[1024];
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -138,6 +138,43 @@ static double server_cpu_ms(void)
     return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* CPU time of the server process (user + system, all threads), in ms. */
+static double server_cpu_ms(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)server_pid);
+    return stat_cpu_ms(path);
+}
+
+/* CPU time of the server's threads named `name`, in ms (libservprof's
+ * writer, "servprof-writer", lives as long as a session: read before and
+ * after a run, the difference is its cost for the run). */
+static double threads_cpu_ms(const char *name)
+{
+    char path[512], comm[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)server_pid);
+    DIR *d = opendir(path);
+    double ms = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)server_pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int match = fgets(comm, sizeof comm, f) && !strncmp(comm, name, strlen(name));
+        fclose(f);
+        if (match) {
+            snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)server_pid, e->d_name);
+            ms += stat_cpu_ms(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    return ms;
+}
+
 static int one_run(int port, int seconds, int conc, run *r)
 {
     char p[16], d[16], c[16], js[PATH_MAX + 32], log[PATH_MAX + 32];
@@ -149,7 +186,7 @@ static int one_run(int port, int seconds, int conc, run *r)
     char *argv[] = {load_bin, "--port", p, "--rate", "1000", "--duration", d, "--concurrency", c,
                     "--prompt-len", "64:256", "--output-len", "32:64", "--summary-json", js,
                     "--quiet", NULL};
-    double cpu0 = server_cpu_ms();
+    double cpu0 = server_cpu_ms(), w0 = threads_cpu_ms("servprof-writer");
     pid_t pid = spawn(argv, log, 0);
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -170,6 +207,7 @@ static int one_run(int port, int seconds, int conc, run *r)
     r->ok = (int)json_num(buf, NULL, "ok");
     double toks = json_num(buf, NULL, "output_tokens");
     r->cpu_ms_per_100tok = toks > 0 ? cpu / toks * 100 : -1;
+    r->writer_ms_per_100tok = toks > 0 ? (threads_cpu_ms("servprof-writer") - w0) / toks * 100 : -1;
     return 0;
 }
 
@@ -266,8 +304,8 @@ int main(int argc, char **argv)
     run off[64], on[64];
     if (pairs > 64)
         pairs = 64;
-    printf("%-5s %-4s %10s %11s %11s %12s %14s %6s\n", "pair", "mode", "tokens/s", "P50 e2e ms",
-           "P99 e2e ms", "P99 TTFT ms", "CPU ms/100tok", "reqs");
+    printf("%-5s %-4s %10s %11s %11s %12s %14s %14s %6s\n", "pair", "mode", "tokens/s", "P50 e2e ms",
+           "P99 e2e ms", "P99 TTFT ms", "CPU ms/100tok", "writer ms/100", "reqs");
     for (int i = 0; i < pairs; i++) {
         for (int k = 0; k < 2; k++) {
             int mode_on = (i % 2) ? !k : k; /* off,on then on,off ... */
@@ -277,8 +315,9 @@ int main(int argc, char **argv)
                 kill(srv, SIGKILL);
                 return 1;
             }
-            printf("%-5d %-4s %10.1f %11.2f %11.2f %12.2f %14.2f %6d\n", i + 1, mode_on ? "on" : "off",
-                   r->tok_s, r->p50_e2e, r->p99_e2e, r->p99_ttft, r->cpu_ms_per_100tok, r->ok);
+            printf("%-5d %-4s %10.1f %11.2f %11.2f %12.2f %14.2f %14.2f %6d\n", i + 1,
+                   mode_on ? "on" : "off", r->tok_s, r->p50_e2e, r->p99_e2e, r->p99_ttft,
+                   r->cpu_ms_per_100tok, r->writer_ms_per_100tok, r->ok);
             fflush(stdout);
         }
     }
@@ -301,8 +340,14 @@ int main(int argc, char **argv)
            pairs, t_off, t_on, t_on / t_off, (t_on / t_off - 1) * 100);
     printf("                   P99 end-to-end off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            p_off, p_on, p_on / p_off, (p_on / p_off - 1) * 100);
+    double w_on = 0;
+    for (int i = 0; i < pairs; i++)
+        w_on += on[i].writer_ms_per_100tok;
+    w_on /= pairs;
     printf("                   server CPU per 100 output tokens off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            c_off, c_on, c_on / c_off, (c_on / c_off - 1) * 100);
+    printf("                   of which libservprof's writer thread (on): %.2f ms = %.2f%% of the off cost\n",
+           w_on, w_on / c_off * 100);
     /* Medians of the per-pair ratios: one disturbed run moves them little. */
     double rt[64], rp[64], rc[64];
     for (int i = 0; i < pairs; i++) {

@@ -18,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BUILD=${SERVPROF_DEMO_BUILD:-build-demo}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 WORK=${SERVPROF_DEMO_DIR:-$ROOT/demo-out}
 RATE=${DEMO_RATE:-12}
 SECONDS_LOAD=${DEMO_SECONDS:-14}
@@ -36,7 +37,7 @@ if ! grep -q "^MHD_FOUND:INTERNAL=1" "$BUILD/CMakeCache.txt"; then
 fi
 cmake --build "$BUILD" -j "$(nproc)" --target servprof_cli tiny-llm-server servprof-load \
   >"$BUILD/demo-build.log" 2>&1 || { tail -40 "$BUILD/demo-build.log"; exit 1; }
-BIN=$ROOT/$BUILD/bin
+BIN=$BUILD/bin
 
 # A fresh output folder (only ever one this script made).
 if [ -e "$WORK" ]; then

@@ -396,7 +396,7 @@ static enum MHD_Result completions(conn_ctx *c)
                 ins_http_res(c->req, "rejected", 0);
                 ret = reply_error(conn, 400, c->req->http_id, "%s", bad);
             } else {
-                ins_link(c->req);
+                c->req->link_recorded = ins_link(c->req);
                 if (tl_engine_submit(c->h->e, c->req) < 0) {
                     ins_http_res(c->req, "rejected", 0);
                     ret = reply_error(conn, 503, c->req->http_id,

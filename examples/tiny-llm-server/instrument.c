@@ -49,9 +49,13 @@ void ins_tokenize_end(servprof_span s, int n_tokens)
     servprof_span_end_rec(x, s);
 }
 
-void ins_link(const tl_request *r)
+int ins_link(const tl_request *r)
 {
-    servprof_link(r->engine_id, r->http_id);
+    servprof_rec *x = servprof_rec_begin(L, NULL);
+    if (!x)
+        return 0;
+    servprof_link_rec(x, r->engine_id, r->http_id);
+    return 1;
 }
 
 int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
@@ -64,7 +68,8 @@ int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
     servprof_metric(x, "replyTokenSize", reply_tokens);
     servprof_attr_str(x, "status", status);
     servprof_event(x, "httpRes");
-    ins_link(r);
+    if (!r->link_recorded)
+        ins_link(r); /* it began before collection was on: join its ids now */
     return 1;
 }
 

@@ -29,7 +29,8 @@ void ins_process(const char *model_name, const char *model_desc);
 int ins_http_req(const tl_request *r);
 servprof_span ins_tokenize_begin(const tl_request *r);
 void ins_tokenize_end(servprof_span s, int n_tokens);
-void ins_link(const tl_request *r);
+/* Returns 1 when the record was taken. */
+int ins_link(const tl_request *r);
 /* n tokens were turned into text and went out; n_out in all so far.
  * Recorded at INFO for a request's first tokens, at DETAILED after. */
 void ins_detokenize(const tl_request *r, int n, int n_out);

@@ -23,6 +23,7 @@ typedef struct tl_request {
     int prompt_cap;
     int max_tokens;
     int64_t arrival_ns;     /* servprof_now_ns() when the request arrived */
+    int link_recorded;      /* the Link row was recorded at submission (set before submit) */
     int32_t *tokens;        /* [prompt_cap + max_tokens]: prompt, then output */
 
     /* Engine thread only. */
