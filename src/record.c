@@ -26,6 +26,7 @@
  * unfinished one, which is moved up the ring: rare, and cheaper than a
  * second buffer.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -189,15 +190,19 @@ static inline int publish(sp_tbuf *tb, uint8_t kind, uint64_t span, int64_t ts, 
         drop(tb);
         return 0;
     }
-    sp_rec_hdr h;
-    sp_tb_read(tb, tb->rec_start, &h, sizeof h);
-    h.len = (uint32_t)(tb->pos - tb->rec_start);
-    h.kind = kind;
-    h.span = span;
+    /* Patch only what changed: the header was written zeroed but for the
+     * epoch and the begin time. Constant sizes: the copies inline. */
+    uint8_t lk[5];
+    uint32_t len = (uint32_t)(tb->pos - tb->rec_start);
+    memcpy(lk, &len, 4);
+    lk[4] = kind;
+    sp_tb_write(tb, tb->rec_start, lk, 5);
     if (ts)
-        h.ts = ts;
-    h.ts2 = ts2;
-    sp_tb_write(tb, tb->rec_start, &h, sizeof h);
+        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, ts), &ts, 8);
+    if (ts2)
+        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, ts2), &ts2, 8);
+    if (span)
+        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, span), &span, 8);
     tb->rec_start = tb->pos;
     tb->state = SP_TB_IDLE;
     bump(&tb->records);
