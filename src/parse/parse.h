@@ -6,6 +6,7 @@
  *   discover.c   finds raw stores (ms_service_*.db) and activity stores
  *   store.c      opens one store read-only and yields its records in time order
  *                (the `slice` table, or the legacy `Mstx` table)
+ *   reorder.c    the bounded buffer that puts rowid order back in time order
  *   merge.c      k-way merge of the stores' cursors by timestamp
  *   args.c       decodes the few keys the reports need from a record's args JSON
  *   ids.c        request ids: interning and Link resolution (union-find)
@@ -13,11 +14,13 @@
  *   request.c    per-request state while in flight -> request.csv
  *   batch.c      batch.csv; forward.c forward.csv; kvcache.c kvcache.csv;
  *   reqstatus.c  request_status.csv; spaninfo.c span_info/NAME.csv + statistics
- *   timeline.c   chrome_tracing.json, streamed; activity.c device lanes
+ *   timeline.c   chrome_tracing.json, streamed, and device-activity lanes
  *   table.c      one row sink for a report: CSV file and/or profiler.db table
- *   dbout.c      profiler.db: schema, indexes, time-bucket tables
- *   fmt.c        datetimes and numbers; summary.c; progress.c
- *   parse.c      the driver
+ *   pending.c    report rows held back for a look-ahead
+ *   dbout.c      profiler.db: indexes, time-bucket tables
+ *   stats.c      percentiles; summary.c the terminal summary; progress.c
+ *   fmt.c        datetimes and numbers; plog.c messages
+ *   parse.c      the driver; report_ops.c (samplers' issue) operator reports
  *
  * Everything runs on one thread. Record strings (name, cat, args) belong to
  * SQLite and are valid only until the store's cursor steps again: modules
