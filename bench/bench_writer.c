@@ -40,10 +40,9 @@ static int open_rec(const char *tag, size_t buf, char *store, size_t len)
     memset(&s, 0, sizeof s);
     memset(&c, 0, sizeof c);
     const char *tmp = getenv("TMPDIR");
-    snprintf(s.dir, sizeof s.dir, "%s/servprof-bench-writer-%d-%s-%d", tmp && *tmp ? tmp : "/tmp",
-             (int)getpid(), tag, n++);
-    snprintf(s.store_path, sizeof s.store_path, "%s/Trace_Service/ms_service_bench-%d.db", s.dir,
-             (int)getpid());
+    snprintf(s.store_path, sizeof s.store_path,
+             "%s/servprof-bench-writer-%d-%s-%d/Trace_Service/ms_service_bench.db",
+             tmp && *tmp ? tmp : "/tmp", (int)getpid(), tag, n++);
     snprintf(s.hostname, sizeof s.hostname, "bench");
     s.start_ns = servprof_now_ns();
     c.buffer_bytes = buf;
@@ -132,6 +131,10 @@ static void *paced(void *arg)
     long i = 0;
     for (int64_t now = t0; now < end; now = mono()) {
         long due = (long)((now - t0) / 1e9 * p->rate);
+        if (i >= due) { /* ahead: sleep, as a server between bursts, leaving the core */
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
         for (; i < due; i++)
             emit_event(i);
     }

@@ -119,6 +119,14 @@ static void read_comm(char *buf, size_t len)
         snprintf(buf, len, "process");
 }
 
+unsigned sp_meta_process_gen(void)
+{
+    pthread_mutex_lock(&meta_lock);
+    unsigned g = proc_name_gen;
+    pthread_mutex_unlock(&meta_lock);
+    return g;
+}
+
 unsigned sp_meta_process_name(char *buf, size_t len)
 {
     pthread_mutex_lock(&meta_lock);

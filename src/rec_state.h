@@ -45,6 +45,8 @@ int sp_meta_each_if_changed(unsigned *gen, sp_meta_visit visit, void *ctx);
 /* Copies the process name (set, else /proc/self/comm) into buf; returns its
  * generation so the writer can tell when it changed. */
 unsigned sp_meta_process_name(char *buf, size_t len);
+/* The generation alone (cheap: no /proc read). */
+unsigned sp_meta_process_gen(void);
 void sp_meta_atfork_child(void);
 
 #endif /* SERVPROF_REC_STATE_H */

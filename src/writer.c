@@ -373,7 +373,9 @@ static void begin_if_needed(writer *w)
 static void write_side_rows(writer *w)
 {
     char name[256];
-    unsigned g = sp_meta_process_name(name, sizeof name);
+    unsigned g = w->proc_gen;
+    if (sp_meta_process_gen() != w->proc_gen)
+        g = sp_meta_process_name(name, sizeof name);
     if (g != w->proc_gen) {
         begin_if_needed(w);
         size_t n;
