@@ -117,6 +117,7 @@ typedef struct run {
     double tok_s, p99_e2e, p99_ttft, p50_e2e;
     double cpu_ms_per_100tok; /* server CPU (all its threads) per 100 output tokens */
     double writer_ms_per_100tok; /* of which libservprof's writer thread (on runs) */
+    double engine_ms_per_100tok; /* of which the server's engine thread */
     int ok;
 } run;
 
@@ -187,6 +188,7 @@ static int one_run(int port, int seconds, int conc, run *r)
                     "--prompt-len", "64:256", "--output-len", "32:64", "--summary-json", js,
                     "--quiet", NULL};
     double cpu0 = server_cpu_ms(), w0 = threads_cpu_ms("servprof-writer");
+    double e0 = threads_cpu_ms("tl-engine");
     pid_t pid = spawn(argv, log, 0);
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -207,7 +209,9 @@ static int one_run(int port, int seconds, int conc, run *r)
     r->ok = (int)json_num(buf, NULL, "ok");
     double toks = json_num(buf, NULL, "output_tokens");
     r->cpu_ms_per_100tok = toks > 0 ? cpu / toks * 100 : -1;
-    r->writer_ms_per_100tok = toks > 0 ? (threads_cpu_ms("servprof-writer") - w0) / toks * 100 : -1;
+    double w = threads_cpu_ms("servprof-writer") - w0; /* < 0: the thread ended in the run */
+    r->writer_ms_per_100tok = toks > 0 ? (w > 0 ? w : 0) / toks * 100 : -1;
+    r->engine_ms_per_100tok = toks > 0 ? (threads_cpu_ms("tl-engine") - e0) / toks * 100 : -1;
     return 0;
 }
 
@@ -304,8 +308,8 @@ int main(int argc, char **argv)
     run off[64], on[64];
     if (pairs > 64)
         pairs = 64;
-    printf("%-5s %-4s %10s %11s %11s %12s %14s %14s %6s\n", "pair", "mode", "tokens/s", "P50 e2e ms",
-           "P99 e2e ms", "P99 TTFT ms", "CPU ms/100tok", "writer ms/100", "reqs");
+    printf("%-5s %-4s %9s %10s %10s %11s %13s %13s %13s %5s\n", "pair", "mode", "tokens/s",
+           "P50 e2e ms", "P99 e2e ms", "P99 TTFT ms", "CPU ms/100tok", "engine ms/100", "writer ms/100", "reqs");
     for (int i = 0; i < pairs; i++) {
         for (int k = 0; k < 2; k++) {
             int mode_on = (i % 2) ? !k : k; /* off,on then on,off ... */
@@ -315,9 +319,9 @@ int main(int argc, char **argv)
                 kill(srv, SIGKILL);
                 return 1;
             }
-            printf("%-5d %-4s %10.1f %11.2f %11.2f %12.2f %14.2f %14.2f %6d\n", i + 1,
+            printf("%-5d %-4s %9.1f %10.2f %10.2f %11.2f %13.2f %13.2f %13.2f %5d\n", i + 1,
                    mode_on ? "on" : "off", r->tok_s, r->p50_e2e, r->p99_e2e, r->p99_ttft,
-                   r->cpu_ms_per_100tok, r->writer_ms_per_100tok, r->ok);
+                   r->cpu_ms_per_100tok, r->engine_ms_per_100tok, r->writer_ms_per_100tok, r->ok);
             fflush(stdout);
         }
     }
@@ -340,14 +344,19 @@ int main(int argc, char **argv)
            pairs, t_off, t_on, t_on / t_off, (t_on / t_off - 1) * 100);
     printf("                   P99 end-to-end off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            p_off, p_on, p_on / p_off, (p_on / p_off - 1) * 100);
-    double w_on = 0;
-    for (int i = 0; i < pairs; i++)
+    double w_on = 0, e_on = 0, e_off = 0;
+    for (int i = 0; i < pairs; i++) {
         w_on += on[i].writer_ms_per_100tok;
-    w_on /= pairs;
+        e_on += on[i].engine_ms_per_100tok;
+        e_off += off[i].engine_ms_per_100tok;
+    }
+    w_on /= pairs; e_on /= pairs; e_off /= pairs;
     printf("                   server CPU per 100 output tokens off %.2f, on %.2f ms: on/off = %.4f (%+.2f%%)\n",
            c_off, c_on, c_on / c_off, (c_on / c_off - 1) * 100);
     printf("                   of which libservprof's writer thread (on): %.2f ms = %.2f%% of the off cost\n",
            w_on, w_on / c_off * 100);
+    printf("                   engine thread (scheduler + model + its records) off %.2f, on %.2f ms: %+.2f%%\n",
+           e_off, e_on, (e_on / e_off - 1) * 100);
     /* Medians of the per-pair ratios: one disturbed run moves them little. */
     double rt[64], rp[64], rc[64];
     for (int i = 0; i < pairs; i++) {

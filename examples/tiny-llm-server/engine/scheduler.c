@@ -365,6 +365,7 @@ static void run_model(tl_engine *e)
 static void *engine_main(void *arg)
 {
     tl_engine *e = arg;
+    pthread_setname_np(pthread_self(), "tl-engine"); /* for top, perf, bench_overhead */
     servprof_set_thread_name("engine");
     pthread_mutex_lock(&e->mu);
     for (;;) {
