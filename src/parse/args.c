@@ -24,11 +24,15 @@ static inline void ws(J *j)
         j->p++;
 }
 
-/* Bytes that end the fast scan of a string: the quote, a backslash, and
- * control characters (invalid inside a JSON string). */
+/* Bytes that end the fast scan of a string: the quote, a backslash,
+ * control characters (invalid inside a JSON string) and non-ASCII bytes,
+ * whose UTF-8 is checked (a trace with invalid UTF-8 does not load). */
+#define X16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
 static const unsigned char stop[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    ['"'] = 1, ['\\'] = 1,
+    X16(1), X16(1), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20: '"' */
+    X16(0), X16(0), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* 0x5c: '\\' */
+    X16(0), X16(0),
+    X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1),
 };
 
 static int str(J *j, spp_str *out)
@@ -45,8 +49,15 @@ static int str(J *j, spp_str *out)
             return j->err = 1, 0;
         if (*p == '"')
             break;
-        esc = 1; /* a backslash: skip the escaped byte */
-        p += 2;
+        if (*p == '\\') {
+            esc = 1; /* skip the escaped byte */
+            p += 2;
+            continue;
+        }
+        int n = spp_utf8_len((const char *)p, (const char *)e);
+        if (!n)
+            return j->err = 1, 0;
+        p += n;
     }
     j->p = (const char *)p;
     out->p = s;

@@ -73,3 +73,32 @@ void spp_put_int(FILE *f, long long v)
         buf[--i] = '-';
     fwrite(buf + i, 1, (size_t)(24 - i), f);
 }
+
+int spp_utf8_len(const char *sp, const char *ep)
+{
+    const unsigned char *p = (const unsigned char *)sp, *e = (const unsigned char *)ep;
+    unsigned c = p[0];
+    int n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, min = 0x10000;
+    else
+        return 0;
+    if (e - p < n)
+        return 0;
+    unsigned v = c & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    return n;
+}

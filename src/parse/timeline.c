@@ -97,22 +97,36 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
     return t;
 }
 
+/* A JSON string: quotes, backslashes and control bytes escaped, invalid
+ * UTF-8 replaced by U+FFFD so that the file always loads. */
 static void json_str(FILE *f, const char *s, int n)
 {
     putc('"', f);
     const char *run = s;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\' || c < 0x20) {
-            fwrite(run, 1, (size_t)(s + i - run), f);
-            if (c == '"' || c == '\\') {
-                putc('\\', f);
-                putc((int)c, f);
-            } else {
-                fprintf(f, "\\u%04x", c);
-            }
-            run = s + i + 1;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            i++;
+            continue;
         }
+        if (c >= 0x80) {
+            int k = spp_utf8_len(s + i, s + n);
+            if (k) {
+                i += k;
+                continue;
+            }
+        }
+        fwrite(run, 1, (size_t)(s + i - run), f);
+        if (c == '"' || c == '\\') {
+            putc('\\', f);
+            putc((int)c, f);
+        } else if (c < 0x20) {
+            fprintf(f, "\\u%04x", c);
+        } else {
+            fputs("\\ufffd", f);
+        }
+        i++;
+        run = s + i;
     }
     fwrite(run, 1, (size_t)(s + n - run), f);
     putc('"', f);

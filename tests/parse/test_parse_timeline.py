@@ -188,6 +188,9 @@ class Timeline(unittest.TestCase):
         from fixtures import Store
         s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1)
         s.raw("httpReq", ns(0), 0, "Request", '{"type": 0, "rid": "a"b"}')
+        # invalid UTF-8 in a name and in args (bytes, as a C writer could leave them)
+        s.db.execute("INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid) VALUES (?, 0, ?, 'x', ?, 1, 1)",
+                     (ns(0.5), b"bad\xffname", b'{"v":"\xc3"}'))
         s.event("httpRes", 1, "Request", rid="a")
         s.close()
         out = os.path.join(tmp.name, "out")
@@ -196,6 +199,8 @@ class Timeline(unittest.TestCase):
             ev = json.load(f)["traceEvents"]
         bad = [e for e in ev if e.get("name") == "httpReq"][0]
         self.assertEqual(bad["args"]["raw"], '{"type": 0, "rid": "a"b"}')
+        self.assertIn("bad\ufffdname", [e.get("name") for e in ev])
+        self.assertEqual([e for e in ev if e.get("name") == "bad\ufffdname"][0]["args"]["raw"], '{"v":"\ufffd"}')
         tmp.cleanup()
 
 

@@ -63,6 +63,15 @@ static void test_args(void)
             fprintf(stderr, "accepted as valid: %s\n", bad[i]);
         CHECK_INT(a.valid, 0);
     }
+    /* UTF-8: valid multibyte text passes; invalid bytes make the text invalid */
+    decode(&a, "{\"rid\":\"caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80\"}");
+    CHECK_INT(a.valid, 1);
+    const char *bad_utf8[] = {"{\"a\":\"\xff\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}",
+                              "{\"a\":\"\xe4\xb8\"}", "{\"a\":\"\xf5\x80\x80\x80\"}"};
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++) {
+        decode(&a, bad_utf8[i]);
+        CHECK_INT(a.valid, 0);
+    }
     decode(&a, "{}");
     CHECK_INT(a.valid, 1);
     CHECK_INT(a.rid_kind, 0);
