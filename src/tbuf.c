@@ -13,8 +13,11 @@
  *
  * A thread's exit runs a pthread key destructor that marks its buffer
  * orphaned (release); the writer frees it once it consumed every byte, so
- * records taken just before a thread ended are never lost. Counters of
- * freed buffers are kept in process totals.
+ * records taken just before a thread ended are never lost. When no writer
+ * runs (no session) the destructor frees the buffer itself, and a stopping
+ * writer frees the orphans left behind (sp_tbuf_writer_active(0)), so
+ * threads that come and go while collection is off cost nothing. Counters
+ * of freed buffers are kept in process totals.
  *
  * Memory order: the producer writes record bytes, then stores `head` with
  * release; the writer loads `head` with acquire, reads the bytes, then
@@ -46,13 +49,65 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static int key_ok;
 
+static int writer_active; /* under list_lock: a writer may be walking the list */
+
+/* Unlinks tb and keeps its counters in the process totals. Under list_lock. */
+static void unlink_locked(sp_tbuf *tb)
+{
+    sp_tbuf **pp = &list_head;
+    while (*pp && *pp != tb)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = tb->next;
+    retired_records += atomic_load_explicit(&tb->records, memory_order_relaxed);
+    retired_dropped += atomic_load_explicit(&tb->dropped, memory_order_relaxed);
+}
+
 static void on_thread_exit(void *arg)
 {
     sp_tbuf *tb = arg;
     if (sp_tbuf_tls == tb)
         sp_tbuf_tls = NULL;
-    /* A record left half-built is simply never published. */
-    atomic_store_explicit(&tb->orphaned, 1, memory_order_release);
+    /* A record left half-built is simply never published. With no writer
+     * running nobody would ever free the buffer (a server that starts and
+     * ends threads while collection is off would pile them up): free it
+     * now. Otherwise the writer frees it once it has drained it. */
+    pthread_mutex_lock(&list_lock);
+    int free_now = !writer_active;
+    if (free_now)
+        unlink_locked(tb);
+    else
+        atomic_store_explicit(&tb->orphaned, 1, memory_order_release);
+    pthread_mutex_unlock(&list_lock);
+    if (free_now)
+        free(tb);
+}
+
+void sp_tbuf_writer_active(int on)
+{
+    sp_tbuf *dead = NULL;
+    pthread_mutex_lock(&list_lock);
+    writer_active = on;
+    if (!on) {
+        /* Buffers orphaned since the writer's last pass: what they still
+         * hold was published after the stop and would be skipped anyway. */
+        for (sp_tbuf **pp = &list_head; *pp;) {
+            sp_tbuf *tb = *pp;
+            if (atomic_load_explicit(&tb->orphaned, memory_order_acquire)) {
+                unlink_locked(tb);
+                tb->next = dead;
+                dead = tb;
+            } else {
+                pp = &tb->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&list_lock);
+    while (dead) {
+        sp_tbuf *next = dead->next;
+        free(dead);
+        dead = next;
+    }
 }
 
 static void make_key(void)
@@ -125,13 +180,7 @@ int sp_tbuf_reap(sp_tbuf *tb)
         atomic_load_explicit(&tb->tail, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&list_lock);
-    sp_tbuf **pp = &list_head;
-    while (*pp && *pp != tb)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = tb->next;
-    retired_records += atomic_load_explicit(&tb->records, memory_order_relaxed);
-    retired_dropped += atomic_load_explicit(&tb->dropped, memory_order_relaxed);
+    unlink_locked(tb);
     pthread_mutex_unlock(&list_lock);
     free(tb);
     return 1;
@@ -158,6 +207,7 @@ void sp_tbuf_atfork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     list_lock = fresh;
     list_head = NULL;
+    writer_active = 0;
     sp_tbuf *mine = sp_tbuf_tls;
     sp_tbuf_tls = NULL;
     if (key_ok && mine)

@@ -79,6 +79,10 @@ void sp_tbuf_unlock(void);
  * freed. Its counters move to the process totals. */
 int sp_tbuf_reap(sp_tbuf *tb);
 
+/* The writer thread starts (1) or has stopped (0). While none runs, a
+ * thread's exit frees its buffer at once; stopping frees the orphans. */
+void sp_tbuf_writer_active(int on);
+
 /* Sums of records and dropped over live and freed buffers. */
 void sp_tbuf_totals(uint64_t *records, uint64_t *dropped);
 

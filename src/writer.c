@@ -616,10 +616,12 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
         w->st = NULL;
         return SERVPROF_ESTORE;
     }
+    sp_tbuf_writer_active(1);
     int rc = pthread_create(&w->thread, NULL, writer_main, w);
     if (rc != 0) {
         sp_log(SP_LOG_ERROR, "recorder: cannot start the writer thread: %s; nothing is recorded",
                strerror(rc));
+        sp_tbuf_writer_active(0);
         sp_store_close(st);
         w->st = NULL;
         return SERVPROF_ESTATE;
@@ -638,6 +640,7 @@ void sp_recorder_close(void)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    sp_tbuf_writer_active(0);
     sp_store_close(w->st);
     w->st = NULL;
     sp_sb_free(&w->args);

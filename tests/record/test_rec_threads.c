@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "rec_test.h"
+#include "tbuf.h"
 
 #define NTHREADS 8
 #define NSPANS 2000
@@ -40,6 +41,48 @@ static void *worker(void *arg)
         }
     }
     return NULL;
+}
+
+static pthread_barrier_t late_bar;
+
+static void *late_worker(void *arg)
+{
+    (void)arg;
+    servprof_event(servprof_rec_begin(SERVPROF_LEVEL_INFO, "Late"), "late");
+    pthread_barrier_wait(&late_bar); /* recorded while on ... */
+    pthread_barrier_wait(&late_bar); /* ... exits after the stop */
+    return NULL;
+}
+
+static int count_buffers(void)
+{
+    int n = 0;
+    for (sp_tbuf *tb = sp_tbuf_first(); tb; tb = tb->next)
+        n++;
+    return n;
+}
+
+/* Threads that exit while no session runs leave no buffer behind. */
+static void test_exit_after_stop(void)
+{
+    char dir[512], store[4096];
+    rt_tmpdir(dir, sizeof dir);
+    int before = count_buffers();
+    CHECK_INT(rt_open(dir, 0, store, sizeof store), 0);
+    pthread_t th[4];
+    pthread_barrier_init(&late_bar, NULL, 5);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, late_worker, NULL);
+    pthread_barrier_wait(&late_bar);
+    CHECK_INT(count_buffers(), before + 4);
+    rt_close();
+    pthread_barrier_wait(&late_bar);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CHECK_INT(count_buffers(), before);
+    sqlite3 *db = rt_db(store);
+    CHECK_INT(rt_int(db, "SELECT count(*) FROM slice WHERE name='late'"), 4);
+    sqlite3_close(db);
 }
 
 int main(void)
@@ -102,5 +145,7 @@ int main(void)
     snprintf(sql, sizeof sql, "%lld", want_events + want_spans);
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='records_written'"), sql);
     sqlite3_close(db);
+    CHECK_INT(count_buffers(), 0); /* the workers' buffers were drained, then freed */
+    test_exit_after_stop();
     CHECK_DONE();
 }
