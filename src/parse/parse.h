@@ -117,6 +117,9 @@ typedef struct spp_rec {
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
 spp_store *spp_store_open(const char *path, int index);
+/* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
+ * registered (then SQLite's default is used). */
+const char *spp_readvfs_name(void);
 /* Fills rec with the current record; 0 if exhausted. */
 int spp_store_peek(spp_store *s, spp_rec *rec);
 /* Moves to the next record (invalidates strings of the previous one). */

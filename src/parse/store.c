@@ -273,7 +273,8 @@ spp_store *spp_store_open(const char *path, int index)
     s->dp_rank = -1;
     s->row = calloc(1, sizeof *s->row);
     char *uri = uri_of(path);
-    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                             spp_readvfs_name());
     free(uri);
     if (rc != SQLITE_OK) {
         spp_log(SPP_WARNING, "store %s: cannot open (%s); skipped", path, sqlite3_errmsg(s->db));
