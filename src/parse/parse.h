@@ -219,6 +219,8 @@ static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) 
 static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
 static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
+/* stdio buffer of each output file: one write() per this many bytes. */
+#define SPP_OUT_BUF (1 << 20)
 typedef struct spp_col { const char *name; const char *sqltype; } spp_col;
 typedef struct spp_table {
     const char *csv_name;   /* e.g. "request.csv" or "span_info/forward.csv"; NULL: db only */
@@ -231,6 +233,7 @@ typedef struct spp_table {
     long long rows;
     int failed;
     char *csv_path;
+    char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
 } spp_table;
 
 typedef struct spp_out {

@@ -138,7 +138,9 @@ static int open_csv(spp_out *o, spp_table *t)
         o->failed = 1;
         return -1;
     }
-    setvbuf(t->csv, NULL, _IOFBF, 1 << 20);
+    /* glibc ignores the size when setvbuf gets no buffer (4 KiB writes). */
+    t->csv_buf = malloc(SPP_OUT_BUF);
+    setvbuf(t->csv, t->csv_buf, _IOFBF, SPP_OUT_BUF);
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
     for (int i = 0; i < t->ncols; i++) {
         if (i)
@@ -223,6 +225,8 @@ void spp_table_close(spp_out *o, spp_table *t)
     t->ins = NULL;
     free(t->csv_path);
     t->csv_path = NULL;
+    free(t->csv_buf); /* after fclose: stdio used it until then */
+    t->csv_buf = NULL;
 }
 
 int spp_out_close(spp_out *o)
