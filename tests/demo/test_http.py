@@ -181,5 +181,63 @@ class OptionsTest(unittest.TestCase):
                 self.assertIn(text, p.stderr)
 
 
+class LoadGeneratorTest(unittest.TestCase):
+    """servprof-load itself: a fixed number of whole answers, its CSV and
+    JSON summary, no server to talk to, and bad options."""
+
+    def run_load(self, *args):
+        import subprocess
+        from demo_util import LOAD
+        return subprocess.run([LOAD, *args], capture_output=True, text=True, timeout=120 * SLACK)
+
+    def test_counts_csv_and_summary(self):
+        import csv
+        import os
+        import tempfile
+        with Server(SMALL_MODEL) as srv:
+            d = tempfile.mkdtemp(prefix="tl-load-")
+            out, js = os.path.join(d, "r.csv"), os.path.join(d, "s.json")
+            p = self.run_load("--port", str(srv.port), "--requests", "12", "--rate", "50",
+                              "--no-stream", "--prompt-len", "8:16", "--output-len", "3:5", "--shared-prefix", "0",
+                              "--vocab", "1024", "--out", out, "--summary-json", js)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("12 sent, 12 ok", p.stdout)
+            with open(out, newline="") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), 12)
+            for r in rows:
+                self.assertEqual(r["status"], "200")
+                self.assertTrue(r["id"].startswith("cmpl-"))
+                self.assertTrue(3 <= int(r["output_tokens"]) <= 5)
+                self.assertTrue(8 <= int(r["prompt_tokens"]) <= 16)
+                self.assertEqual(float(r["ttft_ms"]), -1.0)  # whole answers: no TTFT
+            with open(js) as f:
+                summary = json.loads(f.read())
+            self.assertEqual(summary["ok"], 12)
+            self.assertEqual(summary["output_tokens"], sum(int(r["output_tokens"]) for r in rows))
+            self.assertEqual(srv.health()["completed"], 12)
+
+    def test_no_server(self):
+        import socket as so
+        s = so.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        p = self.run_load("--port", str(port), "--requests", "3", "--rate", "100")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("3 connection errors", p.stdout)
+
+    def test_bad_options(self):
+        for args, text in [(["--rate", "0"], "--rate wants a number"),
+                           (["--prompt-len", "9:3"], "--prompt-len wants MIN:MAX"),
+                           (["--prefix-fraction", "2"], "--prefix-fraction wants a number"),
+                           (["--concurrency", "x"], "--concurrency wants a number"),
+                           (["extra"], "unexpected argument")]:
+            with self.subTest(args=args):
+                p = self.run_load(*args)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(text, p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
