@@ -343,78 +343,86 @@ static enum MHD_Result start_answer(conn_ctx *c)
     return ret;
 }
 
+/* Checks the body's fields; NULL when valid (then *prompt, *max_tokens and
+ * *stream are set), else the message (in msg). */
+static const char *check_body(const json_t *root, int max_len, int default_max, char *msg,
+                              size_t msglen, const json_t **prompt, int *max_tokens, int *stream)
+{
+    const json_t *p = json_object_get(root, "prompt"), *pt = json_object_get(root, "prompt_tokens");
+    const json_t *mt = json_object_get(root, "max_tokens"), *st = json_object_get(root, "stream");
+    if (!json_is_object(root))
+        return "the body must be a JSON object";
+    if (!p == !pt)
+        return "give exactly one of 'prompt' and 'prompt_tokens'";
+    if (pt && !json_is_array(pt))
+        return "'prompt_tokens' must be an array of token ids";
+    if (mt && !json_is_integer(mt))
+        return "'max_tokens' must be an integer";
+    if (mt && (json_integer_value(mt) < 1 || json_integer_value(mt) >= max_len)) {
+        snprintf(msg, msglen, "'max_tokens' must be in 1..%d (max-model-len %d minus one prompt "
+                 "token); got %" JSON_INTEGER_FORMAT, max_len - 1, max_len, json_integer_value(mt));
+        return msg;
+    }
+    if (st && !json_is_boolean(st))
+        return "'stream' must be true or false";
+    *prompt = p ? p : pt;
+    *max_tokens = mt ? (int)json_integer_value(mt) : (default_max < max_len ? default_max : max_len - 1);
+    *stream = st && json_is_true(st);
+    return NULL;
+}
+
+/* Creates the request, records its arrival, tokenizes, submits, and starts
+ * the answer; or answers 400 (bad prompt) / 503 (engine full). */
+static enum MHD_Result admit(conn_ctx *c, const json_t *prompt, int max_tokens)
+{
+    const tl_engine_cfg *ec = tl_engine_config(c->h->e);
+    tl_request *r = tl_request_new(ec->model.max_pos - max_tokens, max_tokens);
+    if (!r)
+        return reply_error(c->conn, 500, NULL, "out of memory");
+    c->req_recorded = ins_http_req(r);
+    servprof_span tok = ins_tokenize_begin(r);
+    char msg[256];
+    const char *bad = read_prompt(prompt, r, ec->model.vocab, msg, sizeof msg);
+    ins_tokenize_end(tok, r->n_prompt);
+    enum MHD_Result ret;
+    if (bad) {
+        ins_http_res(r, "rejected", 0);
+        ret = reply_error(c->conn, 400, r->http_id, "%s", bad);
+    } else {
+        r->link_recorded = ins_link(r);
+        if (tl_engine_submit(c->h->e, r) == 0) {
+            c->req = r; /* the engine and the answer own it now */
+            ret = start_answer(c);
+            if (ret != MHD_YES) {
+                tl_engine_release(c->h->e, r, 1);
+                c->req = NULL;
+            }
+            return ret;
+        }
+        ins_http_res(r, "rejected", 0);
+        ret = reply_error(c->conn, 503, r->http_id,
+                          "server overloaded: too many requests in flight, retry later");
+    }
+    tl_request_free(r); /* never submitted */
+    return ret;
+}
+
 static enum MHD_Result completions(conn_ctx *c)
 {
     const tl_engine_cfg *ec = tl_engine_config(c->h->e);
-    const int max_len = ec->model.max_pos, vocab = ec->model.vocab;
-    struct MHD_Connection *conn = c->conn;
     if (c->too_big)
-        return reply_error(conn, 413, NULL,
-                           "request body larger than %zu bytes", c->h->c.max_body);
+        return reply_error(c->conn, 413, NULL, "request body larger than %zu bytes", c->h->c.max_body);
     json_error_t jerr;
     json_t *root = json_loadb(c->body ? c->body : "", c->len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return reply_error(conn, 400, NULL, "malformed JSON at line %d column %d: %s",
+        return reply_error(c->conn, 400, NULL, "malformed JSON at line %d column %d: %s",
                            jerr.line, jerr.column, jerr.text);
-    enum MHD_Result ret;
-    const json_t *prompt = json_object_get(root, "prompt");
-    const json_t *ptoks = json_object_get(root, "prompt_tokens");
-    const json_t *mt = json_object_get(root, "max_tokens");
-    const json_t *st = json_object_get(root, "stream");
-    json_int_t max_tokens = c->h->c.default_max_tokens;
-    if (!json_is_object(root)) {
-        ret = reply_error(conn, 400, NULL, "the body must be a JSON object");
-    } else if (!prompt == !ptoks) {
-        ret = reply_error(conn, 400, NULL, "give exactly one of 'prompt' and 'prompt_tokens'");
-    } else if (ptoks && !json_is_array(ptoks)) {
-        ret = reply_error(conn, 400, NULL, "'prompt_tokens' must be an array of token ids");
-    } else if (mt && !json_is_integer(mt)) {
-        ret = reply_error(conn, 400, NULL, "'max_tokens' must be an integer");
-    } else if (mt && (json_integer_value(mt) < 1 || json_integer_value(mt) >= max_len)) {
-        ret = reply_error(conn, 400, NULL, "'max_tokens' must be in 1..%d (max-model-len %d "
-                          "minus one prompt token); got %" JSON_INTEGER_FORMAT,
-                          max_len - 1, max_len, json_integer_value(mt));
-    } else if (st && !json_is_boolean(st)) {
-        ret = reply_error(conn, 400, NULL, "'stream' must be true or false");
-    } else {
-        if (mt)
-            max_tokens = json_integer_value(mt);
-        if (max_tokens >= max_len)
-            max_tokens = max_len - 1;
-        c->stream = st && json_is_true(st);
-        ret = MHD_YES;
-        c->req = tl_request_new(max_len - (int)max_tokens, (int)max_tokens);
-        if (!c->req) {
-            ret = reply_error(conn, 500, NULL, "out of memory");
-        } else {
-            c->req_recorded = ins_http_req(c->req);
-            servprof_span tok = ins_tokenize_begin(c->req);
-            char msg[256];
-            const char *bad = read_prompt(prompt ? prompt : ptoks, c->req, vocab, msg, sizeof msg);
-            ins_tokenize_end(tok, c->req->n_prompt);
-            if (bad) {
-                ins_http_res(c->req, "rejected", 0);
-                ret = reply_error(conn, 400, c->req->http_id, "%s", bad);
-            } else {
-                c->req->link_recorded = ins_link(c->req);
-                if (tl_engine_submit(c->h->e, c->req) < 0) {
-                    ins_http_res(c->req, "rejected", 0);
-                    ret = reply_error(conn, 503, c->req->http_id,
-                                      "server overloaded: too many requests in flight, retry later");
-                } else {
-                    ret = start_answer(c);
-                    if (ret == MHD_YES)
-                        goto done; /* the engine and the answer own the request now */
-                    tl_engine_release(c->h->e, c->req, 1);
-                    c->req = NULL;
-                    goto done;
-                }
-            }
-            tl_request_free(c->req); /* never submitted */
-            c->req = NULL;
-        }
-    }
-done:
+    char msg[256];
+    const json_t *prompt = NULL;
+    int max_tokens = 0;
+    const char *bad = check_body(root, ec->model.max_pos, c->h->c.default_max_tokens, msg, sizeof msg,
+                                 &prompt, &max_tokens, &c->stream);
+    enum MHD_Result ret = bad ? reply_error(c->conn, 400, NULL, "%s", bad) : admit(c, prompt, max_tokens);
     json_decref(root);
     return ret;
 }
