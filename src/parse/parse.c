@@ -39,6 +39,10 @@ static long long estimate(spp_store *s)
 int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
+    /* SQLite's malloc takes a process-wide mutex only to keep memory
+     * statistics, on every row read and inserted; we never ask for them.
+     * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     spp_paths paths;
     if (spp_discover(opts->input, &paths) != 0)
         return 2;
