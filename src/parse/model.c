@@ -214,6 +214,7 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
         m->st[i].first_ts = -1;
     m->ids = spp_ids_new();
     spp_args_init(&m->args);
+    spp_args_init(&m->args_cache);
     if (spp_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
         return -1;
     spp_request_init(m);
@@ -279,13 +280,48 @@ static void counters(spp_model *m, const spp_rec *r, enum spp_kind k)
     }
 }
 
+static void swap_args(spp_model *m)
+{
+    spp_args t = m->args;
+    m->args = m->args_cache;
+    m->args_cache = t;
+    m->args_swapped = !m->args_swapped;
+}
+
+/* Below this length decoding is cheaper than comparing and copying. */
+#define ARGS_CACHE_MIN 512
+
+/* Decodes r's args into m->args, reusing the previous long args' decode
+ * when the text is byte-identical (decoding is a pure function of it). */
+static void decode_args(spp_model *m, const spp_rec *r)
+{
+    if (m->args_swapped)
+        swap_args(m);
+    if (r->args_len < ARGS_CACHE_MIN) {
+        spp_args_decode(&m->args, r->args, r->args_len);
+        return;
+    }
+    if (r->args_len != m->args_text_len || memcmp(r->args, m->args_text, (size_t)r->args_len) != 0) {
+        if (r->args_len + 1 > m->args_text_cap) {
+            m->args_text_cap = r->args_len * 2 + 1;
+            free(m->args_text); /* the cached decode pointing into it is replaced below */
+            m->args_text = malloc((size_t)m->args_text_cap);
+        }
+        memcpy(m->args_text, r->args, (size_t)r->args_len);
+        m->args_text[r->args_len] = 0;
+        m->args_text_len = r->args_len;
+        spp_args_decode(&m->args_cache, m->args_text, r->args_len);
+    }
+    swap_args(m);
+}
+
 void spp_model_record(spp_model *m, const spp_rec *r)
 {
     m->nrec++;
     m->now_ns = r->ts;
     if (r->ts + r->dur > m->last_ns)
         m->last_ns = r->ts + r->dur;
-    spp_args_decode(&m->args, r->args, r->args_len);
+    decode_args(m, r);
     enum spp_kind k = spp_kind_of(r->name, &m->args);
     spp_store *s = r->store;
     if (k == K_FORWARD)
@@ -364,6 +400,10 @@ void spp_model_close(spp_model *m)
     free(m->fwd_host_first);
     free(m->roots);
     free(m->scratch);
+    if (m->args_swapped)
+        swap_args(m);
     spp_args_free(&m->args);
+    spp_args_free(&m->args_cache);
+    free(m->args_text);
     spp_ids_free(m->ids);
 }

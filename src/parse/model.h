@@ -45,7 +45,16 @@ typedef struct spp_model {
     int nstores;
     spp_store_state *st;
     spp_ids *ids;
-    spp_args args;
+    spp_args args;         /* the record being handled, decoded */
+    /* Decode cache for long args: a step's rid list (kilobytes) is often
+     * carried unchanged by its schedule, execution and forward spans. The
+     * decode of args_text (an owned copy: the decoded strings point into
+     * it) lives in args_cache; on a hit it is swapped into `args` for the
+     * record and swapped back before the next one. */
+    spp_args args_cache;
+    char *args_text;
+    int args_text_len, args_text_cap;
+    int args_swapped;      /* `args` currently holds the cached decode */
     spp_out out;
     int64_t origin_ns;     /* earliest record: timeline ts 0, relative columns */
     int64_t now_ns;        /* timestamp of the record being handled */
