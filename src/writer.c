@@ -61,8 +61,11 @@ typedef struct writer {
 
     /* Under mu. */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* broadcast: the writer, close and fork wait on it */
     int stop;
+    int running; /* the thread exists */
+    int pause;   /* forks in progress: the writer must park outside SQLite */
+    int parked;  /* the writer is parked */
 
     /* Writer thread only. */
     sp_sbuf args, members, tmp;
@@ -511,6 +514,12 @@ static void *writer_main(void *arg)
     int sleep_ms = 1;
     for (;;) {
         pthread_mutex_lock(&w->mu);
+        while (w->pause && !w->stop) { /* a fork: hold no lock of SQLite's meanwhile */
+            w->parked = 1;
+            pthread_cond_broadcast(&w->cv);
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+        w->parked = 0;
         int stop = w->stop;
         pthread_mutex_unlock(&w->mu);
         size_t bytes = pass(w);
@@ -576,8 +585,42 @@ static void write_open_rows(writer *w, const sp_session *s, const sp_config *c)
     commit(w);
 }
 
+/* fork() while the writer is inside SQLite would leave SQLite's (or the
+ * allocator's) locks held forever in the child, which then hangs at its
+ * first store. So a fork waits until the writer parks between passes (a
+ * pass is short), and lets it go on in the parent. The child forgets the
+ * writer (sp_recorder_atfork_child, from the runtime's child hook). */
+static void fork_prepare(void)
+{
+    writer *w = &W;
+    pthread_mutex_lock(&w->mu);
+    if (w->running) {
+        w->pause++;
+        pthread_cond_broadcast(&w->cv);
+        while (w->running && !w->parked && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void fork_parent(void)
+{
+    writer *w = &W;
+    pthread_mutex_lock(&w->mu);
+    if (w->pause > 0 && --w->pause == 0)
+        pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void register_fork_hooks(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, NULL);
+}
+
 int sp_recorder_open(const sp_session *s, const sp_config *c)
 {
+    static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+    pthread_once(&hooks_once, register_fork_hooks);
     if (w_open) {
         sp_log(SP_LOG_WARNING, "recorder already open; the second open is ignored");
         return SERVPROF_ESTATE;
@@ -594,7 +637,9 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
     if (!st)
         return SERVPROF_ESTORE;
     w->st = st;
+    pthread_mutex_lock(&w->mu);
     w->stop = 0;
+    pthread_mutex_unlock(&w->mu);
     if (s->hostname[0])
         snprintf(w->hostname, sizeof w->hostname, "%s", s->hostname);
     else if (gethostname(w->hostname, sizeof w->hostname) != 0)
@@ -617,7 +662,10 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
         return SERVPROF_ESTORE;
     }
     sp_tbuf_writer_active(1);
+    pthread_mutex_lock(&w->mu);
     int rc = pthread_create(&w->thread, NULL, writer_main, w);
+    w->running = rc == 0;
+    pthread_mutex_unlock(&w->mu);
     if (rc != 0) {
         sp_log(SP_LOG_ERROR, "recorder: cannot start the writer thread: %s; nothing is recorded",
                strerror(rc));
@@ -637,9 +685,13 @@ void sp_recorder_close(void)
     writer *w = &W;
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    pthread_mutex_lock(&w->mu);
+    w->running = 0;
+    pthread_cond_broadcast(&w->cv); /* a fork waiting for the writer to park */
+    pthread_mutex_unlock(&w->mu);
     sp_tbuf_writer_active(0);
     sp_store_close(w->st);
     w->st = NULL;
