@@ -233,6 +233,13 @@ typedef struct spp_table {
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* prepared when the db is on */
+    /* Rows staged for one multi-row INSERT (table.c): values, with texts
+     * copied into `text` (their .i holds the offset). */
+    sqlite3_stmt *ins_many;
+    spp_val *staged;
+    int nstaged;
+    char *text;
+    size_t text_len, text_cap;
     long long rows;
     int failed;
     char *csv_path;

@@ -8,6 +8,13 @@
  * saying which report was skipped and what was missing. profiler.db tables
  * are created up front (empty tables keep dashboards' queries valid) and
  * filled inside one transaction (see dbout.c / spp_out_open).
+ *
+ * profiler.db rows are staged and inserted DB_ROWS at a time by one
+ * multi-row INSERT: SQLite's cost per statement (start, open the table,
+ * halt, reset) is then paid once per DB_ROWS rows instead of per row
+ * (callgrind: see the commit message). Texts are copied when staged (the
+ * caller's strings do not outlive the call); spp_table_close() inserts the
+ * rest one row at a time, so every row is in before the commit, in order.
  */
 #include <errno.h>
 #include <stdio_ext.h>
@@ -18,6 +25,9 @@
 #include <unistd.h>
 
 #include "parse.h"
+
+/* Rows per multi-row INSERT into profiler.db. */
+#define DB_ROWS 32
 
 static int mkdir_p(const char *dir)
 {
@@ -116,6 +126,20 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         spp_log(SPP_ERROR, "profiler.db: cannot create table %s: %s", db_name, sqlite3_errmsg(o->db_conn));
         t->db_name = NULL;
         o->failed = 1;
+    } else {
+        /* The same INSERT with DB_ROWS rows of values; without it (an SQLite
+         * with a low variable limit) rows go one by one. */
+        size_t one = strlen(ins) - (size_t)(strchr(ins, '(') - ins); /* "(?, ?, ...)" */
+        size_t mcap = (size_t)m + (one + 2) * DB_ROWS + 16;
+        char *many = malloc(mcap);
+        size_t k = (size_t)snprintf(many, mcap, "%s", ins);
+        for (int r = 1; r < DB_ROWS; r++)
+            k += (size_t)snprintf(many + k, mcap - k, ",%s", strchr(ins, '('));
+        if (sqlite3_prepare_v2(o->db_conn, many, -1, &t->ins_many, NULL) == SQLITE_OK)
+            t->staged = malloc((size_t)DB_ROWS * (size_t)ncols * sizeof *t->staged);
+        else
+            t->ins_many = NULL;
+        free(many);
     }
     free(create);
     free(ins);
@@ -166,6 +190,70 @@ static void put_ms(FILE *f, double ms)
     fwrite(frac, 1, 3, f);
 }
 
+static void bind_row(sqlite3_stmt *st, int first, const spp_val *v, int ncols, const char *text)
+{
+    for (int i = 0; i < ncols; i++) {
+        switch (v[i].kind) {
+        case SPP_INT: sqlite3_bind_int64(st, first + i, v[i].i); break;
+        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, first + i, v[i].d); break;
+        /* STATIC: the text outlives the step that copies it into the page. */
+        case SPP_TEXT:
+            sqlite3_bind_text(st, first + i, text ? text + v[i].i : v[i].s, v[i].n, SQLITE_STATIC);
+            break;
+        default: sqlite3_bind_null(st, first + i); break;
+        }
+    }
+}
+
+static void step_insert(spp_out *o, spp_table *t, sqlite3_stmt *st)
+{
+    if (sqlite3_step(st) != SQLITE_DONE && !o->failed) {
+        spp_log(SPP_ERROR, "profiler.db: insert into %s failed: %s", t->db_name, sqlite3_errmsg(o->db_conn));
+        o->failed = 1;
+    }
+    sqlite3_reset(st);
+}
+
+/* Inserts the staged rows: one statement when there are DB_ROWS of them,
+ * else one by one (the rest at close). */
+static void flush_staged(spp_out *o, spp_table *t)
+{
+    int nc = t->ncols;
+    if (t->nstaged == DB_ROWS) {
+        for (int r = 0; r < DB_ROWS; r++)
+            bind_row(t->ins_many, r * nc + 1, t->staged + (size_t)r * (size_t)nc, nc, t->text);
+        step_insert(o, t, t->ins_many);
+    } else {
+        for (int r = 0; r < t->nstaged; r++) {
+            bind_row(t->ins, 1, t->staged + (size_t)r * (size_t)nc, nc, t->text);
+            step_insert(o, t, t->ins);
+        }
+    }
+    t->nstaged = 0;
+    t->text_len = 0;
+}
+
+static void stage_row(spp_out *o, spp_table *t, const spp_val *v)
+{
+    spp_val *d = t->staged + (size_t)t->nstaged * (size_t)t->ncols;
+    for (int i = 0; i < t->ncols; i++) {
+        d[i] = v[i];
+        if (v[i].kind != SPP_TEXT)
+            continue;
+        size_t n = (size_t)v[i].n;
+        if (t->text_len + n > t->text_cap) {
+            t->text_cap = (t->text_len + n) * 2 + 4096;
+            t->text = realloc(t->text, t->text_cap);
+        }
+        memcpy(t->text + t->text_len, v[i].s, n);
+        d[i].i = (long long)t->text_len;
+        d[i].s = NULL;
+        t->text_len += n;
+    }
+    if (++t->nstaged == DB_ROWS)
+        flush_staged(o, t);
+}
+
 void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
 {
     t->rows++;
@@ -185,22 +273,12 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
         putc('\n', f);
     }
     if (t->db_name && t->ins) {
-        sqlite3_stmt *st = t->ins;
-        for (int i = 0; i < t->ncols; i++) {
-            switch (v[i].kind) {
-            case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-            case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-            /* STATIC: the text outlives the step that copies it into the page. */
-            case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
-            default: sqlite3_bind_null(st, i + 1); break;
-            }
+        if (t->ins_many) {
+            stage_row(o, t, v);
+        } else {
+            bind_row(t->ins, 1, v, t->ncols, NULL);
+            step_insert(o, t, t->ins);
         }
-        if (sqlite3_step(st) != SQLITE_DONE && !o->failed) {
-            spp_log(SPP_ERROR, "profiler.db: insert into %s failed: %s", t->db_name,
-                    sqlite3_errmsg(o->db_conn));
-            o->failed = 1;
-        }
-        sqlite3_reset(st);
     }
 }
 
@@ -221,9 +299,19 @@ void spp_table_close(spp_out *o, spp_table *t)
         if (t->needs)
             spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
+    if (t->ins && t->nstaged)
+        flush_staged(o, t);
     if (t->ins)
         sqlite3_finalize(t->ins);
     t->ins = NULL;
+    if (t->ins_many)
+        sqlite3_finalize(t->ins_many);
+    t->ins_many = NULL;
+    free(t->staged);
+    t->staged = NULL;
+    free(t->text);
+    t->text = NULL;
+    t->text_len = t->text_cap = 0;
     free(t->csv_path);
     t->csv_path = NULL;
     free(t->csv_buf); /* after fclose: stdio used it until then */
