@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <ftw.h>
 
 #include "internal.h"
 #include "tbuf.h"
@@ -29,6 +30,7 @@
 
 static long iters;
 static int hold_writer;
+static char last_dir[1024]; /* the folder of the open session's store */
 
 /* This thread's CPU time: per-call figures must not count the time other
  * processes of a busy machine hold the core. */
@@ -59,8 +61,9 @@ static void open_rec(void)
     memset(&s, 0, sizeof s);
     memset(&c, 0, sizeof c);
     const char *tmp = getenv("TMPDIR");
-    snprintf(s.store_path, sizeof s.store_path, "%s/servprof-bench-rec-%d-%d/ms_service_bench.db",
-             tmp && *tmp ? tmp : "/tmp", (int)getpid(), n++);
+    snprintf(last_dir, sizeof last_dir, "%s/servprof-bench-rec-%d-%d", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid(), n++);
+    snprintf(s.store_path, sizeof s.store_path, "%s/ms_service_bench.db", last_dir);
     snprintf(s.hostname, sizeof s.hostname, "bench");
     c.buffer_bytes = (size_t)256 << 20; /* holds a whole repetition: nothing drops */
     if (sp_recorder_open(&s, &c) != 0) {
@@ -82,10 +85,22 @@ static void prefault(void)
     }
 }
 
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
 static void close_rec(void)
 {
     atomic_store(&servprof__level, 0);
     sp_recorder_close();
+    if (last_dir[0]) /* the rows are not read back: do not fill the disk */
+        nftw(last_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    last_dir[0] = 0;
 }
 
 static __attribute__((noinline)) void one_event(long i)
@@ -254,8 +269,8 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     sp_session s;
     memset(&s, 0, sizeof s);
-    snprintf(s.store_path, sizeof s.store_path, "/tmp/servprof-bench-rec-mem-%d/x.db",
-             (int)getpid());
+    snprintf(last_dir, sizeof last_dir, "/tmp/servprof-bench-rec-mem-%d", (int)getpid());
+    snprintf(s.store_path, sizeof s.store_path, "%s/x.db", last_dir);
     c.buffer_bytes = (size_t)SP_DEFAULT_BUFFER_KB * 1024;
     sp_recorder_open(&s, &c);
     atomic_store(&servprof__level, SERVPROF_LEVEL_INFO);

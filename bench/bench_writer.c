@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <ftw.h>
 
 #include "internal.h"
 #include "writer.h"
@@ -68,6 +69,29 @@ static long long rows_in(const char *store)
     return n;
 }
 
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes the session folder of a store (.../<dir>/Trace_Service/x.db):
+ * a million-row store is ~100 MB, and a run makes several. */
+static void remove_store(const char *store)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", store);
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+    }
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void emit_event(long i)
 {
     servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Schedule");
@@ -109,6 +133,7 @@ static double burst(void (*f)(long), long n, long rows_per_n, int *ok)
     sp_recorder_close();
     servprof_get_stats(&b);
     long long rows = rows_in(store);
+    remove_store(store);
     *ok = rows == n * rows_per_n && b.dropped == a.dropped;
     double cpu = sp_writer_last_cpu_ns() / 1e9;
     printf("    emitted %ld in %.3f s, all %lld rows committed after %.3f s, writer CPU %.3f s%s\n",
@@ -164,6 +189,7 @@ static void paced_run(double rate, int threads, double seconds)
     sp_recorder_close();
     servprof_get_stats(&b);
     long long rows = rows_in(store);
+    remove_store(store);
     printf("  paced %.0f rec/s, %d thread(s), %.0f s, 4 MiB buffers: emitted %ld, stored %lld, "
            "dropped %llu -> %.0f rec/s into the store%s\n",
            rate, threads, seconds, emitted, rows, (unsigned long long)(b.dropped - a.dropped),

@@ -6,6 +6,7 @@
 #ifndef SERVPROF_REC_TEST_H
 #define SERVPROF_REC_TEST_H
 
+#include <ftw.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -17,7 +18,11 @@
 #include "check.h"
 #include "internal.h"
 
-/* A fresh folder under $TMPDIR (or /tmp); the caller may leave it behind. */
+static char rt_dirs[16][512]; /* folders to remove when the test passes */
+static int rt_ndirs;
+
+/* A fresh folder under $TMPDIR (or /tmp), removed by RT_DONE() when every
+ * check passed (kept for inspection otherwise). */
 static inline void rt_tmpdir(char *out, size_t len)
 {
     const char *base = getenv("TMPDIR");
@@ -26,7 +31,28 @@ static inline void rt_tmpdir(char *out, size_t len)
         perror("mkdtemp");
         exit(2);
     }
+    if (rt_ndirs < 16)
+        snprintf(rt_dirs[rt_ndirs++], sizeof rt_dirs[0], "%s", out);
 }
+
+static inline int rt_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path); /* best effort */
+    return 0;
+}
+
+#define RT_DONE()                                                              \
+    do {                                                                       \
+        if (!check_failures)                                                   \
+            for (int i_ = 0; i_ < rt_ndirs; i_++)                              \
+                nftw(rt_dirs[i_], rt_rm_one, 16, FTW_DEPTH | FTW_PHYS);        \
+        else                                                                   \
+            fprintf(stderr, "test folders kept: %s ...\n", rt_dirs[0]);        \
+        CHECK_DONE();                                                          \
+    } while (0)
 
 static inline int rt_sanitized(void)
 {

@@ -131,5 +131,5 @@ int main(void)
         json_decref(j);
     }
     CHECK_INT(bad_str, 0);
-    CHECK_DONE();
+    RT_DONE();
 }

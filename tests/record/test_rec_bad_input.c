@@ -164,5 +164,5 @@ int main(void)
     sqlite3_close(db);
     free(longs);
     free(utf);
-    CHECK_DONE();
+    RT_DONE();
 }

@@ -206,5 +206,5 @@ int main(void)
     servprof_event(NULL, "x");
     servprof_span_end(0);
     CHECK_INT(servprof_span_begin(NULL, "x"), 0);
-    CHECK_DONE();
+    RT_DONE();
 }

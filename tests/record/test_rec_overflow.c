@@ -61,5 +61,5 @@ int main(void)
                          "json_extract(args,'$.pad') != '0123456789'"),
               0);
     sqlite3_close(db);
-    CHECK_DONE();
+    RT_DONE();
 }

@@ -215,5 +215,5 @@ int main(void)
     test_live_and_kill();
     test_disk_full();
     test_deleted();
-    CHECK_DONE();
+    RT_DONE();
 }

@@ -101,5 +101,5 @@ int main(void)
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='dpRankId'"), "3");
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='session_serial'"), "2");
     sqlite3_close(db);
-    CHECK_DONE();
+    RT_DONE();
 }

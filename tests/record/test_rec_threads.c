@@ -147,5 +147,5 @@ int main(void)
     sqlite3_close(db);
     CHECK_INT(count_buffers(), 0); /* the workers' buffers were drained, then freed */
     test_exit_after_stop();
-    CHECK_DONE();
+    RT_DONE();
 }
