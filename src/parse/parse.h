@@ -117,8 +117,8 @@ typedef struct spp_rec {
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
 spp_store *spp_store_open(const char *path, int index);
-/* The VFS for raw stores (read-ahead) and profiler.db (direct page writes),
- * readvfs.c; NULL if it could not be registered (SQLite's default is used). */
+/* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
+ * registered (then SQLite's default is used). */
 const char *spp_readvfs_name(void);
 /* Fills rec with the current record; 0 if exhausted. */
 int spp_store_peek(spp_store *s, spp_rec *rec);
@@ -219,9 +219,6 @@ static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) 
 static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
 static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
-/* Opens path for writing like fopen(path, "w"), but written around the page
- * cache (O_DIRECT) where the file system allows it (dwrite.c). */
-FILE *spp_fopen_direct(const char *path);
 /* stdio buffer of each output file: one write() per this many bytes. */
 #define SPP_OUT_BUF (1 << 20)
 typedef struct spp_col { const char *name; const char *sqltype; } spp_col;

@@ -1,6 +1,5 @@
 /*
- * readvfs.c — the VFS layer under SQLite for the parser's files: read-ahead
- * for the raw stores, page writes around the page cache for profiler.db.
+ * readvfs.c — a read-ahead layer under SQLite for the raw stores.
  *
  * A store is read in rowid order (twice: the timestamp pass, then the rows;
  * see store.c), and SQLite asks the OS for one page at a time: a 2 GB store
@@ -21,26 +20,8 @@
  * handling (zero fill, SQLITE_IOERR_SHORT_READ) is unchanged.
  *
  * Memory: one chunk per open store (128 KiB), allocated on first read.
- *
- * Writing profiler.db (a main database opened read-write): whole aligned
- * page writes go around the page cache through a second descriptor opened
- * with O_DIRECT (see dwrite.c for why: the kernel's copy into new cache
- * pages was a third of a full parse's CPU time). The page is first copied
- * into an aligned bounce buffer (SQLite's page buffers are not
- * block-aligned). Anything else (a partial page, an unaligned offset, a
- * file system that refuses O_DIRECT) goes through SQLite's descriptor. Linux
- * keeps the two coherent (a direct write flushes and invalidates cached
- * pages of its range), so SQLite reading a page back sees it. The second
- * descriptor is closed after SQLite's own: closing any descriptor of a file
- * drops the process's POSIX locks on it.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* O_DIRECT */
-#endif
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,9 +35,6 @@ typedef struct ra_file {
     unsigned char *buf;    /* CHUNK bytes, or NULL */
     sqlite3_int64 off;     /* file offset of buf[0] */
     int len;               /* valid bytes in buf; 0: nothing cached */
-    int dfd;               /* O_DIRECT descriptor for page writes, or -1 */
-    void *bounce;          /* block-aligned copy of the page being written */
-    int bounce_cap;
     sqlite3_file *real;    /* the wrapped file, placed right after this struct */
 } ra_file;
 
@@ -69,13 +47,7 @@ static int ra_close(sqlite3_file *f)
     ra_file *p = (ra_file *)f;
     free(p->buf);
     p->buf = NULL;
-    int rc = p->real->pMethods ? p->real->pMethods->xClose(p->real) : SQLITE_OK;
-    if (p->dfd >= 0)
-        close(p->dfd); /* after SQLite's close: see the comment at the top */
-    p->dfd = -1;
-    free(p->bounce);
-    p->bounce = NULL;
-    return rc;
+    return p->real->pMethods ? p->real->pMethods->xClose(p->real) : SQLITE_OK;
 }
 
 static int ra_read(sqlite3_file *f, void *out, int amt, sqlite3_int64 ofs)
@@ -106,38 +78,10 @@ static int ra_read(sqlite3_file *f, void *out, int amt, sqlite3_int64 ofs)
     return SQLITE_OK;
 }
 
-#define DIRECT_ALIGN 4096
-
-/* 1: written; 0: not attempted or refused (write through SQLite's file). */
-static int direct_write(ra_file *p, const void *b, int amt, sqlite3_int64 ofs)
-{
-    if (p->dfd < 0 || amt <= 0 || amt % DIRECT_ALIGN || ofs % DIRECT_ALIGN)
-        return 0;
-    if (amt > p->bounce_cap) {
-        void *nb;
-        if (posix_memalign(&nb, DIRECT_ALIGN, (size_t)amt) != 0)
-            return 0;
-        free(p->bounce);
-        p->bounce = nb;
-        p->bounce_cap = amt;
-    }
-    memcpy(p->bounce, b, (size_t)amt);
-    ssize_t w = pwrite(p->dfd, p->bounce, (size_t)amt, ofs);
-    if (w == amt)
-        return 1;
-    /* Refused or short: stop using O_DIRECT on this file; the page is
-     * (re)written whole through SQLite's descriptor. */
-    close(p->dfd);
-    p->dfd = -1;
-    return 0;
-}
-
 static int ra_write(sqlite3_file *f, const void *b, int amt, sqlite3_int64 ofs)
 {
     ra_file *p = (ra_file *)f;
     p->len = 0;
-    if (direct_write(p, b, amt, ofs))
-        return SQLITE_OK;
     return p->real->pMethods->xWrite(p->real, b, amt, ofs);
 }
 
@@ -221,7 +165,6 @@ static int ra_open(sqlite3_vfs *v, sqlite3_filename name, sqlite3_file *f, int f
     (void)v;
     ra_file *p = (ra_file *)f;
     memset(p, 0, sizeof *p);
-    p->dfd = -1;
     p->real = (sqlite3_file *)(p + 1);
     int rc = base_vfs()->xOpen(base_vfs(), name, p->real, flags, out_flags);
     if (rc != SQLITE_OK) {
@@ -233,8 +176,6 @@ static int ra_open(sqlite3_vfs *v, sqlite3_filename name, sqlite3_file *f, int f
         return rc;
     }
     p->buffered = (flags & SQLITE_OPEN_MAIN_DB) && (flags & SQLITE_OPEN_READONLY);
-    if ((flags & SQLITE_OPEN_MAIN_DB) && (flags & SQLITE_OPEN_READWRITE) && name)
-        p->dfd = open(name, O_WRONLY | O_DIRECT | O_CLOEXEC); /* -1 (EINVAL on tmpfs): no direct writes */
     p->base.pMethods = &ra_methods;
     return SQLITE_OK;
 }

@@ -60,9 +60,8 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         char path[4096];
         snprintf(path, sizeof path, "%s/profiler.db", dir);
         unlink(path); /* a fresh database per run: stale rows would mix runs */
-        /* readvfs.c writes its pages around the page cache. */
         if (sqlite3_open_v2(path, &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                            spp_readvfs_name()) != SQLITE_OK) {
+                            NULL) != SQLITE_OK) {
             spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written",
                     path, sqlite3_errmsg(o->db_conn));
             sqlite3_close(o->db_conn);
@@ -156,7 +155,7 @@ static int open_csv(spp_out *o, spp_table *t)
         mkdir_p(t->csv_path);
         *slash = '/';
     }
-    t->csv = spp_fopen_direct(t->csv_path);
+    t->csv = fopen(t->csv_path, "w");
     if (!t->csv) {
         spp_log(SPP_ERROR, "cannot write %s: %s; that report is not written", t->csv_path, strerror(errno));
         t->failed = 1;

@@ -78,7 +78,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        t->f = spp_fopen_direct(t->path);
+        t->f = fopen(t->path, "w");
         if (!t->f) {
             spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;

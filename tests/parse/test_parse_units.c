@@ -2,12 +2,9 @@
  * test_parse_units.c — the parser's building blocks on their own: the args
  * scanner (keys, numbers, rid lists, escapes, malformed text), Link
  * resolution (union-find), the reorder buffer (rowid order in, time order
- * out), percentiles, and output files written around the page cache
- * (O_DIRECT, with the page-cache fallback on tmpfs).
+ * out) and percentiles.
  */
-#include <errno.h>
 #include <math.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,67 +157,11 @@ static void test_percentiles(void)
     CHECK(isnan(spp_percentile(v, 0, 50)));
 }
 
-/* Writes n bytes through spp_fopen_direct in uneven pieces, reads them back. */
-static void direct_roundtrip(const char *dir, size_t n)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/direct-%zu.txt", dir, n);
-    char *data = malloc(n + 1), *back = malloc(n + 1);
-    for (size_t i = 0; i < n; i++)
-        data[i] = (char)('a' + (i * 7 + i / 4096) % 26);
-    FILE *f = spp_fopen_direct(path);
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    char sbuf[3000]; /* a stdio buffer that is not a multiple of a block */
-    setvbuf(f, sbuf, _IOFBF, sizeof sbuf);
-    size_t o = 0, piece = 1;
-    while (o < n) {
-        size_t k = piece < n - o ? piece : n - o;
-        CHECK(fwrite(data + o, 1, k, f) == k);
-        o += k;
-        piece = piece * 3 + 1; /* 1, 4, 13, ... up to megabytes */
-    }
-    CHECK_INT(fclose(f), 0);
-    FILE *r = fopen(path, "rb");
-    CHECK(r != NULL);
-    if (r) {
-        size_t got = fread(back, 1, n + 1, r);
-        CHECK(got == n);
-        CHECK(n == 0 || memcmp(data, back, n) == 0);
-        fclose(r);
-    }
-    unlink(path);
-    free(data);
-    free(back);
-}
-
-static void test_direct_write(void)
-{
-    char tmpl[] = "/tmp/sp-direct-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL);
-    static const size_t sizes[] = {0, 1, 4096, (1 << 20), (1 << 20) + 1, 3 * (1 << 20) + 777};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        if (dir)
-            direct_roundtrip(dir, sizes[i]);
-        /* tmpfs refuses O_DIRECT: the page-cache fallback must give the same bytes */
-        if (access("/dev/shm", W_OK) == 0)
-            direct_roundtrip("/dev/shm", sizes[i]);
-    }
-    if (dir)
-        rmdir(dir);
-    errno = 0;
-    CHECK(spp_fopen_direct("/nonexistent-dir-sp/x.json") == NULL);
-    CHECK_INT(errno, ENOENT);
-}
-
 int main(void)
 {
     test_args();
     test_ids();
     test_reorder();
     test_percentiles();
-    test_direct_write();
     CHECK_DONE();
 }
