@@ -47,9 +47,11 @@
 #ifndef SERVPROF_H
 #define SERVPROF_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
+#include <stdatomic.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -150,14 +152,22 @@ SERVPROF_API int servprof_meta(const char *key, const char *value);
 /* ------------------------------------------------------------------ */
 
 /* The level being collected: 0 when off. Written by the library only; read
- * it through servprof_is_enabled(). */
+ * it through servprof_is_enabled(). C++ (before C++23) has no _Atomic, so
+ * C++ sees a plain int of the same size and alignment and loads it with the
+ * compiler's atomic builtin: the same relaxed load, the same symbol. */
+#ifdef __cplusplus
+extern SERVPROF_API int servprof__level;
+#define SERVPROF__LEVEL_NOW() __atomic_load_n(&servprof__level, __ATOMIC_RELAXED)
+#else
 extern SERVPROF_API _Atomic int servprof__level;
+#define SERVPROF__LEVEL_NOW() atomic_load_explicit(&servprof__level, memory_order_relaxed)
+#endif
 
 /* Nonzero when records of this level are being collected now. One relaxed
  * load and a compare: use it to skip building expensive attributes. */
 static inline int servprof_is_enabled(int level)
 {
-    int on = atomic_load_explicit(&servprof__level, memory_order_relaxed);
+    int on = SERVPROF__LEVEL_NOW();
     return __builtin_expect(level <= on, 0);
 }
 
