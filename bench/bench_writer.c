@@ -12,7 +12,13 @@
  *  3. spans: as 1 with span begin+end pairs (the pairing table in the loop).
  * Verifies as it goes: the store's row count must equal what was accepted.
  *
+ *  4. low (only with `low`): one thread emits at a modest paced rate (a
+ *     server recording a few thousand rows/s); prints the writer thread's
+ *     CPU time per stored row and as a share of one core. At such rates
+ *     the cost is per pass / per commit, not per row.
+ *
  * usage: bench_writer [N (default 1000000)] [paced rate (default 1000000)]
+ *        bench_writer low [rate (default 5000)] [seconds (default 5)]
  */
 #include <pthread.h>
 #include <sqlite3.h>
@@ -196,8 +202,41 @@ static void paced_run(double rate, int threads, double seconds)
            rows / seconds, rows + (long long)(b.dropped - a.dropped) == emitted ? "" : " ** MISMATCH **");
 }
 
+/* Phase 4: writer CPU per row at a low paced rate (the thread's own CPU
+ * clock, read by the writer itself as it exits, so the machine's load does
+ * not count). */
+static int low_run(double rate, double seconds)
+{
+    char store[4096];
+    if (open_rec("low", (size_t)4 << 20, store, sizeof store) != 0)
+        return 1;
+    pace_arg arg = {rate, seconds, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, paced, &arg);
+    pthread_join(th, NULL);
+    atomic_store(&servprof__level, 0);
+    sp_recorder_close();
+    long long rows = rows_in(store);
+    remove_store(store);
+    double cpu = sp_writer_last_cpu_ns() / 1e9;
+    printf("  low %.0f rec/s for %.0f s: emitted %ld, stored %lld, writer CPU %.4f s = %.2f us "
+           "per row, %.2f %% of a core%s\n",
+           rate, seconds, arg.emitted, rows, cpu, rows > 0 ? cpu / (double)rows * 1e6 : 0.0,
+           cpu / seconds * 100, rows == arg.emitted ? "" : "  ** MISMATCH **");
+    return rows == arg.emitted ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "low") == 0) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        double rate = argc > 2 ? atof(argv[2]) : 5000;
+        double secs = argc > 3 ? atof(argv[3]) : 5;
+        int bad = 0;
+        for (int i = 0; i < REPS; i++)
+            bad |= low_run(rate, secs);
+        return bad;
+    }
     long n = argc > 1 ? atol(argv[1]) : 1000000;
     double rate = argc > 2 ? atof(argv[2]) : 1000000;
     setvbuf(stdout, NULL, _IOLBF, 0);

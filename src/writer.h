@@ -11,9 +11,15 @@
 /* Longest time a transaction stays open while records keep coming: the most
  * a kill -9 can lose. collection.md asks for at most 250 ms. */
 #define SP_WRITER_COMMIT_NS (100 * 1000000LL)
-/* Longest sleep of an idle writer (it polls: producers never wake it, that
- * would be a syscall on the hot path). */
-#define SP_WRITER_IDLE_MAX_MS 10
+/* Longest sleep of a writer whose passes find nothing (it polls: producers
+ * never wake it, that would be a syscall on the hot path). A 4 MiB buffer
+ * takes ~70 ms to fill at 60 MB/s, the fastest one thread writes. */
+#define SP_WRITER_IDLE_MAX_MS 20
+/* Longest sleep while passes find a little (records trickle). */
+#define SP_WRITER_TRICKLE_MAX_MS 10
+/* A pass that found at least this much means records are flowing fast:
+ * the writer then sleeps only 1 ms, to keep buffers far from full. */
+#define SP_WRITER_BUSY_BYTES (16 * 1024)
 
 /* Rows the running writer has committed into the current store (tests). */
 uint64_t sp_writer_rows(void);
