@@ -165,6 +165,50 @@ class Inputs(unittest.TestCase):
         ex = [r for r in rows if r["name"] == "modelRunnerExec"][0]
         self.assertEqual(ex["accepted_ratio"], "")
 
+    def test_long_rid_lists_repeated_and_many_db_rows(self):
+        # The same long rid list (> 512 bytes: its decode is reused) on a step's schedule,
+        # execution and forward spans, then another list, then the first again; and more
+        # rows than one multi-row INSERT holds (32), with a remainder.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        for i in range(40):
+            simple_request(s, "r%d" % i, 0, 100)
+        a = [{"rid": "r%d" % i, "iter": 0, "type": 0, "num_scheduled_tokens": 10} for i in range(30)]
+        b = [{"rid": "r%d" % i, "iter": 1, "type": 1, "num_scheduled_tokens": 1} for i in range(25, 40)]
+        self.assertGreater(len(__import__("json").dumps({"type": 2, "rid": b})), 512)
+        t = 10.0
+        for lst in (a, a, b, a):
+            s.span("batchFrameworkProcessing", t, t + 1, "Schedule", rid=lst)
+            s.span("modelExec", t + 1, t + 3, "Execute", rid=lst)
+            s.span("forward", t + 1.5, t + 2.5, "ModelExecute", rid=lst)
+            t += 5
+        s.close()
+        run_parse(self.inp, self.out)
+        rows = read_csv(os.path.join(self.out, "batch.csv"))
+        self.assertEqual(len(rows), 8)  # 4 steps x (schedule + execution)
+        expect = [30, 30, 30, 30, 15, 15, 30, 30]
+        self.assertEqual([int(r["batch_size"]) for r in rows], expect)
+        self.assertEqual([r["prefill_batch_size"] for r in rows], ["30", "30", "30", "30", "0", "0", "30", "30"])
+        self.assertEqual(rows[4]["res_list"], "[" + ",".join('"r%d"' % i for i in range(25, 40)) + "]")
+        self.assertEqual(rows[7]["res_list"], "[" + ",".join('"r%d"' % i for i in range(30)) + "]")
+        fw = read_csv(os.path.join(self.out, "forward.csv"))
+        self.assertEqual([int(r["batch_size"]) for r in fw], [30, 30, 15, 30])
+        db = sqlite3.connect(os.path.join(self.out, "profiler.db"))
+        try:
+            # 80 request events + 12 spans: two full INSERTs of 32 and a remainder of 28
+            self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 92)
+            names = [r[0] for r in db.execute("SELECT name FROM slice WHERE name != 'httpReq' AND"
+                                              " name != 'httpRes' ORDER BY rowid")]
+            self.assertEqual(names, ["batchFrameworkProcessing", "modelExec", "forward"] * 4)
+            ts = [r[0] for r in db.execute("SELECT timestamp FROM slice ORDER BY rowid")]
+            self.assertEqual(ts, sorted(ts))
+            self.assertEqual(db.execute("SELECT count(*) FROM batch").fetchone()[0], 8)
+            self.assertEqual(db.execute("SELECT count(*) FROM request").fetchone()[0], 40)
+            long_args = db.execute("SELECT args FROM slice WHERE name = 'forward' ORDER BY rowid").fetchall()
+            self.assertEqual(long_args[0], long_args[1])
+            self.assertNotEqual(long_args[1], long_args[2])
+        finally:
+            db.close()
+
     def test_progress_bar_only_when_asked_or_on_a_terminal(self):
         s = Store(os.path.join(self.inp, "ms_service_big-1.db"), "big", 1)
         rows = [(ns(i * 0.01), 0, "tick", 0, 1, "Other", '{"type":0}', ns(i * 0.01), 1, 1) for i in range(70000)]
