@@ -48,16 +48,16 @@ void spp_csv_field(FILE *f, const char *s, int n)
             break;
         }
     if (!quote) {
-        fwrite(s, 1, (size_t)n, f);
+        fwrite_unlocked(s, 1, (size_t)n, f);
         return;
     }
-    putc('"', f);
+    putc_unlocked('"', f);
     for (int i = 0; i < n; i++) {
         if (s[i] == '"')
-            putc('"', f);
-        putc(s[i], f);
+            putc_unlocked('"', f);
+        putc_unlocked(s[i], f);
     }
-    putc('"', f);
+    putc_unlocked('"', f);
 }
 
 void spp_put_int(FILE *f, long long v)
@@ -71,7 +71,7 @@ void spp_put_int(FILE *f, long long v)
     } while (u);
     if (v < 0)
         buf[--i] = '-';
-    fwrite(buf + i, 1, (size_t)(24 - i), f);
+    fwrite_unlocked(buf + i, 1, (size_t)(24 - i), f);
 }
 
 int spp_utf8_len(const char *sp, const char *ep)

@@ -168,10 +168,10 @@ static int open_csv(spp_out *o, spp_table *t)
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
     for (int i = 0; i < t->ncols; i++) {
         if (i)
-            putc(',', t->csv);
+            putc_unlocked(',', t->csv);
         spp_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
     }
-    putc('\n', t->csv);
+    putc_unlocked('\n', t->csv);
     return 0;
 }
 
@@ -180,13 +180,13 @@ static void put_ms(FILE *f, double ms)
 {
     long long us = llround(ms * 1000.0);
     if (us < 0) {
-        putc('-', f);
+        putc_unlocked('-', f);
         us = -us;
     }
     spp_put_int(f, us / 1000);
     char frac[4] = {(char)('0' + us % 1000 / 100), (char)('0' + us % 100 / 10), (char)('0' + us % 10), 0};
-    putc('.', f);
-    fwrite(frac, 1, 3, f);
+    putc_unlocked('.', f);
+    fwrite_unlocked(frac, 1, 3, f);
 }
 
 static void bind_row(sqlite3_stmt *st, int first, const spp_val *v, int ncols, const char *text)
@@ -260,7 +260,7 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
         FILE *f = t->csv;
         for (int i = 0; i < t->ncols; i++) {
             if (i)
-                putc(',', f);
+                putc_unlocked(',', f);
             switch (v[i].kind) {
             case SPP_INT: spp_put_int(f, v[i].i); break;
             case SPP_REAL: fprintf(f, "%.6g", v[i].d); break;
@@ -269,7 +269,7 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
             default: break;
             }
         }
-        putc('\n', f);
+        putc_unlocked('\n', f);
     }
     if (t->db_name && t->ins) {
         if (t->ins_many) {

@@ -105,7 +105,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
  * UTF-8 replaced by U+FFFD so that the file always loads. */
 static void json_str(FILE *f, const char *s, int n)
 {
-    putc('"', f);
+    putc_unlocked('"', f);
     const char *run = s;
     for (int i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
@@ -120,39 +120,39 @@ static void json_str(FILE *f, const char *s, int n)
                 continue;
             }
         }
-        fwrite(run, 1, (size_t)(s + i - run), f);
+        fwrite_unlocked(run, 1, (size_t)(s + i - run), f);
         if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc((int)c, f);
+            putc_unlocked('\\', f);
+            putc_unlocked((int)c, f);
         } else if (c < 0x20) {
             fprintf(f, "\\u%04x", c);
         } else {
-            fputs("\\ufffd", f);
+            fputs_unlocked("\\ufffd", f);
         }
         i++;
         run = s + i;
     }
-    fwrite(run, 1, (size_t)(s + n - run), f);
-    putc('"', f);
+    fwrite_unlocked(run, 1, (size_t)(s + n - run), f);
+    putc_unlocked('"', f);
 }
 
 /* Microseconds since the origin, exactly, from integer nanoseconds. */
 static void put_ts(FILE *f, int64_t ns)
 {
     if (ns < 0) {
-        putc('-', f);
+        putc_unlocked('-', f);
         ns = -ns;
     }
     spp_put_int(f, ns / 1000);
     int r = (int)(ns % 1000);
     char frac[4] = {'.', (char)('0' + r / 100), (char)('0' + r / 10 % 10), (char)('0' + r % 10)};
-    fwrite(frac, 1, 4, f);
+    fwrite_unlocked(frac, 1, 4, f);
 }
 
 static void begin(spp_timeline *t)
 {
     if (!t->first)
-        fputs(",\n", t->f);
+        fputs_unlocked(",\n", t->f);
     t->first = 0;
     t->events++;
 }
@@ -168,7 +168,7 @@ static void meta(spp_timeline *t, const char *what, int pid, int tid, const char
         json_str(t->f, val, (int)strlen(val));
     else
         fprintf(t->f, "%lld", ival);
-    fputs("}}", t->f);
+    fputs_unlocked("}}", t->f);
 }
 
 static unsigned lane_hash(int store, long long tid, const char *cat)
@@ -284,30 +284,30 @@ void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, in
     if (t->f) {
         FILE *f = t->f;
         begin(t);
-        fputs(r->dur > 0 ? "{\"ph\":\"X\",\"name\":" : "{\"ph\":\"i\",\"s\":\"t\",\"name\":", f);
+        fputs_unlocked(r->dur > 0 ? "{\"ph\":\"X\",\"name\":" : "{\"ph\":\"i\",\"s\":\"t\",\"name\":", f);
         json_str(f, r->name, (int)strlen(r->name));
-        fputs(",\"cat\":", f);
+        fputs_unlocked(",\"cat\":", f);
         json_str(f, r->cat, (int)strlen(r->cat));
-        fputs(",\"pid\":", f);
+        fputs_unlocked(",\"pid\":", f);
         spp_put_int(f, pid);
-        fputs(",\"tid\":", f);
+        fputs_unlocked(",\"tid\":", f);
         spp_put_int(f, lane_id);
-        fputs(",\"ts\":", f);
+        fputs_unlocked(",\"ts\":", f);
         put_ts(f, r->ts - t->origin);
         if (r->dur > 0) {
-            fputs(",\"dur\":", f);
+            fputs_unlocked(",\"dur\":", f);
             put_ts(f, r->dur);
         }
-        fputs(",\"args\":", f);
+        fputs_unlocked(",\"args\":", f);
         if (a->valid) {
-            fwrite(r->args, 1, (size_t)r->args_len, f);
+            fwrite_unlocked(r->args, 1, (size_t)r->args_len, f);
         } else {
             /* Not JSON (an old writer that did not escape): kept as text. */
-            fputs("{\"raw\":", f);
+            fputs_unlocked("{\"raw\":", f);
             json_str(f, r->args, r->args_len);
-            putc('}', f);
+            putc_unlocked('}', f);
         }
-        putc('}', f);
+        putc_unlocked('}', f);
     }
     if (t->t_slice.ins) {
         spp_val v[8] = {spp_v_int(r->ts), spp_v_int(r->dur), spp_v_int(r->ts + r->dur),
@@ -338,22 +338,22 @@ void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts
     if (t->f) {
         FILE *f = t->f;
         begin(t);
-        fputs("{\"ph\":\"C\",\"name\":", f);
+        fputs_unlocked("{\"ph\":\"C\",\"name\":", f);
         json_str(f, name, (int)strlen(name));
         fprintf(f, ",\"pid\":%d,\"ts\":", pid);
         put_ts(f, ts - t->origin);
-        fputs(",\"args\":{", f);
+        fputs_unlocked(",\"args\":{", f);
         int k = 0;
         for (int i = 0; i < n; i++) {
             if (isnan(vals[i]))
                 continue;
             if (k++)
-                putc(',', f);
+                putc_unlocked(',', f);
             json_str(f, series[i], (int)strlen(series[i]));
-            putc(':', f);
+            putc_unlocked(':', f);
             put_num(f, vals[i]);
         }
-        fputs("}}", f);
+        fputs_unlocked("}}", f);
     }
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
@@ -370,21 +370,21 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
     if (t->f) {
         begin(t);
         FILE *f = t->f;
-        fputs("{\"ph\":\"", f);
-        putc(ph, f);
-        fputs("\",\"id\":", f);
+        fputs_unlocked("{\"ph\":\"", f);
+        putc_unlocked(ph, f);
+        fputs_unlocked("\",\"id\":", f);
         spp_put_int(f, id);
-        fputs(",\"name\":\"", f);
-        fputs(name, f);
-        fputs("\",\"cat\":\"", f);
-        fputs(cat, f);
-        fputs("\",\"pid\":", f);
+        fputs_unlocked(",\"name\":\"", f);
+        fputs_unlocked(name, f);
+        fputs_unlocked("\",\"cat\":\"", f);
+        fputs_unlocked(cat, f);
+        fputs_unlocked("\",\"pid\":", f);
         spp_put_int(f, pid);
-        fputs(",\"tid\":", f);
+        fputs_unlocked(",\"tid\":", f);
         spp_put_int(f, tid);
-        fputs(",\"ts\":", f);
+        fputs_unlocked(",\"ts\":", f);
         put_ts(t->f, ts - t->origin);
-        fputs(",\"bp\":\"e\"}", t->f);
+        fputs_unlocked(",\"bp\":\"e\"}", t->f);
     }
     char type[2] = {ph, 0};
     spp_val v[7] = {spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(pid),
@@ -470,15 +470,15 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
             if (!t->f)
                 continue;
             begin(t);
-            fputs("{\"ph\":\"X\",\"name\":", t->f);
+            fputs_unlocked("{\"ph\":\"X\",\"name\":", t->f);
             json_str(t->f, kn ? kn : "", kn ? (int)strlen(kn) : 0);
-            fputs(",\"cat\":", t->f);
+            fputs_unlocked(",\"cat\":", t->f);
             json_str(t->f, type ? type : "KERNEL", type ? (int)strlen(type) : 6);
             fprintf(t->f, ",\"pid\":%d,\"tid\":%lld,\"ts\":", pid, stream);
             put_ts(t->f, s0 - t->origin);
-            fputs(",\"dur\":", t->f);
+            fputs_unlocked(",\"dur\":", t->f);
             put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            fputs(",\"args\":{}}", t->f);
+            fputs_unlocked(",\"args\":{}}", t->f);
         }
         sqlite3_finalize(st);
     }
@@ -492,14 +492,14 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
             const char *an = (const char *)sqlite3_column_text(st, 0);
             int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
             begin(t);
-            fputs("{\"ph\":\"X\",\"name\":", t->f);
+            fputs_unlocked("{\"ph\":\"X\",\"name\":", t->f);
             json_str(t->f, an ? an : "", an ? (int)strlen(an) : 0);
             fprintf(t->f, ",\"cat\":\"api\",\"pid\":%d,\"tid\":%lld,\"ts\":", api_pid,
                     (long long)sqlite3_column_int64(st, 3));
             put_ts(t->f, s0 - t->origin);
-            fputs(",\"dur\":", t->f);
+            fputs_unlocked(",\"dur\":", t->f);
             put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            fputs(",\"args\":{}}", t->f);
+            fputs_unlocked(",\"args\":{}}", t->f);
         }
         sqlite3_finalize(st);
     }
@@ -543,7 +543,7 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
     }
     int rc = 0;
     if (t->f) {
-        fputs("\n]}\n", t->f);
+        fputs_unlocked("\n]}\n", t->f);
         if (fclose(t->f) != 0) {
             spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(errno));
             rc = -1;
