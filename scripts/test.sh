@@ -20,8 +20,8 @@ for b in $BUILDS; do
   esac
   echo "=== $b build ($dir) ==="
   if ! { cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${opts[@]}" >/dev/null &&
-         cmake --build "$dir" -j "$JOBS" >"$dir.log" 2>&1; }; then
-    tail -50 "$dir.log" 2>/dev/null
+         cmake --build "$dir" -j "$JOBS" >"$dir/build.log" 2>&1; }; then
+    tail -50 "$dir/build.log" 2>/dev/null
     echo "test.sh: $b build failed" >&2
     failed=$((failed + 1)); status=1; continue
   fi
