@@ -11,6 +11,10 @@
  * readers (the parser, `sqlite3`) never block us nor we them, and what a
  * reader sees is always a whole number of committed transactions — also
  * after a kill -9, since the WAL is replayed by the next opener.
+ * Pages of 64 KiB (set before WAL, so only for a new file): the store is
+ * append-only, so big pages mean 16x fewer page writes (system calls, page
+ * allocations, B-tree splits) for the same bytes; measured +60-70 % rows per
+ * writer CPU-second over 4 KiB pages, and less CPU per commit at low rates.
  *
  * Failure policy: the first error (disk full, file too large, I/O error,
  * the file deleted under us) is logged once and counted (write_errors);
@@ -178,7 +182,7 @@ sp_store *sp_store_open(const char *path, int pid)
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(st->db, 2000);
         step = "set up (WAL, schema)";
-        rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;", NULL,
+        rc = sqlite3_exec(st->db, "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;", NULL,
                           NULL, NULL);
     }
     if (rc == SQLITE_OK)
