@@ -21,24 +21,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parse.h"
 #include "report_ops.h"
 
-/* Writes s as one CSV field: quoted when it holds a comma, quote or newline. */
-static void csv_field(FILE *f, const char *s)
+/* Column col of the current row of st as one CSV field (spp_csv_field:
+ * quoted when it holds a comma, quote or newline). */
+static void column_csv(FILE *f, sqlite3_stmt *st, int col)
 {
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    const char *s = (const char *)sqlite3_column_text(st, col);
+    spp_csv_field(f, s ? s : "", s ? sqlite3_column_bytes(st, col) : 0);
 }
 
 /* Copies one store's Kernel rows into table k of db. Returns rows copied, or
@@ -115,9 +106,9 @@ static int write_summary(sqlite3 *db, const char *dir)
             wait = 0; /* overlapping tasks on one stream (graphs): no wait */
         fprintf(f, "%" PRId64 ",%" PRId64 ",", (int64_t)sqlite3_column_int64(st, 0),
                 (int64_t)sqlite3_column_int64(st, 1));
-        csv_field(f, (const char *)sqlite3_column_text(st, 2));
+        column_csv(f, st, 2);
         fputc(',', f);
-        csv_field(f, (const char *)sqlite3_column_text(st, 3));
+        column_csv(f, st, 3);
         fprintf(f, ",%.3f,%.3f,%.3f,%" PRId64 "\n", (double)sqlite3_column_int64(st, 4) / 1e3,
                 (double)sqlite3_column_int64(st, 5) / 1e3, (double)wait / 1e3,
                 (int64_t)sqlite3_column_int64(st, 7));
@@ -150,9 +141,9 @@ static int write_statistic(sqlite3 *db, const char *dir)
         int64_t n = sqlite3_column_int64(st, 3), tot = (int64_t)sqlite3_column_int64(st, 4),
                 busy = sqlite3_column_int64(st, 7);
         fprintf(f, "%" PRId64 ",", (int64_t)sqlite3_column_int64(st, 0));
-        csv_field(f, (const char *)sqlite3_column_text(st, 1));
+        column_csv(f, st, 1);
         fputc(',', f);
-        csv_field(f, (const char *)sqlite3_column_text(st, 2));
+        column_csv(f, st, 2);
         fprintf(f, ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.2f\n", n, (double)tot / 1e3,
                 (double)sqlite3_column_int64(st, 5) / 1e3, (double)tot / 1e3 / (double)n,
                 (double)sqlite3_column_int64(st, 6) / 1e3,
