@@ -444,6 +444,29 @@ static int in_list(const char *const *list, const char *s, size_t n)
     return 0;
 }
 
+/* Walks a `sep`-separated list: sets *start and *n to the next item, trimmed
+ * of white space, skipping empty ones. Returns 0 at the end of the list. */
+static int next_item(const char **s, char sep, const char **start, size_t *n)
+{
+    const char *p = *s;
+    while (*p == sep || isspace((unsigned char)*p))
+        p++;
+    if (!*p) {
+        *s = p;
+        return 0;
+    }
+    const char *b = p; /* neither a separator nor space: the item is not empty */
+    while (*p && *p != sep)
+        p++;
+    const char *e = p;
+    while (isspace((unsigned char)e[-1]))
+        e--;
+    *s = p;
+    *start = b;
+    *n = (size_t)(e - b);
+    return 1;
+}
+
 /* aclDataTypeConfig: a comma list of ACL_PROF_* names; unknown ones dropped. */
 static void key_acl_types(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
 {
@@ -452,18 +475,9 @@ static void key_acl_types(const key_def *k, const json_t *v, sp_config *c, sp_co
     const char *s = json_string_value(v);
     char kept[SP_FILTER_LEN] = "", bad[512] = "";
     size_t kn = 0, bn = 0;
-    while (*s) {
-        while (*s == ',' || isspace((unsigned char)*s))
-            s++;
-        const char *start = s;
-        while (*s && *s != ',')
-            s++;
-        const char *end = s;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
-        size_t n = (size_t)(end - start);
-        if (n == 0)
-            continue;
+    const char *start;
+    size_t n;
+    while (next_item(&s, ',', &start, &n)) {
         if (in_list(acl_prof_names, start, n) && kn + n + 2 < sizeof kept)
             kn += (size_t)snprintf(kept + kn, sizeof kept - kn, "%s%.*s", kn ? "," : "", (int)n, start);
         else if (bn + n + 3 < sizeof bad)
@@ -513,18 +527,9 @@ static void key_domain(const key_def *k, const json_t *v, sp_config *c, sp_confi
         return;
     const char *s = json_string_value(v);
     c->ndomains = 0;
-    while (*s) {
-        while (*s == ';' || isspace((unsigned char)*s))
-            s++;
-        const char *start = s;
-        while (*s && *s != ';')
-            s++;
-        const char *end = s;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
-        size_t n = (size_t)(end - start);
-        if (n == 0)
-            continue;
+    const char *start;
+    size_t n;
+    while (next_item(&s, ';', &start, &n)) {
         if (n >= SP_DOMAIN_LEN) {
             diag(d, 0, "'%s': domain \"%.*s...\" is longer than %d bytes; ignoring it", k->name,
                  40, start, SP_DOMAIN_LEN - 1);
