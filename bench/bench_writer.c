@@ -11,6 +11,10 @@
  *     records/s with nothing dropped);
  *  3. spans: as 1 with span begin+end pairs (the pairing table in the loop).
  * Verifies as it goes: the store's row count must equal what was accepted.
+ * Each run also prints where the writer could stall: its longest pass and
+ * commit, the fullest a thread buffer got, and the background checkpoints
+ * (count, longest, largest WAL in 64 KiB pages, most rows held in memory
+ * while one ran).
  *
  *  4. low (only with `low`): one thread emits at a modest paced rate (a
  *     server recording a few thousand rows/s); prints the writer thread's
@@ -30,6 +34,7 @@
 #include <ftw.h>
 
 #include "internal.h"
+#include "store.h"
 #include "writer.h"
 
 #define REPS 3
@@ -114,6 +119,20 @@ static void emit_span(long i)
     servprof_span_end(servprof_span_begin(r, "forward"));
 }
 
+static void print_stalls(void)
+{
+    sp_writer_stats w;
+    sp_store_stats s;
+    sp_writer_last_stats(&w);
+    sp_store_last_stats(&s);
+    printf("      writer: longest pass %.1f ms, longest commit %.1f ms, fullest buffer %.0f KiB; "
+           "checkpoints %llu (%llu failed), longest %.1f ms, WAL max %d pages, "
+           "held back %llu rows\n",
+           w.longest_pass_ns / 1e6, w.longest_commit_ns / 1e6, w.max_buffer_fill / 1024.0,
+           (unsigned long long)s.checkpoints, (unsigned long long)s.checkpoint_failures,
+           s.checkpoint_longest_ns / 1e6, s.max_wal_pages, (unsigned long long)s.max_deferred_rows);
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -144,6 +163,7 @@ static double burst(void (*f)(long), long n, long rows_per_n, int *ok)
     double cpu = sp_writer_last_cpu_ns() / 1e9;
     printf("    emitted %ld in %.3f s, all %lld rows committed after %.3f s, writer CPU %.3f s%s\n",
            n, (t1 - t0) / 1e9, rows, (t2 - t0) / 1e9, cpu, *ok ? "" : "  ** MISMATCH **");
+    print_stalls();
     /* Per second of the writer's own CPU: what one core sustains, whatever
      * else the machine runs. */
     return (double)n / cpu;
@@ -200,6 +220,7 @@ static void paced_run(double rate, int threads, double seconds)
            "dropped %llu -> %.0f rec/s into the store%s\n",
            rate, threads, seconds, emitted, rows, (unsigned long long)(b.dropped - a.dropped),
            rows / seconds, rows + (long long)(b.dropped - a.dropped) == emitted ? "" : " ** MISMATCH **");
+    print_stalls();
 }
 
 /* Phase 4: writer CPU per row at a low paced rate (the thread's own CPU

@@ -25,6 +25,20 @@
  * and half-written sessions are worse than clearly cut ones. The next
  * session opens a fresh store.
  *
+ * Checkpoints run on a second thread (the checkpointer), with its own
+ * connection: the writer's connection has wal_autocheckpoint off, and a
+ * WAL hook (called after each of the writer's commits) wakes the
+ * checkpointer once the WAL holds CKPT_FRAMES pages. A checkpoint copies
+ * the WAL into the .db and fsyncs both: done on the writer thread it took
+ * ~35 % of the writer's CPU and stalled it while the thread buffers filled.
+ * PASSIVE checkpoints never block the writer. The WAL only restarts from
+ * its beginning (instead of growing) when the writer's next transaction
+ * starts after a checkpoint that copied everything, so from the commit
+ * that wakes the checkpointer until it is done the writer keeps new rows
+ * in memory (up to DEFER_ROWS) instead of starting that transaction.
+ * A fork waits for a checkpoint in progress (ck_fork_mu), as it waits for
+ * the writer to park: the child must not inherit SQLite's locks held.
+ *
  * A deleted store is noticed by sp_store_check_file() (st_nlink of a file
  * descriptor we keep, and the path still naming the same inode), which the
  * writer calls before each commit: SQLite itself would go on writing into
@@ -33,11 +47,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,6 +68,14 @@
  * transaction commits. */
 #define BATCH 32
 #define COLS 7 /* bound per row: timestamp, duration, name, tid, cat, args, end_time */
+/* WAL pages (64 KiB each) that wake the checkpointer: 16 MiB of WAL, about
+ * 0.1 s of rows at 1 M rows/s; at a few thousand rows/s, one every ~20 s. */
+#define CKPT_FRAMES 256
+/* Most rows kept in memory while a checkpoint runs (~100 bytes each, in
+ * `arena`); past it the writer starts its transaction anyway (the WAL then
+ * grows until a later checkpoint catches up). */
+#define DEFER_ROWS 100000
+#define DEFER_BYTES (8u << 20)
 
 typedef struct pending_row {
     int64_t ts, dur;
@@ -58,11 +83,26 @@ typedef struct pending_row {
     int tid;
 } pending_row;
 
+/* The checkpointer thread's state. */
+typedef struct ckpt {
+    pthread_t thread;
+    int started;  /* the thread exists (set and read by the writer side only) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int want;     /* under mu: the writer's last commit left >= CKPT_FRAMES */
+    int stop;     /* under mu */
+    _Atomic int busy; /* set by the WAL hook, cleared after the checkpoint */
+    int warned;   /* checkpointer only: a failure was logged */
+} ckpt;
+
 struct sp_store {
     sqlite3 *db;
     sqlite3_stmt *ins_slice, *ins_batch, *del_meta, *ins_meta, *ins_process, *ins_thread;
-    pending_row pend[BATCH];
-    int npend;
+    pending_row *pend; /* rows waiting for their INSERT */
+    int npend, pend_cap;
+    int txn_used; /* a statement ran in the open transaction (its read snapshot exists) */
+    sqlite3 *ckdb; /* the checkpointer's connection; NULL: SQLite checkpoints on commit */
+    ckpt ck;
     char *arena; /* the pending rows' strings */
     size_t arena_len, arena_cap;
     char path[SP_PATH_MAX];
@@ -90,6 +130,167 @@ static const char schema[] =
 
 static int flush_rows(sp_store *st);
 
+/* Figures of the last store opened, for the benchmark (sp_store_last_stats). */
+static _Atomic uint64_t stat_ckpts, stat_ckpt_fails, stat_max_deferred;
+static _Atomic int64_t stat_ckpt_longest_ns;
+static _Atomic int stat_max_wal_frames;
+
+/* Held by the checkpointer while inside SQLite, and by fork() (prepare to
+ * parent / child): a child must not inherit a lock SQLite holds. */
+static pthread_mutex_t ck_fork_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void ck_fork_prepare(void)
+{
+    pthread_mutex_lock(&ck_fork_mu);
+}
+
+static void ck_fork_after(void)
+{
+    pthread_mutex_unlock(&ck_fork_mu);
+}
+
+static void register_fork_hooks(void)
+{
+    pthread_atfork(ck_fork_prepare, ck_fork_after, ck_fork_after);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void atomic_max_i64(_Atomic int64_t *a, int64_t v)
+{
+    int64_t old = atomic_load_explicit(a, memory_order_relaxed);
+    while (v > old && !atomic_compare_exchange_weak_explicit(a, &old, v, memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+}
+
+/* One PASSIVE checkpoint on the checkpointer's connection. A failure (disk
+ * full, file deleted) is logged once: the WAL still holds every committed
+ * row, readers see them, and the store's close checkpoints again. */
+static void checkpoint_once(sp_store *st)
+{
+    int64_t t0 = mono_ns();
+    int log_frames = 0, done = 0;
+    pthread_mutex_lock(&ck_fork_mu);
+    int rc = sqlite3_wal_checkpoint_v2(st->ckdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
+                                       &done);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY && !st->ck.warned) {
+        st->ck.warned = 1;
+        atomic_fetch_add_explicit(&stat_ckpt_fails, 1, memory_order_relaxed);
+        sp_log(SP_LOG_WARNING,
+               "raw store %s: background checkpoint failed: %s (SQLite code %d); the rows stay "
+               "in the -wal file, which readers see, and grows until a later checkpoint",
+               st->path, sqlite3_errmsg(st->ckdb), rc);
+    }
+    pthread_mutex_unlock(&ck_fork_mu);
+    atomic_fetch_add_explicit(&stat_ckpts, 1, memory_order_relaxed);
+    atomic_max_i64(&stat_ckpt_longest_ns, mono_ns() - t0);
+}
+
+static void *ckpt_main(void *arg)
+{
+    sp_store *st = arg;
+    ckpt *ck = &st->ck;
+    pthread_setname_np(pthread_self(), "servprof-ckpt");
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not ours */
+    pthread_mutex_lock(&ck->mu);
+    for (;;) {
+        while (!ck->want && !ck->stop)
+            pthread_cond_wait(&ck->cv, &ck->mu);
+        if (ck->stop)
+            break;
+        ck->want = 0;
+        pthread_mutex_unlock(&ck->mu);
+        checkpoint_once(st);
+        atomic_store_explicit(&ck->busy, 0, memory_order_release);
+        pthread_mutex_lock(&ck->mu);
+    }
+    pthread_mutex_unlock(&ck->mu);
+    return NULL;
+}
+
+/* SQLite's WAL hook: runs on the writer thread after each of its commits,
+ * with the WAL's size in pages. Wakes the checkpointer past CKPT_FRAMES;
+ * `busy` also tells the writer to hold new rows back until it is done. */
+static int on_wal_commit(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    sp_store *st = arg;
+    if (frames > atomic_load_explicit(&stat_max_wal_frames, memory_order_relaxed))
+        atomic_store_explicit(&stat_max_wal_frames, frames, memory_order_relaxed);
+    if (frames >= CKPT_FRAMES && !atomic_load_explicit(&st->ck.busy, memory_order_acquire)) {
+        atomic_store_explicit(&st->ck.busy, 1, memory_order_relaxed);
+        pthread_mutex_lock(&st->ck.mu);
+        st->ck.want = 1;
+        pthread_cond_signal(&st->ck.cv);
+        pthread_mutex_unlock(&st->ck.mu);
+    }
+    return SQLITE_OK;
+}
+
+/* Opens the checkpointer's connection and starts its thread; on any
+ * failure SQLite's own checkpoints on commit stay on (logged). */
+static void start_checkpointer(sp_store *st)
+{
+    ckpt *ck = &st->ck;
+    pthread_mutex_init(&ck->mu, NULL);
+    pthread_cond_init(&ck->cv, NULL);
+    int rc = sqlite3_open_v2(st->path, &st->ckdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(st->ckdb, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = pthread_create(&ck->thread, NULL, ckpt_main, st) == 0 ? SQLITE_OK : SQLITE_ERROR;
+    if (rc != SQLITE_OK) {
+        sp_log(SP_LOG_WARNING,
+               "raw store %s: no background checkpointer (%s); the writer checkpoints itself",
+               st->path, st->ckdb ? sqlite3_errmsg(st->ckdb) : sqlite3_errstr(rc));
+        sqlite3_close(st->ckdb);
+        st->ckdb = NULL;
+        pthread_mutex_destroy(&ck->mu);
+        pthread_cond_destroy(&ck->cv);
+        return;
+    }
+    ck->started = 1;
+    sqlite3_wal_autocheckpoint(st->db, 0);
+    sqlite3_wal_hook(st->db, on_wal_commit, st);
+}
+
+static void stop_checkpointer(sp_store *st)
+{
+    ckpt *ck = &st->ck;
+    if (!ck->started)
+        return;
+    pthread_mutex_lock(&ck->mu);
+    ck->stop = 1;
+    pthread_cond_signal(&ck->cv);
+    pthread_mutex_unlock(&ck->mu);
+    pthread_join(ck->thread, NULL);
+    ck->started = 0;
+    sqlite3_wal_hook(st->db, NULL, NULL);
+    sqlite3_close(st->ckdb);
+    st->ckdb = NULL;
+    pthread_mutex_destroy(&ck->mu);
+    pthread_cond_destroy(&ck->cv);
+}
+
+void sp_store_last_stats(sp_store_stats *out)
+{
+    out->checkpoints = atomic_load(&stat_ckpts);
+    out->checkpoint_failures = atomic_load(&stat_ckpt_fails);
+    out->checkpoint_longest_ns = atomic_load(&stat_ckpt_longest_ns);
+    out->max_wal_pages = atomic_load(&stat_max_wal_frames);
+    out->max_deferred_rows = atomic_load(&stat_max_deferred);
+}
+
 /* Records the first failure: log, count, roll back, refuse from now on. */
 static int fail(sp_store *st, const char *what, int rc)
 {
@@ -97,6 +298,7 @@ static int fail(sp_store *st, const char *what, int rc)
         return -1;
     st->failed = 1;
     st->npend = 0;
+    st->arena_len = 0;
     sp_count(&sp_rec_count.write_errors, 1);
     int sys = st->db ? sqlite3_system_errno(st->db) : 0;
     sp_log(SP_LOG_ERROR,
@@ -145,6 +347,8 @@ static int prepare(sp_store *st, const char *sql, sqlite3_stmt **out)
 
 static void close_all(sp_store *st)
 {
+    stop_checkpointer(st);
+    free(st->pend);
     sqlite3_finalize(st->ins_slice);
     sqlite3_finalize(st->ins_batch);
     free(st->arena);
@@ -161,6 +365,8 @@ static void close_all(sp_store *st)
 
 sp_store *sp_store_open(const char *path, int pid)
 {
+    static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+    pthread_once(&hooks_once, register_fork_hooks);
     sp_store *st = calloc(1, sizeof *st);
     if (!st) {
         sp_log(SP_LOG_ERROR, "raw store %s: out of memory", path);
@@ -220,11 +426,18 @@ sp_store *sp_store_open(const char *path, int pid)
         st->dev = sb.st_dev;
         st->ino = sb.st_ino;
     }
+    atomic_store(&stat_ckpts, 0);
+    atomic_store(&stat_ckpt_fails, 0);
+    atomic_store(&stat_max_deferred, 0);
+    atomic_store(&stat_ckpt_longest_ns, 0);
+    atomic_store(&stat_max_wal_frames, 0);
+    start_checkpointer(st);
     return st;
 }
 
 static int run(sp_store *st, sqlite3_stmt *s, const char *what)
 {
+    st->txn_used = 1;
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -242,6 +455,7 @@ int sp_store_begin(sp_store *st)
     if (rc != SQLITE_OK)
         return fail(st, "BEGIN", rc);
     st->in_txn = 1;
+    st->txn_used = 0;
     return 0;
 }
 
@@ -281,24 +495,52 @@ static void bind_row(sqlite3_stmt *s, int base, const sp_store *st, const pendin
     sqlite3_bind_int64(s, base + 7, r->ts + r->dur);
 }
 
-/* Inserts the pending rows: one multi-row statement when the batch is full,
- * else one statement per row. */
+/* Inserts the pending rows: BATCH at a time with the multi-row statement,
+ * the rest (fewer than BATCH) one statement each. */
 static int flush_rows(sp_store *st)
 {
-    int rc = 0;
-    if (st->npend == BATCH) {
-        for (int i = 0; i < BATCH; i++)
-            bind_row(st->ins_batch, i * COLS, st, &st->pend[i]);
+    int rc = 0, i = 0;
+    if ((uint64_t)st->npend > atomic_load_explicit(&stat_max_deferred, memory_order_relaxed))
+        atomic_store_explicit(&stat_max_deferred, (uint64_t)st->npend, memory_order_relaxed);
+    for (; rc == 0 && st->npend - i >= BATCH; i += BATCH) {
+        for (int j = 0; j < BATCH; j++)
+            bind_row(st->ins_batch, j * COLS, st, &st->pend[i + j]);
         rc = run(st, st->ins_batch, "INSERT INTO slice");
-    } else {
-        for (int i = 0; i < st->npend && rc == 0; i++) {
-            bind_row(st->ins_slice, 0, st, &st->pend[i]);
-            rc = run(st, st->ins_slice, "INSERT INTO slice");
-        }
+    }
+    for (; rc == 0 && i < st->npend; i++) {
+        bind_row(st->ins_slice, 0, st, &st->pend[i]);
+        rc = run(st, st->ins_slice, "INSERT INTO slice");
     }
     st->npend = 0;
     st->arena_len = 0;
     return rc;
+}
+
+/* Whether full batches should wait in memory: a checkpoint is running and
+ * this transaction has not read yet, so that starting it later lets the
+ * WAL restart from its beginning. */
+static int defer_rows(const sp_store *st)
+{
+    return !st->txn_used && st->npend < DEFER_ROWS && st->arena_len < DEFER_BYTES &&
+           atomic_load_explicit(&st->ck.busy, memory_order_acquire);
+}
+
+/* Makes room in `pend` for one more row: grows it, or when memory is
+ * short inserts what waits. */
+static int room_for_row(sp_store *st)
+{
+    if (st->npend < st->pend_cap)
+        return 0;
+    int cap = st->pend_cap ? st->pend_cap * 2 : BATCH;
+    pending_row *p = realloc(st->pend, (size_t)cap * sizeof *p);
+    if (p) {
+        st->pend = p;
+        st->pend_cap = cap;
+        return 0;
+    }
+    if (st->npend)
+        return flush_rows(st);
+    return fail(st, "buffering a row (out of memory)", SQLITE_NOMEM);
 }
 
 static size_t arena_add(sp_store *st, const char *s, size_t n)
@@ -321,7 +563,7 @@ static size_t arena_add(sp_store *st, const char *s, size_t n)
 
 int sp_store_slice(sp_store *st, const sp_slice_row *row)
 {
-    if (st->failed)
+    if (st->failed || room_for_row(st) != 0)
         return -1;
     pending_row *p = &st->pend[st->npend];
     p->ts = row->timestamp;
@@ -335,7 +577,7 @@ int sp_store_slice(sp_store *st, const sp_slice_row *row)
     p->args_off = arena_add(st, row->args, row->args_len);
     if (p->name_off == (size_t)-1 || p->cat_off == (size_t)-1 || p->args_off == (size_t)-1)
         return fail(st, "buffering a row (out of memory)", SQLITE_NOMEM);
-    if (++st->npend == BATCH)
+    if (++st->npend % BATCH == 0 && !defer_rows(st))
         return flush_rows(st);
     return 0;
 }
@@ -396,6 +638,7 @@ int sp_store_check_file(sp_store *st)
         return 0;
     st->failed = 1;
     st->npend = 0;
+    st->arena_len = 0;
     sp_count(&sp_rec_count.write_errors, 1);
     sp_log(SP_LOG_ERROR,
            "raw store %s was deleted or replaced while recording; writing stops for this "
@@ -413,15 +656,17 @@ void sp_store_close(sp_store *st)
         return;
     if (!st->failed && st->in_txn)
         sp_store_commit(st);
-    /* The last connection closing checkpoints the WAL into the .db and
-     * removes it, so the file can be copied alone. */
+    /* The checkpointer's connection closes first (in close_all), so the
+     * writer's is the last one: closing it checkpoints the WAL into the .db
+     * and removes it, so the file can be copied alone. */
     close_all(st);
 }
 
 void sp_store_forget(sp_store *st)
 {
-    /* The connection belongs to the parent: closing it here could checkpoint
-     * or unlock under the parent's feet. Leak it, only close our fd. */
+    /* The connections belong to the parent: closing them here could
+     * checkpoint or unlock under the parent's feet, and the checkpointer
+     * thread does not exist here. Leak them, only close our fd. */
     if (st && st->fd >= 0)
         close(st->fd);
     free(st);

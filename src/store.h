@@ -52,4 +52,16 @@ void sp_store_close(sp_store *st);
 /* Fork child: forget the parent's connection without touching it. */
 void sp_store_forget(sp_store *st);
 
+/* Figures of the last store opened (benchmarks): background checkpoints
+ * done and failed, the longest one, the largest WAL seen at a commit (in
+ * 64 KiB pages: it stays small when the WAL restarts), the most rows held in
+ * memory while a checkpoint ran. */
+typedef struct sp_store_stats {
+    uint64_t checkpoints, checkpoint_failures;
+    int64_t checkpoint_longest_ns;
+    int max_wal_pages;
+    uint64_t max_deferred_rows;
+} sp_store_stats;
+void sp_store_last_stats(sp_store_stats *out);
+
 #endif /* SERVPROF_STORE_H */

@@ -90,10 +90,28 @@ static int w_open;                     /* runtime's thread only (open/close) */
 static _Atomic uint64_t rows_committed; /* this store */
 static uint64_t rows_in_txn;            /* writer thread */
 static _Atomic int64_t last_cpu_ns;     /* CPU time of the last writer thread */
+/* Figures of the current / last session (benchmarks): written by the writer,
+ * read by anyone (relaxed). */
+static _Atomic int64_t stat_longest_pass_ns, stat_longest_commit_ns;
+static _Atomic uint64_t stat_max_fill;
 
 int64_t sp_writer_last_cpu_ns(void)
 {
     return atomic_load_explicit(&last_cpu_ns, memory_order_relaxed);
+}
+
+void sp_writer_last_stats(sp_writer_stats *out)
+{
+    out->longest_pass_ns = atomic_load_explicit(&stat_longest_pass_ns, memory_order_relaxed);
+    out->longest_commit_ns = atomic_load_explicit(&stat_longest_commit_ns, memory_order_relaxed);
+    out->max_buffer_fill = atomic_load_explicit(&stat_max_fill, memory_order_relaxed);
+}
+
+/* Writer thread only writes these: a plain load and store is enough. */
+static void stat_max(_Atomic int64_t *a, int64_t v)
+{
+    if (v > atomic_load_explicit(a, memory_order_relaxed))
+        atomic_store_explicit(a, v, memory_order_relaxed);
 }
 
 uint64_t sp_writer_rows(void)
@@ -320,6 +338,8 @@ static size_t drain(writer *w, sp_tbuf *tb)
     uint64_t tail = atomic_load_explicit(&tb->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&tb->head, memory_order_acquire);
     uint64_t start = tail, released = tail;
+    if (head - tail > atomic_load_explicit(&stat_max_fill, memory_order_relaxed))
+        atomic_store_explicit(&stat_max_fill, head - tail, memory_order_relaxed);
     while (tail != head) {
         sp_rec_hdr h;
         sp_tb_read(tb, tail, &h, sizeof h);
@@ -421,6 +441,7 @@ static void commit(writer *w)
 {
     if (!sp_store_in_txn(w->st))
         return;
+    int64_t t0 = sp_now_monotonic_ns();
     if (sp_store_check_file(w->st) == 0 && sp_store_commit(w->st) == 0)
         atomic_fetch_add_explicit(&rows_committed, rows_in_txn, memory_order_relaxed);
     if (!sp_store_failed(w->st))
@@ -429,6 +450,7 @@ static void commit(writer *w)
         w->lost += rows_in_txn; /* rolled back */
     rows_in_txn = 0;
     w->txn_since = 0;
+    stat_max(&stat_longest_commit_ns, sp_now_monotonic_ns() - t0);
 }
 
 static size_t pass(writer *w)
@@ -546,9 +568,11 @@ static void *writer_main(void *arg)
         w->parked = 0;
         int stop = w->stop;
         pthread_mutex_unlock(&w->mu);
+        int64_t t0 = sp_now_monotonic_ns();
         size_t bytes = pass(w);
         write_side_rows(w);
         int64_t now = sp_now_monotonic_ns();
+        stat_max(&stat_longest_pass_ns, now - t0);
         /* 1 ms early: the wake-up below aims at the deadline, and a timer
          * that fires a little early must not cost one more pass. */
         if (w->txn_since && now - w->txn_since >= SP_WRITER_COMMIT_NS - 1000000)
@@ -680,6 +704,9 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
     for (int i = 0; i < 6; i++)
         w->counts_at_open[i] = counter_now(i);
     atomic_store_explicit(&rows_committed, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_longest_pass_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_longest_commit_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_max_fill, 0, memory_order_relaxed);
     rows_in_txn = 0;
     write_open_rows(w, s, c);
     if (sp_store_failed(st)) {

@@ -26,4 +26,13 @@ uint64_t sp_writer_rows(void);
 /* CPU time the last writer thread used, from its start to its end (bench). */
 int64_t sp_writer_last_cpu_ns(void);
 
+/* Stall figures of the current or last session (bench): the longest pass
+ * (drain of every buffer, rows into SQLite; a commit excluded), the longest
+ * commit, the most bytes found waiting in one thread buffer. */
+typedef struct sp_writer_stats {
+    int64_t longest_pass_ns, longest_commit_ns;
+    uint64_t max_buffer_fill;
+} sp_writer_stats;
+void sp_writer_last_stats(sp_writer_stats *out);
+
 #endif /* SERVPROF_WRITER_H */
