@@ -18,9 +18,12 @@
 
 typedef struct J { const char *p, *e; int err; } J;
 
+/* Most calls find no whitespace at all: one test settles them (every
+ * JSON whitespace byte is <= ' '). */
 static inline void ws(J *j)
 {
-    while (j->p < j->e && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
+    while (j->p < j->e && (unsigned char)*j->p <= ' ' &&
+           (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
         j->p++;
 }
 
@@ -229,6 +232,18 @@ static double numval(J *j)
             d = NAN;
         return d;
     }
+    if (j->p < j->e && *j->p >= '0' && *j->p <= '9') {
+        /* Fast path: a small non-negative integer (token counts, iters,
+         * types); exactly what num() gives for it. */
+        unsigned v = 0;
+        const char *q = j->p;
+        while (q < j->e && *q >= '0' && *q <= '9' && q - j->p < 9)
+            v = v * 10 + (unsigned)(*q++ - '0');
+        if (q >= j->e || !((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E')) {
+            j->p = q;
+            return (double)v;
+        }
+    }
     if (j->p < j->e && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))) {
         num(j, &d, NULL);
         return d;
@@ -256,6 +271,32 @@ static void idval(J *j, spp_str *out)
 
 #define KEY(lit) (k.n == (int)sizeof(lit) - 1 && !memcmp(k.p, lit, sizeof(lit) - 1))
 
+/* The members of a rid entry the reports use, quoted, in the order writers
+ * put them. A step's list repeats the same keys in the same order for
+ * every entry, so the next key is guessed and compared as a literal (a
+ * match is exactly the unescaped key); only a miss scans the string. */
+enum { EK_RID, EK_ITER, EK_TYPE, EK_SCHED, EK_PROMPT, EK_COMPUTED, EK_SPEC, EK_N };
+static const struct { const char *q; int n; } ekey[EK_N] = {
+    {"\"rid\"", 5}, {"\"iter\"", 6}, {"\"type\"", 6}, {"\"num_scheduled_tokens\"", 22},
+    {"\"num_prompt_tokens\"", 19}, {"\"num_computed_tokens\"", 21}, {"\"num_spec_output_tokens\"", 24},
+};
+
+/* The entry key at j->p: EK_* , EK_N for another key, -1 on error. */
+static int entry_key(J *j, int guess)
+{
+    if (guess < EK_N && j->e - j->p >= ekey[guess].n && !memcmp(j->p, ekey[guess].q, (size_t)ekey[guess].n)) {
+        j->p += ekey[guess].n;
+        return guess;
+    }
+    spp_str k;
+    if (!str(j, &k))
+        return -1;
+    for (int i = 0; i < EK_N; i++)
+        if (k.n == ekey[i].n - 2 && !memcmp(k.p, ekey[i].q + 1, (size_t)k.n))
+            return i;
+    return EK_N;
+}
+
 static void rid_entry(J *j, spp_args *a)
 {
     if (a->nrids == a->caprids) {
@@ -279,33 +320,27 @@ static void rid_entry(J *j, spp_args *a)
         j->p++;
         return;
     }
+    int guess = EK_RID;
     for (;;) {
-        spp_str k;
         ws(j);
-        if (!str(j, &k))
+        int key = entry_key(j, guess);
+        if (key < 0)
             return;
+        guess = key + 1;
         ws(j);
         if (j->p >= j->e || *j->p != ':')
             return (void)(j->err = 1);
         j->p++;
-        if (KEY("rid")) {
-            idval(j, &r->rid);
-        } else if (KEY("iter")) {
-            double d = numval(j);
-            r->iter = isnan(d) ? -1 : (int)d;
-        } else if (KEY("type")) {
-            double d = numval(j);
-            r->type = isnan(d) ? -1 : (int)d;
-        } else if (KEY("num_scheduled_tokens")) {
-            r->sched_tokens = numval(j);
-        } else if (KEY("num_prompt_tokens")) {
-            r->prompt_tokens = numval(j);
-        } else if (KEY("num_computed_tokens")) {
-            r->computed_tokens = numval(j);
-        } else if (KEY("num_spec_output_tokens")) {
-            r->spec_tokens = numval(j);
-        } else {
-            skip(j, 2);
+        double d;
+        switch (key) {
+        case EK_RID: idval(j, &r->rid); break;
+        case EK_ITER: d = numval(j); r->iter = isnan(d) ? -1 : (int)d; break;
+        case EK_TYPE: d = numval(j); r->type = isnan(d) ? -1 : (int)d; break;
+        case EK_SCHED: r->sched_tokens = numval(j); break;
+        case EK_PROMPT: r->prompt_tokens = numval(j); break;
+        case EK_COMPUTED: r->computed_tokens = numval(j); break;
+        case EK_SPEC: r->spec_tokens = numval(j); break;
+        default: skip(j, 2); break;
         }
         if (j->err)
             return;

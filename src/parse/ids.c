@@ -129,6 +129,7 @@ int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
 }
 
 const char *spp_ids_name(spp_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }
+int spp_ids_name_len(spp_ids *ids, int i) { return ids->nodes[i].len; }
 void *spp_ids_data(spp_ids *ids, int root) { return ids->nodes[root].data; }
 void spp_ids_set_data(spp_ids *ids, int root, void *d) { ids->nodes[root].data = d; }
 int spp_ids_count(spp_ids *ids) { return ids->n; }

@@ -7,6 +7,7 @@
  * (KV state after a step, the next forward) hold a few rows per process, so
  * memory stays bounded by what is in flight.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,16 +113,40 @@ static void push_root(spp_model *m, int root)
     m->roots[m->nroots++] = root;
 }
 
-/* Fills m->roots with the request roots the record names, in list order. */
+/* Fills m->roots with the request roots the record names, in list order.
+ * A long rid list whose decode came from the cache (decode_args) reuses
+ * the id nodes found the first time: interning 32 ids costs more than the
+ * rest of the record. */
 static void resolve(spp_model *m)
 {
     spp_args *a = &m->args;
     m->nroots = 0;
     if (a->rid_kind == 1) {
         push_root(m, spp_ids_root(m->ids, node_of(m, a->rid)));
-    } else if (a->rid_kind == 2) {
+        return;
+    }
+    if (a->rid_kind != 2)
+        return;
+    if (m->args_swapped && m->cache_nodes_valid) {
+        assert(m->ncache_nodes == a->nrids);
         for (int i = 0; i < a->nrids; i++)
-            push_root(m, spp_ids_root(m->ids, node_of(m, a->rids[i].rid)));
+            push_root(m, spp_ids_root(m->ids, m->cache_nodes[i]));
+        return;
+    }
+    int keep = m->args_swapped; /* `args` is the cached decode: remember its nodes */
+    if (keep && a->nrids > m->capcache_nodes) {
+        m->capcache_nodes = a->nrids * 2;
+        m->cache_nodes = realloc(m->cache_nodes, (size_t)m->capcache_nodes * sizeof *m->cache_nodes);
+    }
+    for (int i = 0; i < a->nrids; i++) {
+        int node = node_of(m, a->rids[i].rid);
+        if (keep)
+            m->cache_nodes[i] = node;
+        push_root(m, spp_ids_root(m->ids, node));
+    }
+    if (keep) {
+        m->ncache_nodes = a->nrids;
+        m->cache_nodes_valid = 1;
     }
 }
 
@@ -139,37 +164,63 @@ const char *spp_req_name(spp_model *m, int root)
     return spp_ids_name(m->ids, root);
 }
 
-static void scratch_put(spp_model *m, size_t *o, const char *s, size_t n)
+static void scratch_reserve(spp_model *m, size_t need)
 {
-    if (*o + n + 8 > m->scratch_cap) {
-        m->scratch_cap = (*o + n + 8) * 2;
+    if (need > m->scratch_cap) {
+        m->scratch_cap = need * 2;
         m->scratch = realloc(m->scratch, m->scratch_cap);
     }
-    memcpy(m->scratch + *o, s, n);
-    *o += n;
 }
 
+/* The res list as JSON text: `["id1","id2"]`, `"` and `\` escaped, control
+ * bytes dropped. The same step's list comes three times in a row (schedule,
+ * execution, forward), so the last text is kept and reused while the roots
+ * are the same (a root's name never changes). */
 const char *spp_res_list(spp_model *m, int *len)
 {
+    if (m->res_len >= 0 && m->nres_roots == m->nroots &&
+        !memcmp(m->res_roots, m->roots, (size_t)m->nroots * sizeof *m->roots)) {
+        *len = m->res_len;
+        return m->scratch;
+    }
     size_t o = 0;
-    scratch_put(m, &o, "[", 1);
+    scratch_reserve(m, 2 + 1);
+    m->scratch[o++] = '[';
     for (int i = 0; i < m->nroots; i++) {
         const char *n = spp_req_name(m, m->roots[i]);
+        int nl = spp_ids_name_len(m->ids, m->roots[i]);
+        scratch_reserve(m, o + (size_t)nl * 2 + 8); /* worst case: every byte escaped */
         if (i)
-            scratch_put(m, &o, ",", 1);
-        scratch_put(m, &o, "\"", 1);
-        for (const char *p = n; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                scratch_put(m, &o, "\\", 1);
-            if ((unsigned char)*p < 0x20)
-                continue;
-            scratch_put(m, &o, p, 1);
+            m->scratch[o++] = ',';
+        m->scratch[o++] = '"';
+        int plain = 1;
+        for (int j = 0; j < nl && plain; j++)
+            plain = n[j] != '"' && n[j] != '\\' && (unsigned char)n[j] >= 0x20;
+        if (plain) {
+            memcpy(m->scratch + o, n, (size_t)nl);
+            o += (size_t)nl;
+        } else {
+            for (int j = 0; j < nl && n[j]; j++) { /* an id holding an escaped NUL ends there */
+                if ((unsigned char)n[j] < 0x20)
+                    continue;
+                if (n[j] == '"' || n[j] == '\\')
+                    m->scratch[o++] = '\\';
+                m->scratch[o++] = n[j];
+            }
         }
-        scratch_put(m, &o, "\"", 1);
+        m->scratch[o++] = '"';
     }
-    scratch_put(m, &o, "]", 1);
+    m->scratch[o++] = ']';
     m->scratch[o] = 0;
     *len = (int)o;
+    if (m->nroots > m->capres_roots) {
+        m->capres_roots = m->nroots * 2;
+        m->res_roots = realloc(m->res_roots, (size_t)m->capres_roots * sizeof *m->res_roots);
+    }
+    if (m->nroots)
+        memcpy(m->res_roots, m->roots, (size_t)m->nroots * sizeof *m->roots);
+    m->nres_roots = m->nroots;
+    m->res_len = (int)o;
     return m->scratch;
 }
 
@@ -213,6 +264,7 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
     for (int i = 0; i < n; i++)
         m->st[i].first_ts = -1;
     m->ids = spp_ids_new();
+    m->res_len = -1;
     spp_args_init(&m->args);
     spp_args_init(&m->args_cache);
     if (spp_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
@@ -311,6 +363,7 @@ static void decode_args(spp_model *m, const spp_rec *r)
         m->args_text[r->args_len] = 0;
         m->args_text_len = r->args_len;
         spp_args_decode(&m->args_cache, m->args_text, r->args_len);
+        m->cache_nodes_valid = 0;
     }
     swap_args(m);
 }
@@ -400,6 +453,8 @@ void spp_model_close(spp_model *m)
     free(m->fwd_host_first);
     free(m->roots);
     free(m->scratch);
+    free(m->res_roots);
+    free(m->cache_nodes);
     if (m->args_swapped)
         swap_args(m);
     spp_args_free(&m->args);

@@ -55,6 +55,12 @@ typedef struct spp_model {
     char *args_text;
     int args_text_len, args_text_cap;
     int args_swapped;      /* `args` currently holds the cached decode */
+    /* Id nodes of the cached decode's rid entries (ids never move once
+     * interned), so a cache hit skips hashing the ids again; roots are
+     * still taken fresh (a Link may have joined sets since). */
+    int *cache_nodes;
+    int ncache_nodes, capcache_nodes;
+    int cache_nodes_valid;
     spp_out out;
     int64_t origin_ns;     /* earliest record: timeline ts 0, relative columns */
     int64_t now_ns;        /* timestamp of the record being handled */
@@ -65,6 +71,10 @@ typedef struct spp_model {
     int nroots, caproots;
     char *scratch;         /* scratch text (res lists) */
     size_t scratch_cap;
+    /* spp_res_list's last answer: valid while the roots are the same. */
+    int *res_roots;
+    int nres_roots, capres_roots;
+    int res_len;           /* -1: nothing cached */
     /* reports */
     spp_table t_request, t_batch, t_forward, t_kvcache, t_reqstatus;
     spp_table *t_spans;    /* span_info/NAME.csv, one per name */

@@ -191,6 +191,7 @@ int spp_ids_root(spp_ids *ids, int node);
  * (to's), and in *absorbed the root that disappeared (-1 if none). */
 int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed);
 const char *spp_ids_name(spp_ids *ids, int node);
+int spp_ids_name_len(spp_ids *ids, int node);
 void *spp_ids_data(spp_ids *ids, int root);
 void spp_ids_set_data(spp_ids *ids, int root, void *data);
 int spp_ids_count(spp_ids *ids);

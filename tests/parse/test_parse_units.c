@@ -39,6 +39,33 @@ static void test_args(void)
     CHECK(a.rids[1].rid.n == 1 && a.rids[1].rid.p[0] == '7'); /* numeric ids keep their digits */
     CHECK_INT(a.rids[1].iter, 3);
 
+    /* Entry keys in another order, unknown members between them, an escaped
+     * key (raw text compared: not "iter"), and numbers the integer fast
+     * path must hand over to the full parser. */
+    decode(&a, "{\"rid\":[{\"type\":1,\"x\":[1,{\"iter\":9}],\"rid\":\"b\",\"num_prompt_tokens\":1234567890123,"
+               "\"iter\":2,\"num_scheduled_tokens\":2.5},{\"it\\u0065r\":5,\"num_spec_output_tokens\":1e2,"
+               "\"num_computed_tokens\":\"7\",\"rid\":\"c\",\"num_scheduled_tokens\":-3},"
+               "{\"iter\":4,\"rid\":\"d\",\"num_scheduled_tokens\":0012}]}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.nrids, 3);
+    CHECK(a.rids[0].rid.n == 1 && a.rids[0].rid.p[0] == 'b');
+    CHECK_INT(a.rids[0].type, 1);
+    CHECK_INT(a.rids[0].iter, 2);
+    CHECK(a.rids[0].prompt_tokens == 1234567890123.0);
+    CHECK(a.rids[0].sched_tokens == 2.5);
+    CHECK(a.rids[1].rid.n == 1 && a.rids[1].rid.p[0] == 'c');
+    CHECK_INT(a.rids[1].iter, -1);
+    CHECK(a.rids[1].spec_tokens == 100);
+    CHECK(a.rids[1].computed_tokens == 7);
+    CHECK(a.rids[1].sched_tokens == -3);
+    CHECK(a.rids[2].rid.n == 1 && a.rids[2].rid.p[0] == 'd');
+    CHECK_INT(a.rids[2].iter, 4);
+    CHECK(a.rids[2].sched_tokens == 12);
+    CHECK(isnan(a.rids[2].prompt_tokens));
+    decode(&a, "{\"rid\":[{\"rid\":\"e\",\"iter\":12345678901}],\"QueueSize=\":42}");
+    CHECK_INT(a.nrids, 1);
+    CHECK(a.queue_size == 42);
+
     /* numbers written as strings by older writers; decimals exact */
     decode(&a, "{\"TotalBlocks=\":\"100\",\"UsagePercent=\":0.1,\"hitCache\":-0.25}");
     CHECK(a.total == 100);
