@@ -26,6 +26,9 @@
 
 #include "parse.h"
 
+/* profiler.db while it is built (renamed when complete). */
+#define DB_PARTIAL "profiler.db.partial"
+
 /* Rows per multi-row INSERT into profiler.db. */
 #define DB_ROWS 32
 
@@ -58,8 +61,14 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
     }
     if (db) {
         char path[4096];
+        /* A fresh database per run: stale rows would mix runs. It is built
+         * as profiler.db.partial and renamed at the end, so an interrupted
+         * run leaves no profiler.db that looks complete (without a journal
+         * the partial file may not even open). */
         snprintf(path, sizeof path, "%s/profiler.db", dir);
-        unlink(path); /* a fresh database per run: stale rows would mix runs */
+        unlink(path);
+        snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
+        unlink(path);
         if (sqlite3_open_v2(path, &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                             NULL) != SQLITE_OK) {
             spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written",
@@ -320,12 +329,23 @@ void spp_table_close(spp_out *o, spp_table *t)
 int spp_out_close(spp_out *o)
 {
     if (o->db_conn) {
-        if (sqlite3_exec(o->db_conn, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-            spp_log(SPP_ERROR, "profiler.db: commit failed: %s", sqlite3_errmsg(o->db_conn));
+        char partial[4096], path[4096];
+        snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
+        snprintf(path, sizeof path, "%s/profiler.db", o->dir);
+        int ok = sqlite3_exec(o->db_conn, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+        if (!ok)
+            spp_log(SPP_ERROR, "profiler.db: commit failed: %s; %s removed, profiler.db is not written",
+                    sqlite3_errmsg(o->db_conn), partial);
+        sqlite3_close_v2(o->db_conn); /* committed: the file is complete */
+        o->db_conn = NULL;
+        if (ok && rename(partial, path) != 0) {
+            spp_log(SPP_ERROR, "profiler.db: cannot rename %s to %s: %s", partial, path, strerror(errno));
+            ok = 0;
+        }
+        if (!ok) {
+            unlink(partial);
             o->failed = 1;
         }
-        sqlite3_close(o->db_conn);
-        o->db_conn = NULL;
     }
     return o->failed ? -1 : 0;
 }

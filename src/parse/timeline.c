@@ -13,12 +13,20 @@
  * Spans are "X", events "i", counters "C", request flows
  * "s"/"t"/"f" with bp "e". Metadata ("M") events may come anywhere in the
  * array, so they are written when a lane appears and at the close.
+ *
+ * profiler.db's `slice` is a VIEW with the columns of parsing.md over
+ * `slice_data` (one row per record) and `slice_args` (long args texts):
+ * a scheduler step's 3.7 KB rid list is carried byte-identical by its
+ * schedule, execution and forward spans, so a long text equal to the
+ * previous long one is stored once and referenced by id (2/3 of the bytes
+ * of the old table). Short texts stay inline (a second row costs more than
+ * it saves); end_time is computed by the view.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio_ext.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "timeline.h"
 
@@ -33,9 +41,75 @@ typedef struct sublane { int id; int64_t *ends; int n, cap; } sublane;
  * would overlap without nesting goes to the next sub-lane ("... #2"). */
 typedef struct lane { int store; long long tid; char *cat; int id; char *name; sublane *subs; int nsub; } lane;
 
+/* The trace's output buffer: appends are inlined memcpys, the file gets
+ * one write() per SPP_OUT_BUF bytes. (stdio cost a call per fputs/fwrite
+ * plus its own checks: ~5% of a json-only parse.) */
+typedef struct wout {
+    int fd;
+    int err;             /* errno of the first failed write, 0 if none */
+    size_t n;            /* bytes in b */
+    char b[];            /* SPP_OUT_BUF bytes */
+} wout;
+
+static void w_flush(wout *f)
+{
+    const char *p = f->b;
+    size_t n = f->n;
+    while (n && !f->err) {
+        ssize_t k = write(f->fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            f->err = k < 0 ? errno : EIO;
+            break;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    f->n = 0;
+}
+
+static inline void w_put(wout *f, const char *p, size_t n)
+{
+    while (n > SPP_OUT_BUF - f->n) {
+        size_t k = SPP_OUT_BUF - f->n;
+        memcpy(f->b + f->n, p, k);
+        f->n += k;
+        p += k;
+        n -= k;
+        w_flush(f);
+    }
+    memcpy(f->b + f->n, p, n);
+    f->n += n;
+}
+
+static inline void w_c(wout *f, int c)
+{
+    if (f->n == SPP_OUT_BUF)
+        w_flush(f);
+    f->b[f->n++] = (char)c;
+}
+
+#define W_LIT(f, lit) w_put((f), (lit), sizeof(lit) - 1)
+
+static inline void w_str(wout *f, const char *s) { w_put(f, s, strlen(s)); }
+
+static void w_int(wout *f, long long v)
+{
+    char buf[24];
+    int i = 24;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        buf[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[--i] = '-';
+    w_put(f, buf + i, (size_t)(24 - i));
+}
+
 struct spp_timeline {
-    FILE *f;
-    char *fbuf;          /* f's stdio buffer, freed after fclose */
+    wout *f;             /* chrome_tracing.json; NULL when not written */
     char *path;
     int64_t origin;
     int first;           /* no event written yet (no comma) */
@@ -46,17 +120,32 @@ struct spp_timeline {
     int next_lane_id;
     long long next_flow;
     spp_out *o;
-    spp_table t_process, t_thread, t_slice, t_counter, t_flow;
+    spp_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
     long long events;
+    /* The last long args text stored in slice_args and its id: the next
+     * long text equal to it is referenced instead of stored again. */
+    char *last_args;
+    int last_args_len, last_args_cap;
+    long long last_args_id;
 };
 
 static const spp_col c_process[] = {{"pid", "INTEGER"}, {"process_name", "TEXT"}, {"label", "TEXT"},
                                     {"hostname", "TEXT"}, {"prof_id", "TEXT"}, {"dp_rank", "INTEGER"}};
 static const spp_col c_thread[] = {{"pid", "INTEGER"}, {"tid", "INTEGER"}, {"thread_name", "TEXT"},
                                    {"domain", "TEXT"}, {"os_tid", "INTEGER"}};
-static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGER"}, {"end_time", "INTEGER"},
-                                  {"name", "TEXT"}, {"cat", "TEXT"}, {"args", "TEXT"}, {"pid", "INTEGER"},
-                                  {"tid", "INTEGER"}};
+static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGER"}, {"name", "TEXT"},
+                                  {"cat", "TEXT"}, {"args", "TEXT"}, {"args_id", "INTEGER"},
+                                  {"pid", "INTEGER"}, {"tid", "INTEGER"}};
+static const spp_col c_args[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
+/* The columns of parsing.md's `slice`, in its order. */
+static const char slice_view[] =
+    "CREATE VIEW slice AS SELECT d.timestamp AS timestamp, d.duration AS duration, "
+    "d.timestamp + d.duration AS end_time, d.name AS name, d.cat AS cat, "
+    "CASE WHEN d.args_id IS NULL THEN d.args ELSE (SELECT a.args FROM slice_args a WHERE a.id = d.args_id) END "
+    "AS args, d.pid AS pid, d.tid AS tid FROM slice_data d";
+/* Args texts at least this long go to slice_args (a step's rid list is
+ * kilobytes; events' args are tens of bytes). */
+#define LONG_ARGS 512
 static const spp_col c_counter[] = {{"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
                                     {"series", "TEXT"}, {"value", "REAL"}};
 static const spp_col c_flow[] = {{"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
@@ -78,24 +167,29 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        t->f = fopen(t->path, "w");
-        if (!t->f) {
+        int fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
             spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;
         } else {
-            /* glibc ignores the size when setvbuf gets no buffer (4 KiB writes:
-             * 53k write() calls per 216 MB, measured). */
-            t->fbuf = malloc(SPP_OUT_BUF);
-            setvbuf(t->f, t->fbuf, _IOFBF, SPP_OUT_BUF);
-            __fsetlocking(t->f, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
-            fprintf(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"%" PRId64
-                          "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
-                          "\"traceEvents\":[\n", origin);
+            t->f = malloc(sizeof *t->f + SPP_OUT_BUF);
+            t->f->fd = fd;
+            t->f->err = 0;
+            t->f->n = 0;
+            W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
+            w_int(t->f, origin);
+            W_LIT(t->f, "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
+                        "\"traceEvents\":[\n");
         }
     }
     spp_table_init(o, &t->t_process, NULL, "process", c_process, NCOLS(c_process), NULL);
     spp_table_init(o, &t->t_thread, NULL, "thread", c_thread, NCOLS(c_thread), NULL);
-    spp_table_init(o, &t->t_slice, NULL, "slice", c_slice, NCOLS(c_slice), NULL);
+    spp_table_init(o, &t->t_slice, NULL, "slice_data", c_slice, NCOLS(c_slice), NULL);
+    spp_table_init(o, &t->t_args, NULL, "slice_args", c_args, NCOLS(c_args), NULL);
+    if (t->t_slice.ins && t->t_args.ins && sqlite3_exec(o->db_conn, slice_view, NULL, NULL, NULL) != SQLITE_OK) {
+        spp_log(SPP_ERROR, "profiler.db: cannot create view slice: %s", sqlite3_errmsg(o->db_conn));
+        o->failed = 1;
+    }
     spp_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
     spp_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
     return t;
@@ -103,9 +197,9 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
 
 /* A JSON string: quotes, backslashes and control bytes escaped, invalid
  * UTF-8 replaced by U+FFFD so that the file always loads. */
-static void json_str(FILE *f, const char *s, int n)
+static void json_str(wout *f, const char *s, int n)
 {
-    putc_unlocked('"', f);
+    w_c(f, '"');
     const char *run = s;
     for (int i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
@@ -120,39 +214,40 @@ static void json_str(FILE *f, const char *s, int n)
                 continue;
             }
         }
-        fwrite_unlocked(run, 1, (size_t)(s + i - run), f);
+        w_put(f, run, (size_t)(s + i - run));
         if (c == '"' || c == '\\') {
-            putc_unlocked('\\', f);
-            putc_unlocked((int)c, f);
+            w_c(f, '\\');
+            w_c(f, (int)c);
         } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
+            char u[6] = {'\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
+            w_put(f, u, 6);
         } else {
-            fputs_unlocked("\\ufffd", f);
+            W_LIT(f, "\\ufffd");
         }
         i++;
         run = s + i;
     }
-    fwrite_unlocked(run, 1, (size_t)(s + n - run), f);
-    putc_unlocked('"', f);
+    w_put(f, run, (size_t)(s + n - run));
+    w_c(f, '"');
 }
 
 /* Microseconds since the origin, exactly, from integer nanoseconds. */
-static void put_ts(FILE *f, int64_t ns)
+static void put_ts(wout *f, int64_t ns)
 {
     if (ns < 0) {
-        putc_unlocked('-', f);
+        w_c(f, '-');
         ns = -ns;
     }
-    spp_put_int(f, ns / 1000);
+    w_int(f, ns / 1000);
     int r = (int)(ns % 1000);
     char frac[4] = {'.', (char)('0' + r / 100), (char)('0' + r / 10 % 10), (char)('0' + r % 10)};
-    fwrite_unlocked(frac, 1, 4, f);
+    w_put(f, frac, 4);
 }
 
 static void begin(spp_timeline *t)
 {
     if (!t->first)
-        fputs_unlocked(",\n", t->f);
+        W_LIT(t->f, ",\n");
     t->first = 0;
     t->events++;
 }
@@ -163,12 +258,20 @@ static void meta(spp_timeline *t, const char *what, int pid, int tid, const char
     if (!t->f)
         return;
     begin(t);
-    fprintf(t->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"args\":{\"%s\":", what, pid, tid, key);
+    W_LIT(t->f, "{\"ph\":\"M\",\"name\":\"");
+    w_str(t->f, what);
+    W_LIT(t->f, "\",\"pid\":");
+    w_int(t->f, pid);
+    W_LIT(t->f, ",\"tid\":");
+    w_int(t->f, tid);
+    W_LIT(t->f, ",\"args\":{\"");
+    w_str(t->f, key);
+    W_LIT(t->f, "\":");
     if (val)
         json_str(t->f, val, (int)strlen(val));
     else
-        fprintf(t->f, "%lld", ival);
-    fputs_unlocked("}}", t->f);
+        w_int(t->f, ival);
+    W_LIT(t->f, "}}");
 }
 
 static unsigned lane_hash(int store, long long tid, const char *cat)
@@ -276,53 +379,85 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
     return sl->id;
 }
 
+/* The id in slice_args of a long args text: the previous one's when equal,
+ * else a new row. */
+static long long long_args_id(spp_timeline *t, const char *text, int len)
+{
+    if (t->last_args_id && len == t->last_args_len && memcmp(text, t->last_args, (size_t)len) == 0)
+        return t->last_args_id;
+    if (len > t->last_args_cap) {
+        t->last_args_cap = len * 2;
+        free(t->last_args);
+        t->last_args = malloc((size_t)t->last_args_cap);
+    }
+    memcpy(t->last_args, text, (size_t)len);
+    t->last_args_len = len;
+    t->last_args_id++;
+    spp_val v[2] = {spp_v_int(t->last_args_id), spp_v_text(text, len)};
+    spp_table_row(t->o, &t->t_args, v);
+    return t->last_args_id;
+}
+
+static void slice_row(spp_timeline *t, const spp_rec *r, int pid, int lane_id)
+{
+    spp_val args = spp_v_text(r->args, r->args_len), args_id = spp_v_null();
+    if (r->args_len >= LONG_ARGS && t->t_args.ins) {
+        args_id = spp_v_int(long_args_id(t, r->args, r->args_len));
+        args = spp_v_null();
+    }
+    spp_val v[8] = {spp_v_int(r->ts), spp_v_int(r->dur), spp_v_text(r->name, -1), spp_v_text(r->cat, -1),
+                    args, args_id, spp_v_int(pid), spp_v_int(lane_id)};
+    spp_table_row(t->o, &t->t_slice, v);
+}
+
 void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
 {
     if (!t)
         return;
     int pid = spp_timeline_pid(r->store);
     if (t->f) {
-        FILE *f = t->f;
+        wout *f = t->f;
         begin(t);
-        fputs_unlocked(r->dur > 0 ? "{\"ph\":\"X\",\"name\":" : "{\"ph\":\"i\",\"s\":\"t\",\"name\":", f);
+        if (r->dur > 0)
+            W_LIT(f, "{\"ph\":\"X\",\"name\":");
+        else
+            W_LIT(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
         json_str(f, r->name, (int)strlen(r->name));
-        fputs_unlocked(",\"cat\":", f);
+        W_LIT(f, ",\"cat\":");
         json_str(f, r->cat, (int)strlen(r->cat));
-        fputs_unlocked(",\"pid\":", f);
-        spp_put_int(f, pid);
-        fputs_unlocked(",\"tid\":", f);
-        spp_put_int(f, lane_id);
-        fputs_unlocked(",\"ts\":", f);
+        W_LIT(f, ",\"pid\":");
+        w_int(f, pid);
+        W_LIT(f, ",\"tid\":");
+        w_int(f, lane_id);
+        W_LIT(f, ",\"ts\":");
         put_ts(f, r->ts - t->origin);
         if (r->dur > 0) {
-            fputs_unlocked(",\"dur\":", f);
+            W_LIT(f, ",\"dur\":");
             put_ts(f, r->dur);
         }
-        fputs_unlocked(",\"args\":", f);
+        W_LIT(f, ",\"args\":");
         if (a->valid) {
-            fwrite_unlocked(r->args, 1, (size_t)r->args_len, f);
+            w_put(f, r->args, (size_t)r->args_len);
         } else {
             /* Not JSON (an old writer that did not escape): kept as text. */
-            fputs_unlocked("{\"raw\":", f);
+            W_LIT(f, "{\"raw\":");
             json_str(f, r->args, r->args_len);
-            putc_unlocked('}', f);
+            w_c(f, '}');
         }
-        putc_unlocked('}', f);
+        w_c(f, '}');
     }
-    if (t->t_slice.ins) {
-        spp_val v[8] = {spp_v_int(r->ts), spp_v_int(r->dur), spp_v_int(r->ts + r->dur),
-                        spp_v_text(r->name, -1), spp_v_text(r->cat, -1), spp_v_text(r->args, r->args_len),
-                        spp_v_int(pid), spp_v_int(lane_id)};
-        spp_table_row(t->o, &t->t_slice, v);
-    }
+    if (t->t_slice.ins)
+        slice_row(t, r, pid, lane_id);
 }
 
-static void put_num(FILE *f, double d)
+static void put_num(wout *f, double d)
 {
     if (d == floor(d) && fabs(d) < 1e15)
-        fprintf(f, "%.0f", d);
-    else
-        fprintf(f, "%.6g", d);
+        w_int(f, (long long)d); /* "%.0f" of an integral double below 1e15 */
+    else {
+        char b[32];
+        w_put(f, b, (size_t)snprintf(b, sizeof b, "%.6g", d));
+    }
 }
 
 void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts,
@@ -336,24 +471,26 @@ void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts
     if (!any)
         return;
     if (t->f) {
-        FILE *f = t->f;
+        wout *f = t->f;
         begin(t);
-        fputs_unlocked("{\"ph\":\"C\",\"name\":", f);
+        W_LIT(f, "{\"ph\":\"C\",\"name\":");
         json_str(f, name, (int)strlen(name));
-        fprintf(f, ",\"pid\":%d,\"ts\":", pid);
+        W_LIT(f, ",\"pid\":");
+        w_int(f, pid);
+        W_LIT(f, ",\"ts\":");
         put_ts(f, ts - t->origin);
-        fputs_unlocked(",\"args\":{", f);
+        W_LIT(f, ",\"args\":{");
         int k = 0;
         for (int i = 0; i < n; i++) {
             if (isnan(vals[i]))
                 continue;
             if (k++)
-                putc_unlocked(',', f);
+                w_c(f, ',');
             json_str(f, series[i], (int)strlen(series[i]));
-            putc_unlocked(':', f);
+            w_c(f, ':');
             put_num(f, vals[i]);
         }
-        fputs_unlocked("}}", f);
+        W_LIT(f, "}}");
     }
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
@@ -369,22 +506,22 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
 {
     if (t->f) {
         begin(t);
-        FILE *f = t->f;
-        fputs_unlocked("{\"ph\":\"", f);
-        putc_unlocked(ph, f);
-        fputs_unlocked("\",\"id\":", f);
-        spp_put_int(f, id);
-        fputs_unlocked(",\"name\":\"", f);
-        fputs_unlocked(name, f);
-        fputs_unlocked("\",\"cat\":\"", f);
-        fputs_unlocked(cat, f);
-        fputs_unlocked("\",\"pid\":", f);
-        spp_put_int(f, pid);
-        fputs_unlocked(",\"tid\":", f);
-        spp_put_int(f, tid);
-        fputs_unlocked(",\"ts\":", f);
+        wout *f = t->f;
+        W_LIT(f, "{\"ph\":\"");
+        w_c(f, ph);
+        W_LIT(f, "\",\"id\":");
+        w_int(f, id);
+        W_LIT(f, ",\"name\":\"");
+        w_str(f, name);
+        W_LIT(f, "\",\"cat\":\"");
+        w_str(f, cat);
+        W_LIT(f, "\",\"pid\":");
+        w_int(f, pid);
+        W_LIT(f, ",\"tid\":");
+        w_int(f, tid);
+        W_LIT(f, ",\"ts\":");
         put_ts(t->f, ts - t->origin);
-        fputs_unlocked(",\"bp\":\"e\"}", t->f);
+        W_LIT(t->f, ",\"bp\":\"e\"}");
     }
     char type[2] = {ph, 0};
     spp_val v[7] = {spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(pid),
@@ -470,15 +607,19 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
             if (!t->f)
                 continue;
             begin(t);
-            fputs_unlocked("{\"ph\":\"X\",\"name\":", t->f);
+            W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
             json_str(t->f, kn ? kn : "", kn ? (int)strlen(kn) : 0);
-            fputs_unlocked(",\"cat\":", t->f);
+            W_LIT(t->f, ",\"cat\":");
             json_str(t->f, type ? type : "KERNEL", type ? (int)strlen(type) : 6);
-            fprintf(t->f, ",\"pid\":%d,\"tid\":%lld,\"ts\":", pid, stream);
+            W_LIT(t->f, ",\"pid\":");
+            w_int(t->f, pid);
+            W_LIT(t->f, ",\"tid\":");
+            w_int(t->f, stream);
+            W_LIT(t->f, ",\"ts\":");
             put_ts(t->f, s0 - t->origin);
-            fputs_unlocked(",\"dur\":", t->f);
+            W_LIT(t->f, ",\"dur\":");
             put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            fputs_unlocked(",\"args\":{}}", t->f);
+            W_LIT(t->f, ",\"args\":{}}");
         }
         sqlite3_finalize(st);
     }
@@ -492,14 +633,17 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
             const char *an = (const char *)sqlite3_column_text(st, 0);
             int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
             begin(t);
-            fputs_unlocked("{\"ph\":\"X\",\"name\":", t->f);
+            W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
             json_str(t->f, an ? an : "", an ? (int)strlen(an) : 0);
-            fprintf(t->f, ",\"cat\":\"api\",\"pid\":%d,\"tid\":%lld,\"ts\":", api_pid,
-                    (long long)sqlite3_column_int64(st, 3));
+            W_LIT(t->f, ",\"cat\":\"api\",\"pid\":");
+            w_int(t->f, api_pid);
+            W_LIT(t->f, ",\"tid\":");
+            w_int(t->f, sqlite3_column_int64(st, 3));
+            W_LIT(t->f, ",\"ts\":");
             put_ts(t->f, s0 - t->origin);
-            fputs_unlocked(",\"dur\":", t->f);
+            W_LIT(t->f, ",\"dur\":");
             put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            fputs_unlocked(",\"args\":{}}", t->f);
+            W_LIT(t->f, ",\"args\":{}}");
         }
         sqlite3_finalize(st);
     }
@@ -543,18 +687,21 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
     }
     int rc = 0;
     if (t->f) {
-        fputs_unlocked("\n]}\n", t->f);
-        if (fclose(t->f) != 0) {
-            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(errno));
+        W_LIT(t->f, "\n]}\n");
+        w_flush(t->f);
+        if (close(t->f->fd) != 0 && !t->f->err)
+            t->f->err = errno;
+        if (t->f->err) {
+            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(t->f->err));
             rc = -1;
         }
+        free(t->f);
         t->f = NULL;
     }
-    free(t->fbuf);
-    t->fbuf = NULL;
     spp_table_close(t->o, &t->t_process);
     spp_table_close(t->o, &t->t_thread);
     spp_table_close(t->o, &t->t_slice);
+    spp_table_close(t->o, &t->t_args);
     spp_table_close(t->o, &t->t_counter);
     spp_table_close(t->o, &t->t_flow);
     for (int i = 0; i < t->nlanes; i++) {
@@ -565,6 +712,7 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
         free(t->lanes[i].cat);
     }
     free(t->lanes);
+    free(t->last_args);
     free(t->lane_hash);
     free(t->path);
     free(t);

@@ -196,10 +196,11 @@ class Inputs(unittest.TestCase):
         try:
             # 80 request events + 12 spans: two full INSERTs of 32 and a remainder of 28
             self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 92)
-            names = [r[0] for r in db.execute("SELECT name FROM slice WHERE name != 'httpReq' AND"
+            # insertion order: slice is a view (no rowid), slice_data its rows
+            names = [r[0] for r in db.execute("SELECT name FROM slice_data WHERE name != 'httpReq' AND"
                                               " name != 'httpRes' ORDER BY rowid")]
             self.assertEqual(names, ["batchFrameworkProcessing", "modelExec", "forward"] * 4)
-            ts = [r[0] for r in db.execute("SELECT timestamp FROM slice ORDER BY rowid")]
+            ts = [r[0] for r in db.execute("SELECT timestamp FROM slice_data ORDER BY rowid")]
             self.assertEqual(ts, sorted(ts))
             self.assertEqual(db.execute("SELECT count(*) FROM batch").fetchone()[0], 8)
             self.assertEqual(db.execute("SELECT count(*) FROM request").fetchone()[0], 40)
