@@ -270,6 +270,23 @@ SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name,
                                    int64_t start_ns, int64_t end_ns);
 
 /* ------------------------------------------------------------------ */
+/* Lengths known at compile time (internal to the wrappers below)       */
+/* ------------------------------------------------------------------ */
+
+/* The same calls with the lengths of key / value / name passed in (or
+ * SERVPROF__NOLEN when not known): a string literal's length is folded by
+ * the compiler, which saves the hot path a strlen per string. Call the
+ * documented names; these may change. */
+#define SERVPROF__NOLEN ((size_t)-1)
+SERVPROF_API void servprof__attr_str_k(servprof_rec *r, const char *key, size_t key_len,
+                                       const char *val, size_t val_len);
+SERVPROF_API void servprof__attr_int_k(servprof_rec *r, const char *key, size_t key_len,
+                                       int64_t val);
+SERVPROF_API void servprof__event_k(servprof_rec *r, const char *name, size_t name_len);
+SERVPROF_API servprof_span servprof__span_begin_k(servprof_rec *r, const char *name,
+                                                  size_t name_len);
+
+/* ------------------------------------------------------------------ */
 /* Counters                                                             */
 /* ------------------------------------------------------------------ */
 

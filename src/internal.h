@@ -53,7 +53,7 @@ void sp_log_reset(void);
 #define SP_MAX_DOMAINS 32
 #define SP_DOMAIN_LEN 64
 #define SP_FILTER_LEN 1024
-#define SP_DEFAULT_BUFFER_KB 2048
+#define SP_DEFAULT_BUFFER_KB 4096
 
 typedef struct sp_config {
     int enable;                     /* 0 / 1 */

@@ -31,6 +31,8 @@
 
 #include <stdint.h>
 
+#include "clock.h"
+
 enum sp_rec_kind {
     SP_REC_EVENT = 1,      /* instant event: args "type": 0 */
     SP_REC_SPAN_BEGIN = 2, /* first half of a span: "type": 2 */
@@ -59,13 +61,29 @@ enum sp_attr_tag {
 typedef struct sp_rec_hdr {
     uint32_t len;   /* whole record in bytes, header included */
     uint8_t kind;   /* enum sp_rec_kind */
-    uint8_t pad[3];
+    uint8_t flags;  /* SP_HDR_*: how ts and ts2 are to be read */
+    uint8_t pad[2];
     uint32_t epoch; /* session the record was begun in (sp_rec_epoch) */
     uint32_t pad2;
-    int64_t ts;     /* realtime ns: event time, span begin or end */
-    int64_t ts2;    /* SPAN_AT: end time; otherwise 0 */
+    int64_t ts;     /* realtime ns (SP_HDR_TICKS: TSC ticks): event time, span begin or end */
+    int64_t ts2;    /* SPAN_AT: end time (always realtime ns: the caller's); otherwise 0 */
     uint64_t span;  /* SPAN_*: span id; otherwise 0 */
 } sp_rec_hdr;
+
+/* Header flags. */
+enum {
+    SP_HDR_TICKS = 1, /* ts holds sp_clock_raw() ticks, not ns: see clock.h */
+};
+
+/* Writer: turns the header's times into realtime ns, in place (call it once
+ * per record, before ts or ts2 is used). */
+static inline void sp_rec_hdr_times(sp_rec_hdr *h)
+{
+    if (h->flags & SP_HDR_TICKS) {
+        h->ts = sp_clock_ticks_to_ns(h->ts);
+        h->flags &= (uint8_t)~SP_HDR_TICKS;
+    }
+}
 
 /* Containers nested deeper than this are ignored (counted as bad input);
  * their members land in the enclosing container. */

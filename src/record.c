@@ -36,6 +36,10 @@
 #include "rec_state.h"
 #include "tbuf.h"
 
+/* publish() patches len, kind and flags as 6 bytes when the header wraps. */
+_Static_assert(offsetof(sp_rec_hdr, kind) == 4 && offsetof(sp_rec_hdr, flags) == 5,
+               "sp_rec_hdr layout");
+
 _Atomic(const sp_domain_filter *) sp__domain_filter;
 sp_rec_counters sp_rec_count;
 _Atomic uint32_t sp_rec_epoch;
@@ -46,13 +50,6 @@ _Atomic uint32_t sp_rec_epoch;
 /* Small helpers                                                        */
 /* ------------------------------------------------------------------ */
 
-static inline int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline void bump(_Atomic uint64_t *c)
 {
     /* Single writer (the owning thread): a plain load/store pair, no lock
@@ -61,52 +58,85 @@ static inline void bump(_Atomic uint64_t *c)
                           memory_order_relaxed);
 }
 
-static void bad_input(void)
+static __attribute__((noinline, cold)) void bad_input(void)
 {
     sp_count(&sp_rec_count.bad_input, 1);
 }
 
+/* An over-long string cut at SERVPROF_MAX_STRING on a UTF-8 character
+ * boundary (counted). Out of line: rare. */
+static __attribute__((noinline, cold)) size_t cut_long(const char *s)
+{
+    size_t n = SERVPROF_MAX_STRING;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--; /* do not split a multi-byte character */
+    sp_count(&sp_rec_count.truncated, 1);
+    return n;
+}
+
+static __attribute__((noinline, cold)) size_t null_str(const char **s)
+{
+    bad_input();
+    *s = "";
+    return 0;
+}
+
 /* Length of s to copy: NULL counts as bad input and reads as "", over-long
- * strings are cut at SERVPROF_MAX_STRING on a UTF-8 character boundary. */
+ * strings are cut at SERVPROF_MAX_STRING on a UTF-8 character boundary.
+ * `known` is the length when the caller already knows it (a literal's,
+ * folded at compile time by servprof.h's wrappers), else SIZE_MAX. */
+static inline size_t str_len_k(const char **s, size_t known)
+{
+    if (__builtin_expect(!*s, 0))
+        return null_str(s);
+    size_t n = known != SIZE_MAX ? known : strnlen(*s, SERVPROF_MAX_STRING + 1);
+    if (__builtin_expect(n > SERVPROF_MAX_STRING, 0))
+        n = cut_long(*s);
+    return n;
+}
+
 static inline size_t str_len(const char **s)
 {
-    if (__builtin_expect(!*s, 0)) {
-        bad_input();
-        *s = "";
-        return 0;
-    }
-    size_t n = strnlen(*s, SERVPROF_MAX_STRING + 1);
-    if (__builtin_expect(n > SERVPROF_MAX_STRING, 0)) {
-        n = SERVPROF_MAX_STRING;
-        while (n > 0 && ((unsigned char)(*s)[n] & 0xC0) == 0x80)
-            n--; /* do not split a multi-byte character */
-        sp_count(&sp_rec_count.truncated, 1);
-    }
-    return n;
+    return str_len_k(s, SIZE_MAX);
 }
 
 static inline size_t cut_len(const char *s, size_t n)
 {
-    if (__builtin_expect(n > SERVPROF_MAX_STRING, 0)) {
-        n = SERVPROF_MAX_STRING;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-        sp_count(&sp_rec_count.truncated, 1);
-    }
-    return n;
+    return __builtin_expect(n > SERVPROF_MAX_STRING, 0) ? cut_long(s) : n;
 }
 
-/* Appends n bytes to the record being built; on no room the record turns
- * to SP_TB_OVERFLOW. */
-static inline int put(sp_tbuf *tb, const void *src, size_t n)
+/* Claims n more bytes for the record being built: the ring position where
+ * they go, after one room check. On no room the record turns to
+ * SP_TB_OVERFLOW and 0 is returned (the position is never 0 otherwise:
+ * every record starts with a header). */
+static inline int claim(sp_tbuf *tb, size_t n, uint64_t *at)
 {
     uint64_t end = tb->pos + n;
     if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
         tb->state = SP_TB_OVERFLOW;
         return 0;
     }
-    sp_tb_write(tb, tb->pos, src, n);
+    *at = tb->pos;
     tb->pos = end;
+    return 1;
+}
+
+/* Where n bytes at ring index `at` can be written with plain stores: NULL
+ * when they would straddle the ring's end (then write with sp_tb_write). */
+static inline uint8_t *direct(const sp_tbuf *tb, uint64_t at, size_t n)
+{
+    size_t off = (size_t)(at & tb->mask);
+    return __builtin_expect(off + n <= tb->cap, 1) ? tb->data + off : NULL;
+}
+
+/* Appends n bytes to the record being built; on no room the record turns
+ * to SP_TB_OVERFLOW. */
+static inline int put(sp_tbuf *tb, const void *src, size_t n)
+{
+    uint64_t at;
+    if (!claim(tb, n, &at))
+        return 0;
+    sp_tb_write(tb, at, src, n);
     return 1;
 }
 
@@ -114,14 +144,17 @@ static inline int put(sp_tbuf *tb, const void *src, size_t n)
 static inline int put_str(sp_tbuf *tb, const char *s, size_t n)
 {
     uint16_t len = (uint16_t)n;
-    uint64_t end = tb->pos + 2 + n;
-    if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
-        tb->state = SP_TB_OVERFLOW;
+    uint64_t at;
+    if (!claim(tb, 2 + n, &at))
         return 0;
+    uint8_t *p = direct(tb, at, 2 + n);
+    if (p) {
+        memcpy(p, &len, 2);
+        memcpy(p + 2, s, n);
+    } else {
+        sp_tb_write(tb, at, &len, 2);
+        sp_tb_write(tb, at + 2, s, n);
     }
-    sp_tb_write(tb, tb->pos, &len, 2);
-    sp_tb_write(tb, tb->pos + 2, s, n);
-    tb->pos = end;
     return 1;
 }
 
@@ -145,25 +178,53 @@ static inline int in_array(const sp_tbuf *tb)
     return tb->depth > 0 && ((tb->array_bits >> (tb->depth - 1)) & 1);
 }
 
-/* Tag and key of an attribute. Inside an array the key is not stored;
- * elsewhere a NULL key is bad input and stored as "". */
+/* One whole attribute with one room check: tag, key (u16 length + bytes;
+ * inside an array the key is not stored, elsewhere a NULL key is bad input
+ * and stored as ""), then the value: `vn` bytes of v, preceded by their u16
+ * length when `vlen` is set (strings). `kn` is the key's length when known,
+ * else SIZE_MAX. Returns 0 when the record overflowed. */
+static inline int put_attr(sp_tbuf *tb, uint8_t tag, const char *key, size_t kn, const void *v,
+                           size_t vn, int vlen)
+{
+    if (__builtin_expect(in_array(tb), 0)) {
+        key = "";
+        kn = 0;
+    } else {
+        kn = str_len_k(&key, kn);
+    }
+    size_t total = 3 + kn + (vlen ? 2 : 0) + vn;
+    uint64_t at;
+    if (!claim(tb, total, &at))
+        return 0;
+    uint8_t hd[3] = {tag, (uint8_t)(kn & 0xFF), (uint8_t)(kn >> 8)};
+    uint16_t l = (uint16_t)vn;
+    uint8_t *p = direct(tb, at, total);
+    if (__builtin_expect(p != NULL, 1)) {
+        memcpy(p, hd, 3);
+        memcpy(p + 3, key, kn);
+        p += 3 + kn;
+        if (vlen) {
+            memcpy(p, &l, 2);
+            p += 2;
+        }
+        memcpy(p, v, vn);
+    } else {
+        sp_tb_write(tb, at, hd, 3);
+        sp_tb_write(tb, at + 3, key, kn);
+        at += 3 + kn;
+        if (vlen) {
+            sp_tb_write(tb, at, &l, 2);
+            at += 2;
+        }
+        sp_tb_write(tb, at, v, vn);
+    }
+    return 1;
+}
+
+/* Tag and key of an attribute whose value follows in separate writes. */
 static inline int put_key(sp_tbuf *tb, uint8_t tag, const char *key)
 {
-    if (in_array(tb)) {
-        uint8_t b[3] = {tag, 0, 0};
-        return put(tb, b, 3);
-    }
-    size_t n = str_len(&key);
-    uint8_t b[3] = {tag, (uint8_t)(n & 0xFF), (uint8_t)(n >> 8)};
-    uint64_t end = tb->pos + 3 + n;
-    if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
-        tb->state = SP_TB_OVERFLOW;
-        return 0;
-    }
-    sp_tb_write(tb, tb->pos, b, 3);
-    sp_tb_write(tb, tb->pos + 3, key, n);
-    tb->pos = end;
-    return 1;
+    return put_attr(tb, tag, key, SIZE_MAX, "", 0, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -183,26 +244,48 @@ static inline void drop(sp_tbuf *tb)
 }
 
 /* Finishes the record being built: patches kind (and span fields) into the
- * header and publishes it. Returns 0 when the record was dropped. */
-static inline int publish(sp_tbuf *tb, uint8_t kind, uint64_t span, int64_t ts, int64_t ts2)
+ * header and publishes it. When `flags` >= 0, ts replaces the header's time
+ * and flags its SP_HDR_* flags: SP_HDR_TICKS for a time from
+ * sp_clock_read() that gave ticks, 0 for the caller's realtime ns
+ * (servprof_span_at); ts2, when nonzero, is stored too. Returns 0 when the
+ * record was dropped. */
+static inline int publish(sp_tbuf *tb, uint8_t kind, uint64_t span, int64_t ts, int64_t ts2,
+                          int flags)
 {
     if (__builtin_expect(tb->state != SP_TB_BUILDING, 0)) {
         drop(tb);
         return 0;
     }
     /* Patch only what changed: the header was written zeroed but for the
-     * epoch and the begin time. Constant sizes: the copies inline. */
-    uint8_t lk[5];
-    uint32_t len = (uint32_t)(tb->pos - tb->rec_start);
-    memcpy(lk, &len, 4);
-    lk[4] = kind;
-    sp_tb_write(tb, tb->rec_start, lk, 5);
-    if (ts)
-        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, ts), &ts, 8);
-    if (ts2)
-        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, ts2), &ts2, 8);
-    if (span)
-        sp_tb_write(tb, tb->rec_start + offsetof(sp_rec_hdr, span), &span, 8);
+     * epoch, the flags and the begin time. Constant sizes: the copies
+     * inline, straight into the ring when the header does not wrap. */
+    uint64_t at = tb->rec_start;
+    uint32_t len = (uint32_t)(tb->pos - at);
+    uint8_t *p = direct(tb, at, sizeof(sp_rec_hdr));
+    if (__builtin_expect(p != NULL, 1)) {
+        memcpy(p + offsetof(sp_rec_hdr, len), &len, 4);
+        p[offsetof(sp_rec_hdr, kind)] = kind;
+        if (flags >= 0) {
+            p[offsetof(sp_rec_hdr, flags)] = (uint8_t)flags;
+            memcpy(p + offsetof(sp_rec_hdr, ts), &ts, 8);
+        }
+        if (ts2)
+            memcpy(p + offsetof(sp_rec_hdr, ts2), &ts2, 8);
+        if (span)
+            memcpy(p + offsetof(sp_rec_hdr, span), &span, 8);
+    } else {
+        uint8_t lk[6];
+        memcpy(lk, &len, 4);
+        lk[4] = kind;
+        lk[5] = (uint8_t)flags;
+        sp_tb_write(tb, at, lk, flags >= 0 ? 6 : 5);
+        if (flags >= 0)
+            sp_tb_write(tb, at + offsetof(sp_rec_hdr, ts), &ts, 8);
+        if (ts2)
+            sp_tb_write(tb, at + offsetof(sp_rec_hdr, ts2), &ts2, 8);
+        if (span)
+            sp_tb_write(tb, at + offsetof(sp_rec_hdr, span), &span, 8);
+    }
     tb->rec_start = tb->pos;
     tb->state = SP_TB_IDLE;
     bump(&tb->records);
@@ -277,22 +360,30 @@ SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain
     tb->depth = 0;
     tb->skip_depth = 0;
     tb->array_bits = 0;
-    sp_rec_hdr h = {0};
-    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
-    h.ts = now_ns();
+    int ticks;
+    int64_t ts = sp_clock_read(&ticks);
     size_t dn = domain ? str_len(&domain) : 0;
-    uint16_t dlen = (uint16_t)dn;
-    uint64_t end = tb->pos + sizeof h + 2 + dn;
-    if (!sp_tb_room(tb, end)) {
-        tb->state = SP_TB_OVERFLOW;
-        return (servprof_rec *)tb; /* the finishing call counts the drop */
-    }
-    sp_tb_write(tb, tb->pos, &h, sizeof h);
-    sp_tb_write(tb, tb->pos + sizeof h, &dlen, 2);
-    if (dn)
-        sp_tb_write(tb, tb->pos + sizeof h + 2, domain, dn);
-    tb->pos = end;
+    size_t total = sizeof(sp_rec_hdr) + 2 + dn;
+    uint64_t at;
     tb->state = SP_TB_BUILDING;
+    if (!claim(tb, total, &at))
+        return (servprof_rec *)tb; /* SP_TB_OVERFLOW: the finishing call counts the drop */
+    sp_rec_hdr h = {0};
+    h.flags = ticks ? SP_HDR_TICKS : 0;
+    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
+    h.ts = ts;
+    uint16_t dlen = (uint16_t)dn;
+    uint8_t *p = direct(tb, at, total);
+    if (__builtin_expect(p != NULL, 1)) {
+        memcpy(p, &h, sizeof h);
+        memcpy(p + sizeof h, &dlen, 2);
+        memcpy(p + sizeof h + 2, domain ? domain : "", dn);
+    } else {
+        sp_tb_write(tb, at, &h, sizeof h);
+        sp_tb_write(tb, at + sizeof h, &dlen, 2);
+        if (dn)
+            sp_tb_write(tb, at + sizeof h + 2, domain, dn);
+    }
     return (servprof_rec *)tb;
 }
 
@@ -311,24 +402,38 @@ SERVPROF_API void servprof_rec_cancel(servprof_rec *r)
 /* Attributes                                                           */
 /* ------------------------------------------------------------------ */
 
-SERVPROF_API void servprof_res_str(servprof_rec *r, const char *rid)
-{
-    servprof_attr_str(r, "rid", rid);
-}
-
-SERVPROF_API void servprof_res_int(servprof_rec *r, int64_t rid)
-{
-    servprof_attr_int(r, "rid", rid);
-}
-
-SERVPROF_API void servprof_attr_str(servprof_rec *r, const char *key, const char *val)
+/* A string attribute; kn and vn are the lengths when known, else SIZE_MAX. */
+static inline void attr_str_k(servprof_rec *r, uint8_t tag, const char *key, size_t kn,
+                              const char *val, size_t vn)
 {
     sp_tbuf *tb = building(r);
     if (!tb)
         return;
-    size_t n = str_len(&val);
-    if (put_key(tb, SP_TAG_STR, key))
-        put_str(tb, val, n);
+    vn = str_len_k(&val, vn);
+    put_attr(tb, tag, key, kn, val, vn, 1);
+}
+
+SERVPROF_API void servprof_res_str(servprof_rec *r, const char *rid)
+{
+    attr_str_k(r, SP_TAG_STR, "rid", 3, rid, SIZE_MAX);
+}
+
+SERVPROF_API void servprof_res_int(servprof_rec *r, int64_t rid)
+{
+    sp_tbuf *tb = building(r);
+    if (tb)
+        put_attr(tb, SP_TAG_INT, "rid", 3, &rid, 8, 0);
+}
+
+SERVPROF_API void servprof_attr_str(servprof_rec *r, const char *key, const char *val)
+{
+    attr_str_k(r, SP_TAG_STR, key, SIZE_MAX, val, SIZE_MAX);
+}
+
+SERVPROF_API void servprof__attr_str_k(servprof_rec *r, const char *key, size_t kn,
+                                       const char *val, size_t vn)
+{
+    attr_str_k(r, SP_TAG_STR, key, kn, val, vn);
 }
 
 SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *key, const char *val, size_t len)
@@ -342,65 +447,58 @@ SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *key, const cha
         len = 0;
     }
     len = cut_len(val, len);
-    if (put_key(tb, SP_TAG_STR, key))
-        put_str(tb, val, len);
+    put_attr(tb, SP_TAG_STR, key, SIZE_MAX, val, len, 1);
 }
 
 SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *key, const char *json)
 {
+    attr_str_k(r, SP_TAG_JSON, key, SIZE_MAX, json, SIZE_MAX);
+}
+
+static inline void attr_num_k(servprof_rec *r, uint8_t tag, const char *key, size_t kn,
+                              const void *val)
+{
     sp_tbuf *tb = building(r);
-    if (!tb)
-        return;
-    size_t n = str_len(&json);
-    if (put_key(tb, SP_TAG_JSON, key))
-        put_str(tb, json, n);
+    if (tb)
+        put_attr(tb, tag, key, kn, val, 8, 0);
 }
 
 SERVPROF_API void servprof_attr_int(servprof_rec *r, const char *key, int64_t val)
 {
-    sp_tbuf *tb = building(r);
-    if (tb && put_key(tb, SP_TAG_INT, key))
-        put(tb, &val, 8);
+    attr_num_k(r, SP_TAG_INT, key, SIZE_MAX, &val);
 }
 
-static inline void put_double(servprof_rec *r, uint8_t tag, const char *key, double val)
+SERVPROF_API void servprof__attr_int_k(servprof_rec *r, const char *key, size_t kn, int64_t val)
 {
-    sp_tbuf *tb = building(r);
-    if (tb && put_key(tb, tag, key))
-        put(tb, &val, 8);
+    attr_num_k(r, SP_TAG_INT, key, kn, &val);
 }
 
 SERVPROF_API void servprof_attr_double(servprof_rec *r, const char *key, double val)
 {
-    put_double(r, SP_TAG_DOUBLE, key, val);
+    attr_num_k(r, SP_TAG_DOUBLE, key, SIZE_MAX, &val);
 }
 
 SERVPROF_API void servprof_metric(servprof_rec *r, const char *name, double val)
 {
-    put_double(r, SP_TAG_GAUGE, name, val);
+    attr_num_k(r, SP_TAG_GAUGE, name, SIZE_MAX, &val);
 }
 
 SERVPROF_API void servprof_metric_inc(servprof_rec *r, const char *name, double val)
 {
-    put_double(r, SP_TAG_INC, name, val);
+    attr_num_k(r, SP_TAG_INC, name, SIZE_MAX, &val);
 }
 
 SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *name, const char *val)
 {
-    sp_tbuf *tb = building(r);
-    if (!tb)
-        return;
-    size_t n = str_len(&val);
-    if (put_key(tb, SP_TAG_SCOPE, name))
-        put_str(tb, val, n);
+    attr_str_k(r, SP_TAG_SCOPE, name, SIZE_MAX, val, SIZE_MAX);
 }
 
 SERVPROF_API void servprof_attr_bool(servprof_rec *r, const char *key, int val)
 {
     sp_tbuf *tb = building(r);
     uint8_t b = val != 0;
-    if (tb && put_key(tb, SP_TAG_BOOL, key))
-        put(tb, &b, 1);
+    if (tb)
+        put_attr(tb, SP_TAG_BOOL, key, SIZE_MAX, &b, 1, 0);
 }
 
 static void put_array(servprof_rec *r, uint8_t tag, const char *key, const void *vals, size_t n)
@@ -484,13 +582,23 @@ SERVPROF_API void servprof_attr_end(servprof_rec *r)
 /* Finishing                                                            */
 /* ------------------------------------------------------------------ */
 
-/* The attribute stream's end tag followed by the name. */
-static inline void put_trailer_name(sp_tbuf *tb, const char *name)
+/* The attribute stream's end tag followed by the name (nn: its length
+ * when known, else SIZE_MAX), with one room check. */
+static inline void put_trailer_name(sp_tbuf *tb, const char *name, size_t nn)
 {
-    size_t n = str_len(&name);
-    uint8_t stop = SP_TAG_STOP;
-    if (put(tb, &stop, 1))
-        put_str(tb, name, n);
+    nn = str_len_k(&name, nn);
+    uint8_t hd[3] = {SP_TAG_STOP, (uint8_t)(nn & 0xFF), (uint8_t)(nn >> 8)};
+    uint64_t at;
+    if (!claim(tb, 3 + nn, &at))
+        return;
+    uint8_t *p = direct(tb, at, 3 + nn);
+    if (__builtin_expect(p != NULL, 1)) {
+        memcpy(p, hd, 3);
+        memcpy(p + 3, name, nn);
+    } else {
+        sp_tb_write(tb, at, hd, 3);
+        sp_tb_write(tb, at + 3, name, nn);
+    }
 }
 
 static inline sp_tbuf *finishing(servprof_rec *r)
@@ -505,28 +613,48 @@ static inline sp_tbuf *finishing(servprof_rec *r)
     return tb;
 }
 
-SERVPROF_API void servprof_event(servprof_rec *r, const char *name)
+static inline void event_k(servprof_rec *r, const char *name, size_t nn)
 {
     sp_tbuf *tb = finishing(r);
     if (!tb)
         return;
     if (tb->state == SP_TB_BUILDING)
-        put_trailer_name(tb, name);
-    publish(tb, SP_REC_EVENT, 0, 0, 0);
+        put_trailer_name(tb, name, nn);
+    publish(tb, SP_REC_EVENT, 0, 0, 0, -1);
 }
 
-SERVPROF_API servprof_span servprof_span_begin(servprof_rec *r, const char *name)
+SERVPROF_API void servprof_event(servprof_rec *r, const char *name)
+{
+    event_k(r, name, SIZE_MAX);
+}
+
+SERVPROF_API void servprof__event_k(servprof_rec *r, const char *name, size_t nn)
+{
+    event_k(r, name, nn);
+}
+
+static inline servprof_span span_begin_k(servprof_rec *r, const char *name, size_t nn)
 {
     sp_tbuf *tb = finishing(r);
     if (!tb)
         return 0;
     if (tb->state == SP_TB_BUILDING)
-        put_trailer_name(tb, name);
+        put_trailer_name(tb, name, nn);
     uint64_t id = ((uint64_t)tb->index << SPAN_INDEX_SHIFT) | (tb->span_counter + 1);
-    if (!publish(tb, SP_REC_SPAN_BEGIN, id, 0, 0))
+    if (!publish(tb, SP_REC_SPAN_BEGIN, id, 0, 0, -1))
         return 0; /* dropped: ending it will be a no-op */
     tb->span_counter++;
     return id;
+}
+
+SERVPROF_API servprof_span servprof_span_begin(servprof_rec *r, const char *name)
+{
+    return span_begin_k(r, name, SIZE_MAX);
+}
+
+SERVPROF_API servprof_span servprof__span_begin_k(servprof_rec *r, const char *name, size_t nn)
+{
+    return span_begin_k(r, name, nn);
 }
 
 SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name, int64_t start_ns,
@@ -540,8 +668,9 @@ SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name, int64_t st
         end_ns = start_ns; /* stored with duration 0 */
     }
     if (tb->state == SP_TB_BUILDING)
-        put_trailer_name(tb, name);
-    publish(tb, SP_REC_SPAN_AT, 0, start_ns, end_ns);
+        put_trailer_name(tb, name, SIZE_MAX);
+    /* The caller's times are realtime ns already: flags 0. */
+    publish(tb, SP_REC_SPAN_AT, 0, start_ns, end_ns, 0);
 }
 
 SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to)
@@ -555,39 +684,67 @@ SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const cha
         if (put(tb, &stop, 1) && put_str(tb, from, nf))
             put_str(tb, to, nt);
     }
-    publish(tb, SP_REC_LINK, 0, 0, 0);
+    publish(tb, SP_REC_LINK, 0, 0, 0, -1);
 }
 
-/* A record without attributes written outside the begin/finish protocol:
- * header, no domain, empty attribute stream, then `tail` (already encoded). */
-static void emit_small(sp_tbuf *tb, uint8_t kind, uint64_t span, const uint8_t *tail, size_t n)
+/* emit_small's general case: through a stack copy (the record may wrap,
+ * or go in front of one being built). */
+static __attribute__((noinline)) void emit_small_slow(sp_tbuf *tb, const sp_rec_hdr *h,
+                                                      const uint8_t *tail, size_t n)
 {
     uint8_t rec[sizeof(sp_rec_hdr) + 3 + 2 * (2 + SERVPROF_MAX_STRING)];
-    sp_rec_hdr h = {0};
-    h.len = (uint32_t)(sizeof h + 3 + n);
-    h.kind = kind;
-    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
-    h.ts = now_ns();
-    h.span = span;
-    memcpy(rec, &h, sizeof h);
-    rec[sizeof h] = 0; /* domain length 0 */
-    rec[sizeof h + 1] = 0;
-    rec[sizeof h + 2] = SP_TAG_STOP;
+    memcpy(rec, h, sizeof *h);
+    rec[sizeof *h] = 0; /* domain length 0 */
+    rec[sizeof *h + 1] = 0;
+    rec[sizeof *h + 2] = SP_TAG_STOP;
     if (n)
-        memcpy(rec + sizeof h + 3, tail, n);
+        memcpy(rec + sizeof *h + 3, tail, n);
     if (tb->state == SP_TB_IDLE) {
-        if (!sp_tb_room(tb, tb->pos + h.len)) {
+        if (!sp_tb_room(tb, tb->pos + h->len)) {
             bump(&tb->dropped);
             return;
         }
-        sp_tb_write(tb, tb->pos, rec, h.len);
-        tb->pos += h.len;
+        sp_tb_write(tb, tb->pos, rec, h->len);
+        tb->pos += h->len;
         tb->rec_start = tb->pos;
         bump(&tb->records);
         atomic_store_explicit(&tb->head, tb->pos, memory_order_release);
     } else {
-        publish_standalone(tb, rec, h.len);
+        publish_standalone(tb, rec, h->len);
     }
+}
+
+/* A record without attributes written outside the begin/finish protocol:
+ * header, no domain, empty attribute stream, then `tail` (already encoded). */
+static inline void emit_small(sp_tbuf *tb, uint8_t kind, uint64_t span, const uint8_t *tail,
+                              size_t n)
+{
+    int ticks;
+    sp_rec_hdr h = {0};
+    h.len = (uint32_t)(sizeof h + 3 + n);
+    h.kind = kind;
+    h.ts = sp_clock_read(&ticks);
+    h.flags = ticks ? SP_HDR_TICKS : 0;
+    h.epoch = atomic_load_explicit(&sp_rec_epoch, memory_order_relaxed);
+    h.span = span;
+    uint64_t end = tb->pos + h.len;
+    uint8_t *p = NULL;
+    if (__builtin_expect(tb->state != SP_TB_IDLE || !sp_tb_room(tb, end) ||
+                             !(p = direct(tb, tb->pos, h.len)),
+                         0)) {
+        emit_small_slow(tb, &h, tail, n);
+        return;
+    }
+    memcpy(p, &h, sizeof h);
+    p[sizeof h] = 0; /* domain length 0 */
+    p[sizeof h + 1] = 0;
+    p[sizeof h + 2] = SP_TAG_STOP;
+    if (n)
+        memcpy(p + sizeof h + 3, tail, n);
+    tb->pos = end;
+    tb->rec_start = end;
+    bump(&tb->records);
+    atomic_store_explicit(&tb->head, end, memory_order_release);
 }
 
 SERVPROF_API void servprof_span_end(servprof_span span)
@@ -624,7 +781,9 @@ SERVPROF_API void servprof_span_end_rec(servprof_rec *r, servprof_span span)
     }
     uint8_t stop = SP_TAG_STOP;
     put(tb, &stop, 1);
-    if (!publish(tb, SP_REC_SPAN_END, span, now_ns(), 0))
+    int ticks;
+    int64_t ts = sp_clock_read(&ticks);
+    if (!publish(tb, SP_REC_SPAN_END, span, ts, 0, ticks ? SP_HDR_TICKS : 0))
         emit_small(tb, SP_REC_SPAN_END, span, NULL, 0);
 }
 

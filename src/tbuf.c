@@ -3,7 +3,7 @@
  *
  * DESIGN
  * Each recording thread gets one buffer on its first record: a byte ring of
- * sp_config.buffer_bytes (default 2 MiB) plus its control block, from a
+ * sp_config.buffer_bytes (default 4 MiB) plus its control block, from a
  * single allocation. That malloc, the gettid and the prctl that names the
  * thread happen once per thread; every later record only touches the ring.
  * The buffer is pushed at the head of a global list under a mutex; the
@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "internal.h"
 #include "tbuf.h"
 
@@ -86,6 +87,8 @@ static void on_thread_exit(void *arg)
 void sp_tbuf_writer_active(int on)
 {
     sp_tbuf *dead = NULL;
+    if (on) /* a session starts: the writer converts ticks from here (clock.h) */
+        sp_clock_calibrate();
     pthread_mutex_lock(&list_lock);
     writer_active = on;
     if (!on) {
