@@ -277,6 +277,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
 {
     sp_rec_hdr h;
     memcpy(&h, rec, sizeof h);
+    sp_rec_hdr_times(&h); /* TSC ticks -> realtime ns (clock.h) */
     if (h.epoch != w->epoch || sp_store_failed(w->st)) {
         count_lost(w);
         return;
@@ -622,7 +623,7 @@ static void write_open_rows(writer *w, const sp_session *s, const sp_config *c)
     snprintf(buf, sizeof buf, "%d", w->pid);
     sp_store_meta(w->st, "pid", buf);
     sp_store_meta(w->st, "version", SERVPROF_VERSION);
-    sp_store_meta(w->st, "clock_source", "CLOCK_REALTIME");
+    sp_store_meta(w->st, "clock_source", sp_clock_source());
     snprintf(buf, sizeof buf, "%lld", (long long)s->start_ns);
     sp_store_meta(w->st, "session_start_ns", buf);
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->serial);
