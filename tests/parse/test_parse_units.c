@@ -2,11 +2,13 @@
  * test_parse_units.c — the parser's building blocks on their own: the args
  * scanner (keys, numbers, rid lists, escapes, malformed text), Link
  * resolution (union-find), the reorder buffer (rowid order in, time order
- * out) and percentiles.
+ * out), a store read back in time order, and percentiles.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "parse.h"
@@ -184,11 +186,75 @@ static void test_percentiles(void)
     CHECK(isnan(spp_percentile(v, 0, 50)));
 }
 
+/* A real store whose rows are out of time order, with an index on
+ * timestamp that neither pass may walk (the lateness is measured on the
+ * rowid scan), rows without a valid timestamp, and equal timestamps (rowid
+ * breaks the tie): spp_store_* must yield exactly ORDER BY timestamp, id. */
+static void test_store_order(void)
+{
+    char dir[] = "/tmp/spp-units-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64];
+    snprintf(path, sizeof path, "%s/ms_service_t.db", dir);
+    sqlite3 *db;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"
+                       " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER,"
+                       " flag_id TEXT, pid INTEGER, tid INTEGER);"
+                       "CREATE TABLE Meta(name TEXT, value TEXT, slice TEXT);"
+                       "CREATE INDEX slice_ts ON slice(timestamp);",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    /* insert order (rowid) vs time: up to 7 late */
+    int64_t ts[] = {100, 103, 96, 110, 103, 0, 104, 120, 113, -5, 121, 121, 119};
+    int n = (int)(sizeof ts / sizeof *ts), valid = 0;
+    sqlite3_stmt *ins;
+    CHECK(sqlite3_prepare_v2(db, "INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid)"
+                                 " VALUES(?1, 0, ?2, 'c', '{}', 1, 1)", -1, &ins, NULL) == SQLITE_OK);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", i + 1);
+        sqlite3_bind_int64(ins, 1, ts[i]);
+        sqlite3_bind_text(ins, 2, name, -1, SQLITE_TRANSIENT);
+        CHECK(sqlite3_step(ins) == SQLITE_DONE);
+        sqlite3_reset(ins);
+        valid += ts[i] > 0;
+    }
+    sqlite3_finalize(ins);
+    CHECK(sqlite3_exec(db, "INSERT INTO slice(timestamp, name, cat, args) VALUES(NULL, 'null', 'c', '{}')",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_stmt *want;
+    CHECK(sqlite3_prepare_v2(db, "SELECT timestamp, name FROM slice NOT INDEXED WHERE timestamp > 0"
+                                 " ORDER BY timestamp, id", -1, &want, NULL) == SQLITE_OK);
+    spp_log_set_level(SPP_NONE);
+    spp_store *st = spp_store_open(path, 0);
+    CHECK(st != NULL);
+    CHECK_INT(st ? st->mode : -1, SPP_READ_REORDER);
+    int got = 0;
+    spp_rec r;
+    while (st && spp_store_peek(st, &r)) {
+        CHECK(sqlite3_step(want) == SQLITE_ROW);
+        CHECK(r.ts == sqlite3_column_int64(want, 0));
+        CHECK_STR(r.name, (const char *)sqlite3_column_text(want, 1));
+        spp_store_next(st);
+        got++;
+    }
+    CHECK_INT(got, valid);
+    CHECK(sqlite3_step(want) == SQLITE_DONE);
+    sqlite3_finalize(want);
+    spp_store_close(st);
+    sqlite3_close(db);
+    spp_log_set_level(SPP_WARNING);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_args();
     test_ids();
     test_reorder();
+    test_store_order();
     test_percentiles();
     CHECK_DONE();
 }
