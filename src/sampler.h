@@ -66,8 +66,8 @@ void sp_samplers_get_stats(sp_sampler_stats *out);
 
 #define SP_HOST_MAX_CPUS 1024
 
-/* Jiffies of one "cpu" line of /proc/stat: busy and total (idle+iowait are
- * the not-busy part; guest time is already inside user). */
+/* Jiffies of one "cpu" line of /proc/stat: busy and total (idle is the
+ * not-busy part; guest time is already inside user). */
 typedef struct sp_cpu_times {
     uint64_t busy;
     uint64_t total;
@@ -86,6 +86,15 @@ int sp_host_parse_meminfo(const char *text, double *total_mib, double *avail_mib
 
 /* Parses /proc/self/statm text: the resident set in pages. */
 int sp_host_parse_statm(const char *text, int64_t *rss_pages);
+
+/* Parses /proc/uptime text ("uptime idle", seconds with two decimals; idle
+ * summed over the online CPUs) into centiseconds. 0, or -1 when malformed. */
+int sp_host_parse_uptime(const char *text, int64_t *up_cs, int64_t *idle_cs);
+
+/* Whole-machine busy % from the growth of uptime and idle (centiseconds)
+ * with ncpu CPUs online, clamped to 0..100; -1 when no time passed or
+ * idle went backwards. */
+double sp_uptime_busy_pct(int64_t d_up_cs, int64_t d_idle_cs, int ncpu);
 
 /* Busy % between two readings, 0..100; -1 when no time passed. */
 double sp_cpu_busy_pct(const sp_cpu_times *prev, const sp_cpu_times *cur);

@@ -26,8 +26,8 @@ static void test_stat(void)
     CHECK_INT(sp_host_parse_stat(stat_text, &all, cpus, 4, &n), 0);
     CHECK_INT(n, 2);
     CHECK_INT(all.total, 1000);
-    CHECK_INT(all.busy, 150); /* idle 800 + iowait 50 are not busy */
-    CHECK_INT(cpus[1].busy, 70);
+    CHECK_INT(all.busy, 200); /* idle 800 is not busy; iowait 50 is */
+    CHECK_INT(cpus[1].busy, 100);
     CHECK_INT(sp_host_parse_stat(stat_text2, &all2, cpus2, 4, &n), 0);
     /* 150 busy jiffies more out of 200: 75 % */
     CHECK(fabs(sp_cpu_busy_pct(&all, &all2) - 75.0) < 1e-9);
@@ -47,6 +47,34 @@ static void test_stat(void)
     /* a core index beyond the array is ignored, not written */
     CHECK_INT(sp_host_parse_stat("cpu  1 1 1 1\ncpu9 1 1 1 1\n", &all, cpus, 4, &n), 0);
     CHECK_INT(n, 0);
+}
+
+static void test_uptime(void)
+{
+    int64_t up = -1, idle = -1;
+    CHECK_INT(sp_host_parse_uptime("9610.04 5155.18\n", &up, &idle), 0);
+    CHECK_INT(up, 961004);
+    CHECK_INT(idle, 515518);
+    /* one decimal, none, extra digits: still centiseconds */
+    CHECK_INT(sp_host_parse_uptime("12.5 3 \n", &up, &idle), 0);
+    CHECK_INT(up, 1250);
+    CHECK_INT(idle, 300);
+    CHECK_INT(sp_host_parse_uptime("1.239 0.001\n", &up, &idle), 0);
+    CHECK_INT(up, 123);
+    CHECK_INT(idle, 0);
+    CHECK_INT(sp_host_parse_uptime("", &up, &idle), -1);
+    CHECK_INT(sp_host_parse_uptime("12.00\n", &up, &idle), -1);
+    CHECK_INT(sp_host_parse_uptime("x 1.00\n", &up, &idle), -1);
+    CHECK_INT(sp_host_parse_uptime("99999999999999999999.00 1\n", &up, &idle), -1);
+    /* 2 CPUs for 1 s = 200 cs, 50 of them idle: 75 % busy */
+    CHECK(fabs(sp_uptime_busy_pct(100, 50, 2) - 75.0) < 1e-9);
+    CHECK(fabs(sp_uptime_busy_pct(100, 0, 4) - 100.0) < 1e-9);
+    /* rounding can show more idle than elapsed: 0, not negative */
+    CHECK(sp_uptime_busy_pct(2, 5, 2) == 0.0);
+    /* no time passed, idle backwards, no CPU: no figure */
+    CHECK(sp_uptime_busy_pct(0, 0, 2) < 0);
+    CHECK(sp_uptime_busy_pct(10, -1, 2) < 0);
+    CHECK(sp_uptime_busy_pct(10, 1, 0) < 0);
 }
 
 static void test_meminfo(void)
@@ -78,17 +106,19 @@ static void test_statm(void)
     CHECK_INT(sp_host_parse_statm("12 -5 1\n", &rss), -1);
 }
 
-static void test_real_proc(void)
+/* One real pass over this machine's /proc; per_core picks /proc/stat
+ * (DETAILED) or /proc/uptime (INFO) for the machine's CPU. */
+static void test_real_proc(int per_core)
 {
     sp_samplers_set_observer(obs_fn, NULL);
     obs_reset();
-    sp_host_sampler *h = sp_host_open(1);
+    sp_host_sampler *h = sp_host_open(per_core);
     CHECK(h != NULL);
     if (!h)
         return;
     /* burn a little CPU so the rates have something to measure */
     volatile double x = 0;
-    int64_t until = sp_now_monotonic_ns() + 50000000;
+    int64_t until = sp_now_monotonic_ns() + 100000000;
     while (sp_now_monotonic_ns() < until)
         x += 1.0;
     sp_host_sample(h);
@@ -98,13 +128,20 @@ static void test_real_proc(void)
     CHECK_INT(obs_count("MemUsage", 0), 1);
     CHECK_INT(obs_count("ProcessUsage", 0), 1);
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-    CHECK(obs_count("CpuUsage", 1) >= 1 && obs_count("CpuUsage", 1) <= ncpu);
+    if (per_core)
+        CHECK(obs_count("CpuUsage", 1) >= 1 && obs_count("CpuUsage", 1) <= ncpu);
+    else
+        CHECK_INT(obs_count("CpuUsage", 1), 0);
     for (int i = 0; i < obs.n; i++) {
         obs_row *o = &obs.rows[i];
         CHECK_STR(o->domain, "host");
         if (!strcmp(o->name, "CpuUsage")) {
             double u = obs_value(o, "usage");
             CHECK(u >= 0 && u <= 100);
+            /* this thread was busy the whole time: at least one CPU's worth,
+             * less the 10 ms rounding of the counters */
+            if (!o->has_scope)
+                CHECK(u >= 100.0 / (double)sysconf(_SC_NPROCESSORS_ONLN) - 30.0);
             CHECK_INT(o->level, o->has_scope ? SERVPROF_LEVEL_DETAILED : SERVPROF_LEVEL_INFO);
             if (o->has_scope)
                 CHECK(o->scope >= 0 && o->scope < ncpu);
@@ -115,7 +152,7 @@ static void test_real_proc(void)
             CHECK(fabs(used + av - tot) < 1e-6);
         } else if (!strcmp(o->name, "ProcessUsage")) {
             double cpu = obs_value(o, "cpu"), rss = obs_value(o, "rss");
-            /* we just burned ~50 ms of CPU in ~50 ms */
+            /* we just burned ~100 ms of CPU in ~100 ms */
             CHECK(cpu > 5 && cpu <= 100.0 * (double)ncpu + 1);
             CHECK(rss > 0.5 && rss < 1e6);
         }
@@ -125,8 +162,10 @@ static void test_real_proc(void)
 int main(void)
 {
     test_stat();
+    test_uptime();
     test_meminfo();
     test_statm();
-    test_real_proc();
+    test_real_proc(1);
+    test_real_proc(0);
     CHECK_DONE();
 }
