@@ -36,9 +36,48 @@ static long long estimate(spp_store *s)
     return n;
 }
 
+/* Closes a run that met a late row (store.c): its outputs are written out
+ * and closed silently (the exact run after it writes them again) so that
+ * nothing leaks. */
+static void abandon(spp_model *m, spp_store **stores, int n)
+{
+    int level = spp_log_level();
+    spp_log_set_level(SPP_NONE);
+    spp_model_finish(m);
+    spp_timeline_close(m->tl, stores, n);
+    m->tl = NULL;
+    spp_model_close(m);
+    spp_out_close(&m->out);
+    spp_stats_free(m->stats);
+    free(m->fin);
+    free(m->span_names);
+    spp_log_set_level(level);
+}
+
+static int run_once(const spp_opts *opts, double t0, int *again);
+
+/* One pass over the stores (store.c); in the rare input where a row comes
+ * later than the window the single pass guessed, everything is parsed again
+ * with a first pass that measures the window, before any row is used. */
 int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
+    int again = 0;
+    spp_store_exact(0);
+    int rc = run_once(opts, t0, &again);
+    if (again) {
+        spp_log(SPP_INFO, "a record came later than the reorder window of one pass; parsing again with a "
+                "first pass over the timestamps");
+        spp_store_exact(1);
+        rc = run_once(opts, t0, &again);
+        spp_store_exact(0);
+    }
+    return rc;
+}
+
+static int run_once(const spp_opts *opts, double t0, int *again)
+{
+    *again = 0;
     /* SQLite's malloc takes a process-wide mutex only to keep memory
      * statistics, on every row read and inserted; we never ask for them.
      * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
@@ -88,7 +127,7 @@ int spp_run(const spp_opts *opts)
     spp_merge_init(&mg, stores, n);
     spp_progress_start(est, opts->progress);
     spp_store *s;
-    while ((s = spp_merge_top(&mg))) {
+    while ((s = spp_merge_top(&mg)) && !spp_store_violations()) {
         spp_rec r;
         spp_store_peek(s, &r);
         spp_model_record(&m, &r);
@@ -98,6 +137,15 @@ int spp_run(const spp_opts *opts)
     }
     spp_progress_end();
     spp_merge_free(&mg);
+    if (spp_store_violations()) {
+        abandon(&m, stores, n);
+        for (int i = 0; i < n; i++)
+            spp_store_close(stores[i]);
+        free(stores);
+        spp_paths_free(&paths);
+        *again = 1;
+        return 1;
+    }
     spp_model_finish(&m);
     spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
     int rc = 0;

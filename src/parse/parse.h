@@ -92,9 +92,14 @@ typedef struct spp_store {
     struct spp_rec *row;  /* the current record, decoded once (owned) */
     int have_row;
     int mode;             /* SPP_READ_DIRECT / _REORDER / _SORTED, see store.c */
-    int64_t lateness;     /* largest lateness of a row in rowid order, ns */
+    int64_t lateness;     /* reorder window, ns: the largest lateness measured by the first pass
+                           * (exact mode), or the one-pass window (store.c) */
     int64_t maxts;        /* largest timestamp read so far (reorder mode) */
     struct spp_reorder *rb;
+    int one_pass;         /* no first pass: window adapted as rows come (store.c) */
+    int violated;         /* one pass met a row later than its window: stopped */
+    int64_t released;     /* one pass: timestamp of the last row handed out */
+    long long bad;        /* one pass: rows without a valid timestamp so far */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;
@@ -117,6 +122,13 @@ typedef struct spp_rec {
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
 spp_store *spp_store_open(const char *path, int index);
+/* Exact mode (1): a first pass over the timestamps bounds the reorder
+ * window before any row is handed out, and open-time warnings are not
+ * repeated (the one-pass run before printed them). Default 0: one pass. */
+void spp_store_exact(int on);
+/* One-pass stores that met a row later than their window since the last
+ * spp_store_exact(): the parse must be run again in exact mode. */
+int spp_store_violations(void);
 /* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
  * registered (then SQLite's default is used). */
 const char *spp_readvfs_name(void);

@@ -3,18 +3,21 @@
  *
  * A writer inserts spans when they end and threads' buffers are flushed at
  * different moments, so a store's rowid order is its time order except that
- * a row may come up to L nanoseconds "late" (L = the largest lateness,
- * measured by store.c in a first pass over the timestamps only). Reading
- * the table in rowid order (a sequential scan, about 10x cheaper than
- * SQLite's ORDER BY sort of whole rows) and holding rows in a min-heap
- * keyed on (timestamp, rowid), a row can be released as soon as its
- * timestamp is below (largest timestamp read so far − L): no row still to
- * come can be earlier. The output order is exactly ORDER BY timestamp, id.
+ * some rows come "late". Reading the table in rowid order (a sequential
+ * scan, about 10x cheaper than SQLite's ORDER BY sort of whole rows), the
+ * caller (store.c) releases the earliest buffered row once it is older than
+ * the window it keeps (largest timestamp read − window); the output order is
+ * ORDER BY timestamp, id.
  *
- * Memory is the rows of one window L (a few milliseconds of records for a
- * recorder's stores). Each buffered row is one block holding the row and
- * its strings; freed blocks go to per-size free lists and are reused, so
- * the steady state allocates nothing.
+ * Most rows are not late (events, and every row of a store in order): a row
+ * whose (timestamp, rowid) is not below the last row appended to the FIFO
+ * goes there, and the FIFO stays sorted by construction at O(1) a row. Only
+ * late rows go into a min-heap (O(log n) in the few late rows buffered);
+ * the earliest record is the smaller of the FIFO head and the heap top.
+ *
+ * Memory is the rows of one window. Each buffered row is one block holding
+ * the row and its strings; freed blocks go to per-size free lists and are
+ * reused, so the steady state allocates nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +36,12 @@ typedef struct blk {
 #define NCLS 24
 
 struct spp_reorder {
-    blk **heap;
+    blk **heap;      /* late rows, min-heap on (ts, rowid) */
     long long n, cap, peak;
+    blk **fifo;      /* rows in order: a ring, head .. head + nfifo */
+    long long fhead, nfifo, fcap;
+    blk *ftail;      /* the row appended last to the FIFO (NULL: none yet) */
+    size_t bytes;    /* bytes buffered */
     blk *free_[NCLS];
     blk *out;   /* the record last popped, alive until the next pop */
 };
@@ -92,22 +99,25 @@ static int less(const blk *x, const blk *y)
     return x->ts != y->ts ? x->ts < y->ts : x->rowid < y->rowid;
 }
 
-void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid)
+static void fifo_push(spp_reorder *b, blk *k)
 {
-    int nl = (int)strlen(r->name), cl = (int)strlen(r->cat);
-    blk *k = get_blk(b, (size_t)nl + (size_t)cl + (size_t)r->args_len + 3);
-    k->ts = r->ts;
-    k->dur = r->dur;
-    k->rowid = rowid;
-    k->pid = r->pid;
-    k->tid = r->tid;
-    k->name_len = nl;
-    k->cat_len = cl;
-    k->args_len = r->args_len;
-    memcpy(k->data, r->name, (size_t)nl + 1);
-    memcpy(k->data + nl + 1, r->cat, (size_t)cl + 1);
-    memcpy(k->data + nl + cl + 2, r->args, (size_t)r->args_len);
-    k->data[nl + cl + 2 + r->args_len] = 0;
+    if (b->nfifo == b->fcap) {
+        long long nc = b->fcap ? b->fcap * 2 : 256;
+        blk **f = malloc((size_t)nc * sizeof *f);
+        for (long long i = 0; i < b->nfifo; i++)
+            f[i] = b->fifo[(b->fhead + i) % b->fcap];
+        free(b->fifo);
+        b->fifo = f;
+        b->fcap = nc;
+        b->fhead = 0;
+    }
+    b->fifo[(b->fhead + b->nfifo) % b->fcap] = k;
+    b->nfifo++;
+    b->ftail = k;
+}
+
+static void heap_push(spp_reorder *b, blk *k)
+{
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 256;
         b->heap = realloc(b->heap, (size_t)b->cap * sizeof *b->heap);
@@ -121,24 +131,55 @@ void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid)
         i = p;
     }
     b->heap[i] = k;
-    if (b->n > b->peak)
-        b->peak = b->n;
+}
+
+void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid)
+{
+    int nl = (int)strlen(r->name), cl = (int)strlen(r->cat);
+    size_t data = (size_t)nl + (size_t)cl + (size_t)r->args_len + 3;
+    blk *k = get_blk(b, data);
+    k->ts = r->ts;
+    k->dur = r->dur;
+    k->rowid = rowid;
+    k->pid = r->pid;
+    k->tid = r->tid;
+    k->name_len = nl;
+    k->cat_len = cl;
+    k->args_len = r->args_len;
+    memcpy(k->data, r->name, (size_t)nl + 1);
+    memcpy(k->data + nl + 1, r->cat, (size_t)cl + 1);
+    memcpy(k->data + nl + cl + 2, r->args, (size_t)r->args_len);
+    k->data[nl + cl + 2 + r->args_len] = 0;
+    b->bytes += sizeof(blk) + data;
+    if (!b->ftail || !less(k, b->ftail))
+        fifo_push(b, k);
+    else
+        heap_push(b, k);
+    if (b->n + b->nfifo > b->peak)
+        b->peak = b->n + b->nfifo;
+}
+
+/* The earliest buffered block, or NULL; *from_heap says where it is. */
+static blk *earliest(spp_reorder *b, int *from_heap)
+{
+    blk *f = b->nfifo ? b->fifo[b->fhead] : NULL;
+    blk *h = b->n ? b->heap[0] : NULL;
+    *from_heap = h && (!f || less(h, f));
+    return *from_heap ? h : f;
 }
 
 int spp_reorder_min(spp_reorder *b, int64_t *ts)
 {
-    if (!b->n)
+    int from_heap;
+    blk *k = earliest(b, &from_heap);
+    if (!k)
         return 0;
-    *ts = b->heap[0]->ts;
+    *ts = k->ts;
     return 1;
 }
 
-int spp_reorder_pop(spp_reorder *b, spp_rec *out)
+static void heap_pop(spp_reorder *b)
 {
-    if (!b->n)
-        return 0;
-    put_blk(b, b->out);
-    blk *k = b->heap[0];
     blk *last = b->heap[--b->n];
     long long i = 0;
     for (;;) {
@@ -154,6 +195,23 @@ int spp_reorder_pop(spp_reorder *b, spp_rec *out)
     }
     if (b->n)
         b->heap[i] = last;
+}
+
+int spp_reorder_pop(spp_reorder *b, spp_rec *out)
+{
+    int from_heap;
+    blk *k = earliest(b, &from_heap);
+    if (!k)
+        return 0;
+    put_blk(b, b->out);
+    if (from_heap) {
+        heap_pop(b);
+    } else {
+        b->fhead = (b->fhead + 1) % b->fcap;
+        if (--b->nfifo == 0)
+            b->ftail = NULL; /* the next row starts the FIFO again */
+    }
+    b->bytes -= sizeof(blk) + (size_t)k->name_len + (size_t)k->cat_len + (size_t)k->args_len + 3;
     b->out = k;
     out->ts = k->ts;
     out->dur = k->dur;
@@ -166,7 +224,8 @@ int spp_reorder_pop(spp_reorder *b, spp_rec *out)
     return 1;
 }
 
-long long spp_reorder_count(spp_reorder *b) { return b->n; }
+long long spp_reorder_count(spp_reorder *b) { return b->n + b->nfifo; }
+size_t spp_reorder_bytes(spp_reorder *b) { return b->bytes; }
 long long spp_reorder_peak(spp_reorder *b) { return b->peak; }
 
 void spp_reorder_free(spp_reorder *b)
@@ -175,6 +234,9 @@ void spp_reorder_free(spp_reorder *b)
         return;
     for (long long i = 0; i < b->n; i++)
         free(b->heap[i]);
+    for (long long i = 0; i < b->nfifo; i++)
+        free(b->fifo[(b->fhead + i) % b->fcap]);
+    free(b->fifo);
     free(b->out);
     for (int c = 0; c < NCLS; c++)
         while (b->free_[c]) {

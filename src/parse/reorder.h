@@ -18,6 +18,7 @@ int spp_reorder_min(spp_reorder *b, int64_t *ts);
  * next pop or spp_reorder_free. 0 if empty. */
 int spp_reorder_pop(spp_reorder *b, spp_rec *out);
 long long spp_reorder_count(spp_reorder *b);
+size_t spp_reorder_bytes(spp_reorder *b); /* buffered, for a memory cap */
 long long spp_reorder_peak(spp_reorder *b);
 void spp_reorder_free(spp_reorder *b);
 

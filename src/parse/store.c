@@ -12,6 +12,16 @@
  * the middle of a store ends that store with a warning; records already
  * yielded stay.
  *
+ * Time order (see choose_mode and docs/parse.md): by default a store is
+ * read in ONE pass, in rowid order, through the reorder buffer with a
+ * window that starts at WINDOW0_NS and widens to twice the largest
+ * lateness seen. A row earlier than one already handed out (it came later
+ * than the window) cannot be put in its place any more: the store flags a
+ * violation and the driver (parse.c) runs the whole parse again in exact
+ * mode, where a first pass over the timestamps measures the lateness
+ * before any row is handed out. Either way the order is exactly
+ * ORDER BY timestamp, id.
+ *
  * Two layouts: the `slice` table (ours and the reference's current one) and
  * the reference's legacy `Mstx(markId, message, pid, tid, timestamp,
  * endTimestamp)` table whose `message` is pseudo-JSON with `^` for `"`,
@@ -29,6 +39,25 @@
 
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
 #define REORDER_MAX_BYTES (128LL << 20)
+/* One-pass mode: the first window, wide enough for the spans of a serving
+ * process (steps, forwards, prefills of seconds) at the cost of holding a
+ * few seconds of rows (about 1 MB per second of the bench's stream). */
+#define WINDOW0_NS 5000000000LL
+
+static int exact_mode;   /* spp_store_exact(); set by the driver between runs */
+static int quiet_open;   /* the open-time warnings were printed by the run before */
+static int violations;   /* one-pass stores that met a row later than their window */
+
+void spp_store_exact(int on)
+{
+    exact_mode = on;
+    quiet_open = on;
+    violations = 0;
+}
+
+int spp_store_violations(void) { return violations; }
+
+#define OPEN_WARN(...) do { if (!quiet_open) spp_log(SPP_WARNING, __VA_ARGS__); } while (0)
 
 static char *stem_of(const char *path)
 {
@@ -243,6 +272,15 @@ static const char *choose_mode(spp_store *s)
         "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice WHERE timestamp > 0 "
         "ORDER BY timestamp, rowid";
     sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+    if (!exact_mode) {
+        /* One pass: rows with no valid timestamp are counted in C (reorder_fill). */
+        s->mode = SPP_READ_REORDER;
+        s->one_pass = 1;
+        s->lateness = WINDOW0_NS;
+        s->released = INT64_MIN;
+        s->rb = spp_reorder_new();
+        return "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice NOT INDEXED";
+    }
     late_acc acc = {INT64_MIN, INT64_MAX, 0, 0, 0};
     sqlite3_stmt *st;
     if (sqlite3_create_function(s->db, "spp_lateness", 1, SQLITE_UTF8, &acc, NULL, late_step, late_final) !=
@@ -284,7 +322,7 @@ spp_store *spp_store_open(const char *path, int index)
 {
     const char *why = NULL;
     if (check_header(path, &why) != 0) {
-        spp_log(SPP_WARNING, "store %s: %s; skipped", path, why);
+        OPEN_WARN("store %s: %s; skipped", path, why);
         return NULL;
     }
     spp_store *s = calloc(1, sizeof *s);
@@ -299,7 +337,7 @@ spp_store *spp_store_open(const char *path, int index)
                              spp_readvfs_name());
     free(uri);
     if (rc != SQLITE_OK) {
-        spp_log(SPP_WARNING, "store %s: cannot open (%s); skipped", path, sqlite3_errmsg(s->db));
+        OPEN_WARN("store %s: cannot open (%s); skipped", path, sqlite3_errmsg(s->db));
         spp_store_close(s);
         return NULL;
     }
@@ -310,12 +348,12 @@ spp_store *spp_store_open(const char *path, int index)
     int slice = has_table(s->db, "slice");
     int mstx = slice == 1 ? 0 : has_table(s->db, "Mstx");
     if (slice < 0 || mstx < 0) {
-        spp_log(SPP_WARNING, "store %s: unreadable (%s); skipped", path, sqlite3_errmsg(s->db));
+        OPEN_WARN("store %s: unreadable (%s); skipped", path, sqlite3_errmsg(s->db));
         spp_store_close(s);
         return NULL;
     }
     if (slice != 1 && mstx != 1) {
-        spp_log(SPP_WARNING, "store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
+        OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
         spp_store_close(s);
         return NULL;
     }
@@ -328,7 +366,7 @@ spp_store *spp_store_open(const char *path, int index)
           "ORDER BY timestamp, markId"
         : choose_mode(s);
     if (sqlite3_prepare_v2(s->db, sql, -1, &s->cur, NULL) != SQLITE_OK) {
-        spp_log(SPP_WARNING, "store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));
+        OPEN_WARN("store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));
         spp_store_close(s);
         return NULL;
     }
@@ -409,21 +447,59 @@ static void read_cur(spp_store *s, spp_rec *r)
         r->dur = 0;
 }
 
-/* Reorder mode: read rows until the earliest buffered one is safe to give. */
+/* One-pass mode: a row earlier than one already handed out ends the store
+ * (the driver starts again in exact mode); otherwise the window follows the
+ * largest lateness seen. 0: the row is not to be buffered. */
+static int one_pass_check(spp_store *s, const spp_rec *r)
+{
+    if (r->ts <= 0) { /* NULL, not a number, or before 1970: no place in time */
+        s->bad++;
+        return 0;
+    }
+    if (r->ts < s->released) {
+        spp_log(SPP_DEBUG, "store %s: a record %.3f ms earlier than one already read (window %.3f ms); "
+                "reading the stores again with a first pass", s->path, (double)(s->released - r->ts) / 1e6,
+                (double)s->lateness / 1e6);
+        s->violated = 1;
+        violations++;
+        sqlite3_finalize(s->cur);
+        s->cur = NULL;
+        return 0;
+    }
+    if (s->maxts > r->ts && (s->maxts - r->ts) * 2 > s->lateness)
+        s->lateness = (s->maxts - r->ts) * 2;
+    return 1;
+}
+
+/* Reorder mode: read rows until the earliest buffered one is safe to give.
+ * In one-pass mode a buffer over REORDER_MAX_BYTES gives its earliest row
+ * anyway: a row that later turns out to be earlier is a violation. */
 static int reorder_fill(spp_store *s)
 {
     for (;;) {
         int64_t m;
         int have = spp_reorder_min(s->rb, &m);
-        if (have && (!s->cur || m < s->maxts - s->lateness)) {
+        if (have && (!s->cur || m < s->maxts - s->lateness ||
+                     (s->one_pass && spp_reorder_bytes(s->rb) > (size_t)REORDER_MAX_BYTES))) {
             spp_reorder_pop(s->rb, s->row);
             s->row->store = s;
+            s->released = s->row->ts;
             return 1;
         }
-        if (!s->cur)
+        if (!s->cur) {
+            if (s->bad && !s->violated)
+                spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path,
+                        s->bad);
+            s->bad = 0;
             return 0;
+        }
         spp_rec r;
         read_cur(s, &r);
+        if (s->one_pass && !one_pass_check(s, &r)) {
+            if (s->cur)
+                step(s);
+            continue;
+        }
         if (r.ts > s->maxts)
             s->maxts = r.ts;
         spp_reorder_push(s->rb, &r, sqlite3_column_int64(s->cur, 7));
