@@ -3,7 +3,9 @@
  *
  * Prints, as the median of REPS repetitions, CPU nanoseconds per call (the
  * calling thread's CPU time, so a busy machine does not inflate them) for:
- *   1. a disabled call site (level off): servprof_rec_begin + 2 attrs + event;
+ *   1. a disabled call site (level off): servprof_rec_begin + 2 attrs + event,
+ *      inline in a loop minus the same loop without it (what a real call site
+ *      adds), and inside a noinline function (call overhead included);
  *   2. an enabled event with two attributes (an int and a string);
  *   3. a span begin + end carrying a rid and two attributes;
  *   4. 1 thread vs 2 threads doing (2) at once: aggregate calls/s, ratio;
@@ -23,6 +25,7 @@
 #include <unistd.h>
 #include <ftw.h>
 
+#include "clock.h"
 #include "internal.h"
 #include "tbuf.h"
 
@@ -131,7 +134,8 @@ static double run(void (*f)(long))
 }
 
 /* The disabled site as the header recommends writing a hot one: one
- * inline level check, the attributes only built when it passed. */
+ * inline level check, the attributes only built when it passed. Inside a
+ * noinline function: includes the call, which a real site does not pay. */
 static __attribute__((noinline)) void guarded_event(long i)
 {
     servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Schedule");
@@ -140,6 +144,30 @@ static __attribute__((noinline)) void guarded_event(long i)
         servprof_attr_str(r, "status", "WAITING");
         servprof_event(r, "Enqueue");
     }
+}
+
+/* The same site inline in a loop (instrumented), and the loop alone
+ * (clean): the difference is what the site adds to the code around it,
+ * as bench_python.py measures (instrumented - clean). The empty asm keeps
+ * both loops' bodies from being merged or removed. */
+static double run_inline_site(int instrumented)
+{
+    int64_t t0 = cpu_ns();
+    if (instrumented) {
+        for (long i = 0; i < iters; i++) {
+            servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Schedule");
+            if (r) {
+                servprof_attr_int(r, "QueueSize", i);
+                servprof_attr_str(r, "status", "WAITING");
+                servprof_event(r, "Enqueue");
+            }
+            __asm__ volatile("" : : "r"(i) : "memory");
+        }
+    } else {
+        for (long i = 0; i < iters; i++)
+            __asm__ volatile("" : : "r"(i) : "memory");
+    }
+    return (double)(cpu_ns() - t0) / (double)iters;
 }
 
 typedef struct targ {
@@ -217,7 +245,7 @@ static void *mem_thread(void *arg)
     long before = rss_kib();
     one_event(0);
     out[0] = rss_kib() - before;
-    for (long i = 0; i < 200000; i++) /* fill the ring at least once */
+    for (long i = 0; i < 400000; i++) /* fill the ring at least once */
         one_event(i);
     out[1] = rss_kib() - before;
     return NULL;
@@ -227,7 +255,8 @@ int main(int argc, char **argv)
 {
     iters = argc > 1 ? atol(argv[1]) : 1000000;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    printf("bench_record: %ld calls per repetition, median of %d\n", iters, REPS);
+    printf("bench_record: %ld calls per repetition, median of %d; timestamps: %s\n", iters, REPS,
+           sp_clock_source());
     servprof_stats s0, s1;
     servprof_get_stats(&s0);
 
@@ -235,12 +264,22 @@ int main(int argc, char **argv)
     atomic_store(&servprof__level, 0);
     long keep = iters;
     iters *= 20; /* sub-nanosecond: more calls for a stable figure */
+    double clean[REPS];
+    for (int i = 0; i < REPS; i++) { /* alternate: both see the same machine */
+        clean[i] = run_inline_site(0);
+        v[i] = run_inline_site(1) - clean[i];
+    }
+    printf("  disabled call site, inline, if (r)-guarded: %.2f ns (instrumented loop - clean "
+           "loop; clean loop %.2f ns/iteration)\n",
+           median(v, REPS), median(clean, REPS));
     for (int i = 0; i < REPS; i++)
         v[i] = run(guarded_event);
-    printf("  disabled call site, guarded with if (r): %.2f ns\n", median(v, REPS));
+    printf("  disabled call site, if (r)-guarded, in a noinline function (call included): "
+           "%.2f ns\n", median(v, REPS));
     for (int i = 0; i < REPS; i++)
         v[i] = run(one_event);
-    printf("  disabled call site, unguarded (begin + 2 attrs + event: 3 calls on NULL): %.2f ns\n",
+    printf("  disabled call site, unguarded, noinline function (begin + 2 attrs + event: 3 calls "
+           "on NULL): %.2f ns\n",
            median(v, REPS));
     iters = keep;
 
@@ -286,6 +325,6 @@ int main(int argc, char **argv)
     servprof_get_stats(&s1);
     printf("  dropped during the benchmark: %llu%s\n",
            (unsigned long long)(s1.dropped - s0.dropped),
-           s1.dropped == s0.dropped ? "" : " (the memory phase fills a 2 MiB ring on purpose)");
+           s1.dropped == s0.dropped ? "" : " (the memory phase fills a default ring on purpose)");
     return 0;
 }

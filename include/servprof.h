@@ -186,11 +186,31 @@ typedef struct servprof_rec servprof_rec; /* opaque; owned by the library */
  * would not be kept — every function below accepts NULL. The timestamp of an
  * event is taken here. Hot path. */
 SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain);
+/* The same with the domain's length (SERVPROF__NOLEN: not known). */
+SERVPROF_API servprof_rec *servprof__rec_begin_k(int level, const char *domain,
+                                                 size_t domain_len);
+
+/* A string's length when the compiler knows it (a literal, once inlined),
+ * else SERVPROF__NOLEN: then the library measures it. */
+#define SERVPROF__NOLEN ((size_t)-1)
+#if defined(__GNUC__) && defined(__OPTIMIZE__)
+static inline __attribute__((always_inline)) size_t servprof__len(const char *s)
+{
+    return s && __builtin_constant_p(__builtin_strlen(s)) ? __builtin_strlen(s) : SERVPROF__NOLEN;
+}
+#else
+static inline size_t servprof__len(const char *s)
+{
+    (void)s;
+    return SERVPROF__NOLEN;
+}
+#endif
+
 static inline servprof_rec *servprof_rec_begin(int level, const char *domain)
 {
     if (!servprof_is_enabled(level))
         return (servprof_rec *)0;
-    return servprof_rec_begin_slow(level, domain);
+    return servprof__rec_begin_k(level, domain, servprof__len(domain));
 }
 
 /* Drops the record being built without recording it. */
@@ -270,14 +290,17 @@ SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name,
                                    int64_t start_ns, int64_t end_ns);
 
 /* ------------------------------------------------------------------ */
-/* Lengths known at compile time (internal to the wrappers below)       */
+/* Lengths known at compile time                                        */
 /* ------------------------------------------------------------------ */
 
-/* The same calls with the lengths of key / value / name passed in (or
- * SERVPROF__NOLEN when not known): a string literal's length is folded by
- * the compiler, which saves the hot path a strlen per string. Call the
- * documented names; these may change. */
-#define SERVPROF__NOLEN ((size_t)-1)
+/* The calls below with the lengths of key / value / name passed in (or
+ * SERVPROF__NOLEN when not known). With optimization on, the macros that
+ * follow make the documented names use them, so a string literal's length
+ * is folded by the compiler and the hot path skips a strlen per string.
+ * Same behaviour, same records; the documented functions stay exported
+ * (the Python binding and function pointers use them). Define
+ * SERVPROF_NO_LITERAL_LENGTHS before including this header to turn the
+ * macros off. These names may change: call the documented ones. */
 SERVPROF_API void servprof__attr_str_k(servprof_rec *r, const char *key, size_t key_len,
                                        const char *val, size_t val_len);
 SERVPROF_API void servprof__attr_int_k(servprof_rec *r, const char *key, size_t key_len,
@@ -285,6 +308,15 @@ SERVPROF_API void servprof__attr_int_k(servprof_rec *r, const char *key, size_t 
 SERVPROF_API void servprof__event_k(servprof_rec *r, const char *name, size_t name_len);
 SERVPROF_API servprof_span servprof__span_begin_k(servprof_rec *r, const char *name,
                                                   size_t name_len);
+
+#if !defined(SERVPROF_NO_LITERAL_LENGTHS) && defined(__GNUC__) && defined(__OPTIMIZE__)
+#define servprof_attr_str(r, key, val) \
+    servprof__attr_str_k((r), (key), servprof__len(key), (val), servprof__len(val))
+#define servprof_res_str(r, rid) servprof__attr_str_k((r), "rid", 3, (rid), servprof__len(rid))
+#define servprof_attr_int(r, key, val) servprof__attr_int_k((r), (key), servprof__len(key), (val))
+#define servprof_event(r, name) servprof__event_k((r), (name), servprof__len(name))
+#define servprof_span_begin(r, name) servprof__span_begin_k((r), (name), servprof__len(name))
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Counters                                                             */

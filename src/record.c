@@ -26,6 +26,9 @@
  * unfinished one, which is moved up the ring: rare, and cheaper than a
  * second buffer.
  */
+/* The functions below are the ones servprof.h's macros stand in for. */
+#define SERVPROF_NO_LITERAL_LENGTHS 1
+
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,7 +88,7 @@ static __attribute__((noinline, cold)) size_t null_str(const char **s)
  * strings are cut at SERVPROF_MAX_STRING on a UTF-8 character boundary.
  * `known` is the length when the caller already knows it (a literal's,
  * folded at compile time by servprof.h's wrappers), else SIZE_MAX. */
-static inline size_t str_len_k(const char **s, size_t known)
+static inline __attribute__((always_inline)) size_t str_len_k(const char **s, size_t known)
 {
     if (__builtin_expect(!*s, 0))
         return null_str(s);
@@ -105,11 +108,39 @@ static inline size_t cut_len(const char *s, size_t n)
     return __builtin_expect(n > SERVPROF_MAX_STRING, 0) ? cut_long(s) : n;
 }
 
+/* Copies a string of n bytes. Names, keys and ids are short: up to 16
+ * bytes are copied inline with two overlapping loads and stores (reading
+ * only [s, s+n)), which saves a libc call per string. */
+static inline __attribute__((always_inline)) void copy_str(uint8_t *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n < 4) {
+        if (n) {
+            d[0] = (uint8_t)s[0];
+            d[n / 2] = (uint8_t)s[n / 2];
+            d[n - 1] = (uint8_t)s[n - 1];
+        }
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
 /* Claims n more bytes for the record being built: the ring position where
  * they go, after one room check. On no room the record turns to
  * SP_TB_OVERFLOW and 0 is returned (the position is never 0 otherwise:
  * every record starts with a header). */
-static inline int claim(sp_tbuf *tb, size_t n, uint64_t *at)
+static inline __attribute__((always_inline)) int claim(sp_tbuf *tb, size_t n, uint64_t *at)
 {
     uint64_t end = tb->pos + n;
     if (__builtin_expect(!sp_tb_room(tb, end), 0)) {
@@ -123,7 +154,7 @@ static inline int claim(sp_tbuf *tb, size_t n, uint64_t *at)
 
 /* Where n bytes at ring index `at` can be written with plain stores: NULL
  * when they would straddle the ring's end (then write with sp_tb_write). */
-static inline uint8_t *direct(const sp_tbuf *tb, uint64_t at, size_t n)
+static inline __attribute__((always_inline)) uint8_t *direct(const sp_tbuf *tb, uint64_t at, size_t n)
 {
     size_t off = (size_t)(at & tb->mask);
     return __builtin_expect(off + n <= tb->cap, 1) ? tb->data + off : NULL;
@@ -160,7 +191,7 @@ static inline int put_str(sp_tbuf *tb, const char *s, size_t n)
 
 /* The record handle when it may take attributes; NULL otherwise. A handle
  * whose record was already finished is misuse (counted). */
-static inline sp_tbuf *building(servprof_rec *r)
+static inline __attribute__((always_inline)) sp_tbuf *building(servprof_rec *r)
 {
     sp_tbuf *tb = (sp_tbuf *)r;
     if (!tb)
@@ -178,13 +209,31 @@ static inline int in_array(const sp_tbuf *tb)
     return tb->depth > 0 && ((tb->array_bits >> (tb->depth - 1)) & 1);
 }
 
+/* put_attr's bytes when they straddle the ring's end (rare). */
+static __attribute__((noinline)) void put_attr_wrapped(sp_tbuf *tb, uint64_t at, const uint8_t *hd,
+                                                       const char *key, size_t kn, const void *v,
+                                                       size_t vn, int vlen)
+{
+    uint16_t l = (uint16_t)vn;
+    sp_tb_write(tb, at, hd, 3);
+    sp_tb_write(tb, at + 3, key, kn);
+    at += 3 + kn;
+    if (vlen) {
+        sp_tb_write(tb, at, &l, 2);
+        at += 2;
+    }
+    sp_tb_write(tb, at, v, vn);
+}
+
 /* One whole attribute with one room check: tag, key (u16 length + bytes;
  * inside an array the key is not stored, elsewhere a NULL key is bad input
  * and stored as ""), then the value: `vn` bytes of v, preceded by their u16
  * length when `vlen` is set (strings). `kn` is the key's length when known,
- * else SIZE_MAX. Returns 0 when the record overflowed. */
-static inline int put_attr(sp_tbuf *tb, uint8_t tag, const char *key, size_t kn, const void *v,
-                           size_t vn, int vlen)
+ * else SIZE_MAX. Returns 0 when the record overflowed. Always inlined: the
+ * callers' constant tag, value size and vlen fold away. */
+static inline __attribute__((always_inline)) int put_attr(sp_tbuf *tb, uint8_t tag,
+                                                          const char *key, size_t kn,
+                                                          const void *v, size_t vn, int vlen)
 {
     if (__builtin_expect(in_array(tb), 0)) {
         key = "";
@@ -197,26 +246,20 @@ static inline int put_attr(sp_tbuf *tb, uint8_t tag, const char *key, size_t kn,
     if (!claim(tb, total, &at))
         return 0;
     uint8_t hd[3] = {tag, (uint8_t)(kn & 0xFF), (uint8_t)(kn >> 8)};
-    uint16_t l = (uint16_t)vn;
     uint8_t *p = direct(tb, at, total);
-    if (__builtin_expect(p != NULL, 1)) {
-        memcpy(p, hd, 3);
-        memcpy(p + 3, key, kn);
-        p += 3 + kn;
-        if (vlen) {
-            memcpy(p, &l, 2);
-            p += 2;
-        }
-        memcpy(p, v, vn);
+    if (__builtin_expect(p == NULL, 0)) {
+        put_attr_wrapped(tb, at, hd, key, kn, v, vn, vlen);
+        return 1;
+    }
+    memcpy(p, hd, 3);
+    copy_str(p + 3, key, kn);
+    p += 3 + kn;
+    if (vlen) {
+        uint16_t l = (uint16_t)vn;
+        memcpy(p, &l, 2);
+        copy_str(p + 2, (const char *)v, vn);
     } else {
-        sp_tb_write(tb, at, hd, 3);
-        sp_tb_write(tb, at + 3, key, kn);
-        at += 3 + kn;
-        if (vlen) {
-            sp_tb_write(tb, at, &l, 2);
-            at += 2;
-        }
-        sp_tb_write(tb, at, v, vn);
+        memcpy(p, v, vn);
     }
     return 1;
 }
@@ -342,6 +385,11 @@ static inline int current_level(void)
 
 SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain)
 {
+    return servprof__rec_begin_k(level, domain, SIZE_MAX);
+}
+
+SERVPROF_API servprof_rec *servprof__rec_begin_k(int level, const char *domain, size_t dn)
+{
     int on = current_level();
     if (on <= 0 || level > on)
         return NULL;
@@ -362,7 +410,7 @@ SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain
     tb->array_bits = 0;
     int ticks;
     int64_t ts = sp_clock_read(&ticks);
-    size_t dn = domain ? str_len(&domain) : 0;
+    dn = domain ? str_len_k(&domain, dn) : 0;
     size_t total = sizeof(sp_rec_hdr) + 2 + dn;
     uint64_t at;
     tb->state = SP_TB_BUILDING;
@@ -377,7 +425,7 @@ SERVPROF_API servprof_rec *servprof_rec_begin_slow(int level, const char *domain
     if (__builtin_expect(p != NULL, 1)) {
         memcpy(p, &h, sizeof h);
         memcpy(p + sizeof h, &dlen, 2);
-        memcpy(p + sizeof h + 2, domain ? domain : "", dn);
+        copy_str(p + sizeof h + 2, domain ? domain : "", dn);
     } else {
         sp_tb_write(tb, at, &h, sizeof h);
         sp_tb_write(tb, at + sizeof h, &dlen, 2);
@@ -594,7 +642,7 @@ static inline void put_trailer_name(sp_tbuf *tb, const char *name, size_t nn)
     uint8_t *p = direct(tb, at, 3 + nn);
     if (__builtin_expect(p != NULL, 1)) {
         memcpy(p, hd, 3);
-        memcpy(p + 3, name, nn);
+        copy_str(p + 3, name, nn);
     } else {
         sp_tb_write(tb, at, hd, 3);
         sp_tb_write(tb, at + 3, name, nn);
