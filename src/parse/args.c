@@ -276,12 +276,13 @@ static void idval(J *j, spp_str *out)
  * every entry, so the next key is guessed and compared as a literal (a
  * match is exactly the unescaped key); only a miss scans the string. */
 enum { EK_RID, EK_ITER, EK_TYPE, EK_SCHED, EK_PROMPT, EK_COMPUTED, EK_SPEC, EK_N };
-static const struct { const char *q; int n; } ekey[EK_N] = {
-    {"\"rid\"", 5}, {"\"iter\"", 6}, {"\"type\"", 6}, {"\"num_scheduled_tokens\"", 22},
-    {"\"num_prompt_tokens\"", 19}, {"\"num_computed_tokens\"", 21}, {"\"num_spec_output_tokens\"", 24},
+static const struct { const char *q; int n; } ekey[EK_N] = { /* n: the quoted key and ':' */
+    {"\"rid\":", 6}, {"\"iter\":", 7}, {"\"type\":", 7}, {"\"num_scheduled_tokens\":", 23},
+    {"\"num_prompt_tokens\":", 20}, {"\"num_computed_tokens\":", 22}, {"\"num_spec_output_tokens\":", 25},
 };
 
-/* The entry key at j->p: EK_* , EK_N for another key, -1 on error. */
+/* The entry key at j->p and its ':': EK_* , EK_N for another key, -1 on
+ * error. */
 static int entry_key(J *j, int guess)
 {
     if (guess < EK_N && j->e - j->p >= ekey[guess].n && !memcmp(j->p, ekey[guess].q, (size_t)ekey[guess].n)) {
@@ -291,8 +292,12 @@ static int entry_key(J *j, int guess)
     spp_str k;
     if (!str(j, &k))
         return -1;
+    ws(j);
+    if (j->p >= j->e || *j->p != ':')
+        return j->err = 1, -1;
+    j->p++;
     for (int i = 0; i < EK_N; i++)
-        if (k.n == ekey[i].n - 2 && !memcmp(k.p, ekey[i].q + 1, (size_t)k.n))
+        if (k.n == ekey[i].n - 3 && !memcmp(k.p, ekey[i].q + 1, (size_t)k.n))
             return i;
     return EK_N;
 }
@@ -327,10 +332,6 @@ static void rid_entry(J *j, spp_args *a)
         if (key < 0)
             return;
         guess = key + 1;
-        ws(j);
-        if (j->p >= j->e || *j->p != ':')
-            return (void)(j->err = 1);
-        j->p++;
         double d;
         switch (key) {
         case EK_RID: idval(j, &r->rid); break;
