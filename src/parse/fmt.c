@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fmtnum.h"
 #include "parse.h"
 
 void spp_fmt_datetime(int64_t ns, char *buf)
@@ -39,20 +40,20 @@ void spp_fmt_datetime(int64_t ns, char *buf)
     buf[n + 7] = 0;
 }
 
+/* Bytes that make a CSV field need quotes. */
+static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
+
 void spp_csv_field(FILE *f, const char *s, int n)
 {
-    int quote = 0;
-    for (int i = 0; i < n; i++)
-        if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') {
-            quote = 1;
-            break;
-        }
-    if (!quote) {
+    int i = 0;
+    while (i < n && !csv_special[(unsigned char)s[i]])
+        i++;
+    if (i == n) {
         fwrite_unlocked(s, 1, (size_t)n, f);
         return;
     }
     putc_unlocked('"', f);
-    for (int i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
         if (s[i] == '"')
             putc_unlocked('"', f);
         putc_unlocked(s[i], f);
@@ -71,7 +72,10 @@ void spp_put_int(FILE *f, long long v)
     } while (u);
     if (v < 0)
         buf[--i] = '-';
-    fwrite_unlocked(buf + i, 1, (size_t)(24 - i), f);
+    /* putc_unlocked is an inlined buffer store; fwrite_unlocked a call
+     * costing more than the few digits of a number. */
+    while (i < 24)
+        putc_unlocked(buf[i++], f);
 }
 
 int spp_utf8_len(const char *sp, const char *ep)
@@ -101,4 +105,64 @@ int spp_utf8_len(const char *sp, const char *ep)
     if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
         return 0;
     return n;
+}
+
+/* %.6g: 6 significant digits, exponent X of the rounded value; fixed
+ * notation with trailing zeros removed when -4 <= X < 6. The digits are
+ * round(|d| * 10^(5 - X)): the product is within a few ulps of the exact
+ * value, so the rounding is certain unless it lies near a tie (then printf
+ * decides, as it does for what is outside this range). */
+int spp_fmt_g6(double d, char *buf)
+{
+    static const double p10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}; /* exact */
+    double a = fabs(d);
+    if (!(a >= 1e-4 && a < 999999.5)) /* NaN too */
+        goto slow;
+    int x = (int)floor(log10(a)); /* may be off by one near a power of ten: checked below */
+    if (x < -4 || x > 5)
+        goto slow;
+    double v = a * p10[5 - x];
+    double r = floor(v + 0.5);
+    if (fabs(v - floor(v) - 0.5) < 1e-6)
+        goto slow; /* near a tie */
+    long long m = (long long)r;
+    if (m == 1000000) { /* rounded up to the next power of ten */
+        m = 100000;
+        x++;
+        if (x > 5)
+            goto slow;
+    }
+    if (m < 100000 || m > 999999)
+        goto slow;
+    char dig[6];
+    for (int i = 5; i >= 0; i--) {
+        dig[i] = (char)('0' + m % 10);
+        m /= 10;
+    }
+    int nd = 6;
+    while (nd > 1 && dig[nd - 1] == '0')
+        nd--;
+    int n = 0;
+    if (d < 0)
+        buf[n++] = '-';
+    if (x >= 0) {
+        for (int i = 0; i <= x; i++)
+            buf[n++] = dig[i];
+        if (nd > x + 1) {
+            buf[n++] = '.';
+            for (int i = x + 1; i < nd; i++)
+                buf[n++] = dig[i];
+        }
+    } else {
+        buf[n++] = '0';
+        buf[n++] = '.';
+        for (int i = 0; i < -x - 1; i++)
+            buf[n++] = '0';
+        for (int i = 0; i < nd; i++)
+            buf[n++] = dig[i];
+    }
+    buf[n] = 0;
+    return n;
+slow:
+    return snprintf(buf, 32, "%.6g", d);
 }

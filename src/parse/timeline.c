@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fmtnum.h"
 #include "timeline.h"
 
 /* A sub-lane: one trace thread whose spans nest; `ends` is the stack of
@@ -452,11 +453,13 @@ void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, in
 
 static void put_num(wout *f, double d)
 {
-    if (d == floor(d) && fabs(d) < 1e15)
-        w_int(f, (long long)d); /* "%.0f" of an integral double below 1e15 */
-    else {
+    if (d == floor(d) && fabs(d) < 1e15) { /* "%.0f" of an integral double below 1e15 */
+        if (d == 0 && signbit(d))
+            w_c(f, '-');
+        w_int(f, (long long)d);
+    } else {
         char b[32];
-        w_put(f, b, (size_t)snprintf(b, sizeof b, "%.6g", d));
+        w_put(f, b, (size_t)spp_fmt_g6(d, b));
     }
 }
 
