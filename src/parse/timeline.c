@@ -17,9 +17,9 @@
  * profiler.db's `slice` is a VIEW with the columns of parsing.md over
  * `slice_data` (one row per record) and `slice_args` (long args texts):
  * a scheduler step's 3.7 KB rid list is carried byte-identical by its
- * schedule, execution and forward spans, so a long text equal to the
- * previous long one is stored once and referenced by id (2/3 of the bytes
- * of the old table). Short texts stay inline (a second row costs more than
+ * schedule, execution and forward spans, so a long text equal to one of
+ * the last few long ones is stored once and referenced by id (2/3 of the
+ * bytes of the old table). Short texts stay inline (a second row costs more than
  * it saves); end_time is computed by the view.
  */
 #include <errno.h>
@@ -109,6 +109,11 @@ static void w_int(wout *f, long long v)
     w_put(f, buf + i, (size_t)(24 - i));
 }
 
+/* Long args texts remembered for reuse: a step's three spans usually come
+ * one after another, but another step's may come between them when
+ * scheduling runs ahead of execution. */
+#define ARGS_RECENT 4
+
 struct spp_timeline {
     wout *f;             /* chrome_tracing.json; NULL when not written */
     char *path;
@@ -123,11 +128,11 @@ struct spp_timeline {
     spp_out *o;
     spp_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
     long long events;
-    /* The last long args text stored in slice_args and its id: the next
-     * long text equal to it is referenced instead of stored again. */
-    char *last_args;
-    int last_args_len, last_args_cap;
-    long long last_args_id;
+    /* The last ARGS_RECENT long args texts stored in slice_args: a long
+     * text equal to one of them is referenced instead of stored again. */
+    struct recent_args { char *text; int len, cap; long long id; } recent[ARGS_RECENT];
+    int recent_next;        /* the entry replaced next (round robin) */
+    long long args_ids;     /* ids given in slice_args */
 };
 
 static const spp_col c_process[] = {{"pid", "INTEGER"}, {"process_name", "TEXT"}, {"label", "TEXT"},
@@ -380,23 +385,28 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
     return sl->id;
 }
 
-/* The id in slice_args of a long args text: the previous one's when equal,
+/* The id in slice_args of a long args text: a recent one's when equal,
  * else a new row. */
 static long long long_args_id(spp_timeline *t, const char *text, int len)
 {
-    if (t->last_args_id && len == t->last_args_len && memcmp(text, t->last_args, (size_t)len) == 0)
-        return t->last_args_id;
-    if (len > t->last_args_cap) {
-        t->last_args_cap = len * 2;
-        free(t->last_args);
-        t->last_args = malloc((size_t)t->last_args_cap);
+    for (int i = 0; i < ARGS_RECENT; i++) {
+        const struct recent_args *e = &t->recent[i];
+        if (e->id && e->len == len && memcmp(e->text, text, (size_t)len) == 0)
+            return e->id;
     }
-    memcpy(t->last_args, text, (size_t)len);
-    t->last_args_len = len;
-    t->last_args_id++;
-    spp_val v[2] = {spp_v_int(t->last_args_id), spp_v_text(text, len)};
+    struct recent_args *e = &t->recent[t->recent_next];
+    t->recent_next = (t->recent_next + 1) % ARGS_RECENT;
+    if (len > e->cap) {
+        e->cap = len * 2;
+        free(e->text);
+        e->text = malloc((size_t)e->cap);
+    }
+    memcpy(e->text, text, (size_t)len);
+    e->len = len;
+    e->id = ++t->args_ids;
+    spp_val v[2] = {spp_v_int(e->id), spp_v_text(text, len)};
     spp_table_row(t->o, &t->t_args, v);
-    return t->last_args_id;
+    return e->id;
 }
 
 static void slice_row(spp_timeline *t, const spp_rec *r, int pid, int lane_id)
@@ -715,7 +725,8 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
         free(t->lanes[i].cat);
     }
     free(t->lanes);
-    free(t->last_args);
+    for (int i = 0; i < ARGS_RECENT; i++)
+        free(t->recent[i].text);
     free(t->lane_hash);
     free(t->path);
     free(t);

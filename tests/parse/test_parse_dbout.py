@@ -38,11 +38,11 @@ class DbOut(unittest.TestCase):
         s.event("detokenize", t + 2.5, "Request", tid=12, rid="r0")
         s.span("modelExec", t + 3, t + 6, "ModelExecute", tid=13, rid=a)
         s.span("forward", t + 3.5, t + 5.5, "ModelExecute", tid=14, rid=a)
-        # step 2: another list, then the first one again (not adjacent: stored again)
+        # step 2: another list, then the first one again (recent: referenced)
         s.span("batchFrameworkProcessing", t + 10, t + 11, "Schedule", tid=11, rid=b)
         s.span("modelExec", t + 12, t + 14, "ModelExecute", tid=13, rid=b)
         s.span("forward", t + 20, t + 22, "ModelExecute", tid=14, rid=a)
-        # a long text that is not JSON, and odd short ones
+        # a long text that is not JSON (stored as it is), and odd short ones
         s.raw("garbage", ns(30), 0, "Other", "{not json " + "x" * 700, tid=15)
         s.raw("noargs", ns(31), 0, "Other", None, tid=15)
         s.raw("uni\u00e9", ns(32), 0, "Other", '{"k":"\u00e9\u4e2d"}', tid=15)
@@ -73,9 +73,9 @@ class DbOut(unittest.TestCase):
         bad = self.db.execute("SELECT count(*) FROM slice WHERE end_time != timestamp + duration").fetchone()[0]
         self.assertEqual(bad, 0)
 
-    def test_long_args_stored_once_per_run_of_equal_texts(self):
-        # a (x3), b (x2), a (x1), garbage: four texts stored, seven records refer to them
-        self.assertEqual(self.db.execute("SELECT count(*) FROM slice_args").fetchone()[0], 4)
+    def test_long_args_stored_once(self):
+        # a (x3), b (x2), a (x1), garbage: three texts stored, seven records refer to them
+        self.assertEqual(self.db.execute("SELECT count(*) FROM slice_args").fetchone()[0], 3)
         self.assertEqual(self.db.execute("SELECT count(*) FROM slice_data WHERE args_id IS NOT NULL").fetchone()[0], 7)
         self.assertEqual(self.db.execute("SELECT count(*) FROM slice_data WHERE args IS NOT NULL"
                                          " AND args_id IS NOT NULL").fetchone()[0], 0)
