@@ -100,6 +100,7 @@ typedef struct spp_store {
     int violated;         /* one pass met a row later than its window: stopped */
     int64_t released;     /* one pass: timestamp of the last row handed out */
     long long bad;        /* one pass: rows without a valid timestamp so far */
+    int64_t seq;          /* rows scanned (reorder mode): the tie-break, in rowid order */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;

@@ -267,9 +267,9 @@ static const char *choose_mode(spp_store *s)
     /* NOT INDEXED: an index on timestamp (some writer's) must not turn
      * either scan into an index walk in another order. */
     static const char *const cols =
-        "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice NOT INDEXED WHERE timestamp > 0";
+        "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED WHERE timestamp > 0";
     static const char *const sorted =
-        "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice WHERE timestamp > 0 "
+        "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice WHERE timestamp > 0 "
         "ORDER BY timestamp, rowid";
     sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
     if (!exact_mode) {
@@ -279,7 +279,7 @@ static const char *choose_mode(spp_store *s)
         s->lateness = WINDOW0_NS;
         s->released = INT64_MIN;
         s->rb = spp_reorder_new();
-        return "SELECT timestamp, duration, name, cat, args, pid, tid, rowid FROM slice NOT INDEXED";
+        return "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED";
     }
     late_acc acc = {INT64_MIN, INT64_MAX, 0, 0, 0};
     sqlite3_stmt *st;
@@ -502,7 +502,9 @@ static int reorder_fill(spp_store *s)
         }
         if (r.ts > s->maxts)
             s->maxts = r.ts;
-        spp_reorder_push(s->rb, &r, sqlite3_column_int64(s->cur, 7));
+        /* The scan is in rowid order: its row count breaks ties exactly as
+         * the rowid would, without asking SQLite for it. */
+        spp_reorder_push(s->rb, &r, ++s->seq);
         step(s);
     }
 }
