@@ -126,11 +126,12 @@ static void print_stalls(void)
     sp_writer_last_stats(&w);
     sp_store_last_stats(&s);
     printf("      writer: longest pass %.1f ms, longest commit %.1f ms, fullest buffer %.0f KiB; "
-           "checkpoints %llu (%llu failed), longest %.1f ms, WAL max %d pages, "
-           "held back %llu rows\n",
+           "checkpoints %llu (%llu failed), longest %.1f ms, checkpointer CPU %.3f s, WAL max %d "
+           "pages, held back %llu rows\n",
            w.longest_pass_ns / 1e6, w.longest_commit_ns / 1e6, w.max_buffer_fill / 1024.0,
            (unsigned long long)s.checkpoints, (unsigned long long)s.checkpoint_failures,
-           s.checkpoint_longest_ns / 1e6, s.max_wal_pages, (unsigned long long)s.max_deferred_rows);
+           s.checkpoint_longest_ns / 1e6, s.checkpointer_cpu_ns / 1e9, s.max_wal_pages,
+           (unsigned long long)s.max_deferred_rows);
 }
 
 static int cmp(const void *a, const void *b)
@@ -217,9 +218,9 @@ static void paced_run(double rate, int threads, double seconds)
     long long rows = rows_in(store);
     remove_store(store);
     printf("  paced %.0f rec/s, %d thread(s), %.0f s, 4 MiB buffers: emitted %ld, stored %lld, "
-           "dropped %llu -> %.0f rec/s into the store%s\n",
+           "dropped %llu -> %.0f rec/s into the store; writer CPU %.3f s%s\n",
            rate, threads, seconds, emitted, rows, (unsigned long long)(b.dropped - a.dropped),
-           rows / seconds, rows + (long long)(b.dropped - a.dropped) == emitted ? "" : " ** MISMATCH **");
+           rows / seconds, sp_writer_last_cpu_ns() / 1e9, rows + (long long)(b.dropped - a.dropped) == emitted ? "" : " ** MISMATCH **");
     print_stalls();
 }
 

@@ -144,7 +144,7 @@ static int flush_rows(sp_store *st);
 
 /* Figures of the last store opened, for the benchmark (sp_store_last_stats). */
 static _Atomic uint64_t stat_ckpts, stat_ckpt_fails, stat_max_deferred;
-static _Atomic int64_t stat_ckpt_longest_ns;
+static _Atomic int64_t stat_ckpt_longest_ns, stat_ckpt_cpu_ns;
 static _Atomic int stat_max_wal_frames;
 
 /* Held by the checkpointer while inside SQLite, and by fork() (prepare to
@@ -225,6 +225,9 @@ static void *ckpt_main(void *arg)
         pthread_mutex_lock(&ck->mu);
     }
     pthread_mutex_unlock(&ck->mu);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        atomic_store(&stat_ckpt_cpu_ns, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec);
     return NULL;
 }
 
@@ -300,6 +303,7 @@ void sp_store_last_stats(sp_store_stats *out)
     out->checkpoints = atomic_load(&stat_ckpts);
     out->checkpoint_failures = atomic_load(&stat_ckpt_fails);
     out->checkpoint_longest_ns = atomic_load(&stat_ckpt_longest_ns);
+    out->checkpointer_cpu_ns = atomic_load(&stat_ckpt_cpu_ns);
     out->max_wal_pages = atomic_load(&stat_max_wal_frames);
     out->max_deferred_rows = atomic_load(&stat_max_deferred);
 }
@@ -443,6 +447,7 @@ sp_store *sp_store_open(const char *path, int pid)
     atomic_store(&stat_ckpt_fails, 0);
     atomic_store(&stat_max_deferred, 0);
     atomic_store(&stat_ckpt_longest_ns, 0);
+    atomic_store(&stat_ckpt_cpu_ns, 0);
     atomic_store(&stat_max_wal_frames, 0);
     start_checkpointer(st);
     return st;

@@ -53,12 +53,13 @@ void sp_store_close(sp_store *st);
 void sp_store_forget(sp_store *st);
 
 /* Figures of the last store opened (benchmarks): background checkpoints
- * done and failed, the longest one, the largest WAL seen at a commit (in
+ * done and failed, the longest one, the checkpointer thread's CPU time
+ * (known once the store closed), the largest WAL seen at a commit (in
  * 64 KiB pages: it stays small when the WAL restarts), the most rows held in
  * memory while a checkpoint ran. */
 typedef struct sp_store_stats {
     uint64_t checkpoints, checkpoint_failures;
-    int64_t checkpoint_longest_ns;
+    int64_t checkpoint_longest_ns, checkpointer_cpu_ns;
     int max_wal_pages;
     uint64_t max_deferred_rows;
 } sp_store_stats;
