@@ -107,6 +107,7 @@ typedef struct spp_pending {
     spp_val *vals;         /* owned strings */
     int64_t start, end;
     int store;
+    const char *block_end; /* end of the one allocation holding the row (pending.c) */
 } spp_pending;
 
 /* model.c */

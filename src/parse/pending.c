@@ -3,7 +3,14 @@
  * (batch rows wait for the next KVCacheStatus of their process, a forward
  * row for the next forward's start). The row owns copies of its strings,
  * because record strings die when the store's cursor moves.
+ *
+ * One allocation per row: the struct, its values and its strings in one
+ * block (a batch row has half a dozen strings; a malloc/free pair each
+ * cost more than the copies). A text value the caller puts into a row
+ * afterwards (its own malloc'd string) is freed on its own: it is the one
+ * whose pointer lies outside the block.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,18 +18,27 @@
 
 spp_pending *spp_pending_new(const spp_val *vals, int n)
 {
-    spp_pending *p = calloc(1, sizeof *p);
+    size_t text = 0;
+    for (int i = 0; i < n; i++)
+        if (vals[i].kind == SPP_TEXT)
+            text += (size_t)vals[i].n + 1;
+    size_t head = sizeof(spp_pending) + (size_t)n * sizeof *vals;
+    char *blk = malloc(head + text);
+    spp_pending *p = (spp_pending *)blk;
+    memset(p, 0, sizeof *p);
     p->nvals = n;
-    p->vals = malloc((size_t)n * sizeof *p->vals);
+    p->vals = (spp_val *)(blk + sizeof(spp_pending));
     memcpy(p->vals, vals, (size_t)n * sizeof *vals);
+    char *o = blk + head;
     for (int i = 0; i < n; i++) {
         if (p->vals[i].kind == SPP_TEXT) {
-            char *c = malloc((size_t)p->vals[i].n + 1);
-            memcpy(c, vals[i].s, (size_t)vals[i].n);
-            c[vals[i].n] = 0;
-            p->vals[i].s = c;
+            memcpy(o, vals[i].s, (size_t)vals[i].n);
+            o[vals[i].n] = 0;
+            p->vals[i].s = o;
+            o += vals[i].n + 1;
         }
     }
+    p->block_end = o;
     return p;
 }
 
@@ -30,10 +46,11 @@ void spp_pending_free(spp_pending *p)
 {
     if (!p)
         return;
-    for (int i = 0; i < p->nvals; i++)
-        if (p->vals[i].kind == SPP_TEXT)
-            free((char *)p->vals[i].s);
-    free(p->vals);
+    uintptr_t lo = (uintptr_t)p, hi = (uintptr_t)p->block_end;
+    for (int i = 0; i < p->nvals; i++) {
+        uintptr_t s = (uintptr_t)p->vals[i].s;
+        if (p->vals[i].kind == SPP_TEXT && (s < lo || s >= hi))
+            free((char *)p->vals[i].s); /* put in after spp_pending_new: owned apart */
+    }
     free(p);
 }
-
