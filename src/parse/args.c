@@ -27,6 +27,22 @@ static inline void ws(J *j)
         j->p++;
 }
 
+/* Consumes c, after whitespace if any; 1 if it was there. Compact JSON
+ * (every writer's) has the byte right here: no whitespace scan then. */
+static inline int take(J *j, char c)
+{
+    if (j->p < j->e && *j->p == c) {
+        j->p++;
+        return 1;
+    }
+    ws(j);
+    if (j->p < j->e && *j->p == c) {
+        j->p++;
+        return 1;
+    }
+    return 0;
+}
+
 /* Bytes that end the fast scan of a string: the quote, a backslash,
  * control characters (invalid inside a JSON string) and non-ASCII bytes,
  * whose UTF-8 is checked (a trace with invalid UTF-8 does not load). */
@@ -216,7 +232,8 @@ static void skip(J *j, int depth)
 /* A numeric value, or a string holding a number. */
 static double numval(J *j)
 {
-    ws(j);
+    if (j->p < j->e && (unsigned char)*j->p <= ' ')
+        ws(j);
     double d = NAN;
     if (j->p < j->e && *j->p == '"') {
         spp_str s;
@@ -255,7 +272,8 @@ static double numval(J *j)
 /* A string, or a number kept as its text (ids may be either). */
 static void idval(J *j, spp_str *out)
 {
-    ws(j);
+    if (j->p < j->e && (unsigned char)*j->p <= ' ')
+        ws(j);
     out->p = NULL;
     out->n = 0;
     out->esc = 0;
@@ -345,15 +363,10 @@ static void rid_entry(J *j, spp_args *a)
         }
         if (j->err)
             return;
-        ws(j);
-        if (j->p < j->e && *j->p == ',') {
-            j->p++;
+        if (take(j, ','))
             continue;
-        }
-        if (j->p < j->e && *j->p == '}') {
-            j->p++;
+        if (take(j, '}'))
             break;
-        }
         return (void)(j->err = 1);
     }
     if (r->rid.p)
@@ -375,15 +388,10 @@ static void rid_value(J *j, spp_args *a)
             rid_entry(j, a);
             if (j->err)
                 return;
-            ws(j);
-            if (j->p < j->e && *j->p == ',') {
-                j->p++;
+            if (take(j, ','))
                 continue;
-            }
-            if (j->p < j->e && *j->p == ']') {
-                j->p++;
+            if (take(j, ']'))
                 return;
-            }
             return (void)(j->err = 1);
         }
     }

@@ -64,6 +64,14 @@ static void test_args(void)
     CHECK_INT(a.rids[2].iter, 4);
     CHECK(a.rids[2].sched_tokens == 12);
     CHECK(isnan(a.rids[2].prompt_tokens));
+    /* whitespace everywhere JSON allows it, inside a rid list */
+    decode(&a, "{ \"rid\" : [ { \"rid\" : \"w\" , \"iter\"\t:\n3 , \"type\" : 1 } ,\r\n {\"rid\":\"x\" } ] }");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.nrids, 2);
+    CHECK(a.rids[0].rid.n == 1 && a.rids[0].rid.p[0] == 'w');
+    CHECK_INT(a.rids[0].iter, 3);
+    CHECK_INT(a.rids[0].type, 1);
+    CHECK(a.rids[1].rid.n == 1 && a.rids[1].rid.p[0] == 'x');
     decode(&a, "{\"rid\":[{\"rid\":\"e\",\"iter\":12345678901}],\"QueueSize=\":42}");
     CHECK_INT(a.nrids, 1);
     CHECK(a.queue_size == 42);
