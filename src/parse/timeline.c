@@ -97,13 +97,24 @@ static inline void w_str(wout *f, const char *s) { w_put(f, s, strlen(s)); }
 
 static void w_int(wout *f, long long v)
 {
+    static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                             "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                             "8081828384858687888990919293949596979899";
     char buf[24];
     int i = 24;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        buf[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) { /* two digits per division */
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        buf[--i] = d2[2 * r + 1];
+        buf[--i] = d2[2 * r];
+    }
+    if (u >= 10) {
+        buf[--i] = d2[2 * u + 1];
+        buf[--i] = d2[2 * u];
+    } else {
+        buf[--i] = (char)('0' + u);
+    }
     if (v < 0)
         buf[--i] = '-';
     w_put(f, buf + i, (size_t)(24 - i));
@@ -201,6 +212,19 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
     return t;
 }
 
+/* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'
+ * (NUL, control bytes and UTF-8 take the slow path). */
+static const unsigned char json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* A JSON string: quotes, backslashes and control bytes escaped, invalid
  * UTF-8 replaced by U+FFFD so that the file always loads. */
 static void json_str(wout *f, const char *s, int n)
@@ -209,7 +233,7 @@ static void json_str(wout *f, const char *s, int n)
     const char *run = s;
     for (int i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+        if (json_plain[c]) {
             i++;
             continue;
         }
@@ -234,6 +258,23 @@ static void json_str(wout *f, const char *s, int n)
         run = s + i;
     }
     w_put(f, run, (size_t)(s + n - run));
+    w_c(f, '"');
+}
+
+/* json_str of a NUL-terminated string, without a strlen first: names and
+ * domains are short and plain, one pass finds both the end and the need
+ * to escape. */
+static void json_cstr(wout *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (json_plain[*p])
+        p++;
+    if (*p) {
+        json_str(f, s, (int)strlen(s));
+        return;
+    }
+    w_c(f, '"');
+    w_put(f, s, (size_t)((const char *)p - s));
     w_c(f, '"');
 }
 
@@ -433,9 +474,9 @@ void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, in
             W_LIT(f, "{\"ph\":\"X\",\"name\":");
         else
             W_LIT(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
-        json_str(f, r->name, (int)strlen(r->name));
+        json_cstr(f, r->name);
         W_LIT(f, ",\"cat\":");
-        json_str(f, r->cat, (int)strlen(r->cat));
+        json_cstr(f, r->cat);
         W_LIT(f, ",\"pid\":");
         w_int(f, pid);
         W_LIT(f, ",\"tid\":");
