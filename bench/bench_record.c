@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <ftw.h>
 
 #include "clock.h"
@@ -239,16 +240,59 @@ static long rss_kib(void)
     return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* KiB of [p, p+len) resident in memory (mincore): the ring's own pages,
+ * whatever the allocator did before. */
+static long resident_kib(const void *p, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1), e = (uintptr_t)p + len;
+    size_t n = (size_t)((e - a + (uintptr_t)page - 1) / (uintptr_t)page);
+    unsigned char *v = malloc(n);
+    long kib = 0;
+    if (v && mincore((void *)a, e - a, v) == 0)
+        for (size_t i = 0; i < n; i++)
+            kib += (v[i] & 1) * (page / 1024);
+    free(v);
+    return kib;
+}
+
 static void *mem_thread(void *arg)
 {
     long *out = arg;
     long before = rss_kib();
     one_event(0);
+    sp_tbuf *tb = sp_tbuf_tls;
     out[0] = rss_kib() - before;
+    out[2] = tb ? resident_kib(tb->data, (size_t)tb->cap) : -1;
     for (long i = 0; i < 400000; i++) /* fill the ring at least once */
         one_event(i);
     out[1] = rss_kib() - before;
+    out[3] = tb ? resident_kib(tb->data, (size_t)tb->cap) : -1;
     return NULL;
+}
+
+/* Memory: a default-sized buffer in a fresh thread, first thing (before
+ * the other phases' buffers are freed and their memory reused). */
+static void memory_phase(void)
+{
+    sp_config c;
+    memset(&c, 0, sizeof c);
+    sp_session s;
+    memset(&s, 0, sizeof s);
+    snprintf(last_dir, sizeof last_dir, "/tmp/servprof-bench-rec-mem-%d", (int)getpid());
+    snprintf(s.store_path, sizeof s.store_path, "%s/x.db", last_dir);
+    c.buffer_bytes = (size_t)SP_DEFAULT_BUFFER_KB * 1024;
+    sp_recorder_open(&s, &c);
+    atomic_store(&servprof__level, SERVPROF_LEVEL_INFO);
+    long mem[4];
+    pthread_t th;
+    pthread_create(&th, NULL, mem_thread, mem);
+    pthread_join(th, NULL);
+    close_rec();
+    printf("  memory per recording thread: buffer %d KiB allocated (+%zu bytes control block); "
+           "ring resident after 1st record %ld KiB, after filling it %ld KiB (process RSS, writer and "
+           "SQLite included: +%ld, +%ld KiB)\n",
+           SP_DEFAULT_BUFFER_KB, sizeof(sp_tbuf), mem[2], mem[3], mem[0], mem[1]);
 }
 
 int main(int argc, char **argv)
@@ -259,6 +303,7 @@ int main(int argc, char **argv)
            sp_clock_source());
     servprof_stats s0, s1;
     servprof_get_stats(&s0);
+    memory_phase();
 
     double v[REPS];
     atomic_store(&servprof__level, 0);
@@ -302,25 +347,6 @@ int main(int argc, char **argv)
         printf("  [%s] events per CPU-second: 1 thread %.3g, 2 threads together %.3g -> %.2fx\n",
                mode, m1, m2, m2 / m1);
     }
-
-    /* Memory: a default-sized buffer in a fresh thread. */
-    sp_config c;
-    memset(&c, 0, sizeof c);
-    sp_session s;
-    memset(&s, 0, sizeof s);
-    snprintf(last_dir, sizeof last_dir, "/tmp/servprof-bench-rec-mem-%d", (int)getpid());
-    snprintf(s.store_path, sizeof s.store_path, "%s/x.db", last_dir);
-    c.buffer_bytes = (size_t)SP_DEFAULT_BUFFER_KB * 1024;
-    sp_recorder_open(&s, &c);
-    atomic_store(&servprof__level, SERVPROF_LEVEL_INFO);
-    long mem[2];
-    pthread_t th;
-    pthread_create(&th, NULL, mem_thread, mem);
-    pthread_join(th, NULL);
-    close_rec();
-    printf("  memory per recording thread: buffer %d KiB allocated (+%zu bytes control block); "
-           "resident after 1st record +%ld KiB, after filling the ring +%ld KiB\n",
-           SP_DEFAULT_BUFFER_KB, sizeof(sp_tbuf), mem[0], mem[1]);
 
     servprof_get_stats(&s1);
     printf("  dropped during the benchmark: %llu%s\n",
