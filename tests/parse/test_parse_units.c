@@ -280,19 +280,22 @@ static void late_store(const char *path, const double *sec, int n)
     CHECK(sqlite3_prepare_v2(db, "INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid)"
                                  " VALUES(?1, 1000000, 'forward', 'ModelExecute', '{\"type\":2}', 1, 1)", -1, &ins,
                              NULL) == SQLITE_OK);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     for (int i = 0; i < n; i++) {
         sqlite3_bind_int64(ins, 1, 1700000000000000000LL + (int64_t)(sec[i] * 1e9));
         CHECK(sqlite3_step(ins) == SQLITE_DONE);
         sqlite3_reset(ins);
     }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_finalize(ins);
     sqlite3_close(db);
 }
 
-/* One pass (the default) meets a row 7 s late, beyond its first window:
- * the store reports a violation; exact mode reads it in order; and the
- * whole parse (spp_run) starts again by itself and writes forward.csv in
- * time order with every row. */
+/* One pass (the default) meets a row 7 s late, after the rows its first
+ * window is sized from (store.c PREFIX_ROWS = 65536): the store reports a
+ * violation; exact mode reads it in order; and the whole parse (spp_run)
+ * starts again by itself and writes forward.csv in time order with every
+ * row. */
 static void test_one_pass_restart(void)
 {
     char dir[] = "/tmp/spp-units-XXXXXX";
@@ -301,9 +304,16 @@ static void test_one_pass_restart(void)
     snprintf(path, sizeof path, "%s/ms_service_late.db", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(csv, sizeof csv, "%s/forward.csv", out);
-    const double sec[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 3.5, 11, 12};
-    int n = (int)(sizeof sec / sizeof *sec);
+    enum { FILL = 66000 };
+    int n = FILL + 3;
+    double *sec = malloc((size_t)n * sizeof *sec);
+    for (int i = 0; i < FILL; i++)
+        sec[i] = 1 + i * 0.001; /* one forward per ms: 66 s */
+    sec[FILL] = sec[FILL - 1] - 7; /* inserted 7 s late */
+    sec[FILL + 1] = sec[FILL - 1] + 1;
+    sec[FILL + 2] = sec[FILL - 1] + 2;
     late_store(path, sec, n);
+    free(sec);
     spp_log_set_level(SPP_NONE);
     for (int exact = 0; exact <= 1; exact++) {
         spp_store_exact(exact);
@@ -327,7 +337,7 @@ static void test_one_pass_restart(void)
     spp_opts o = {0};
     o.input = dir;
     o.output = out;
-    o.csv = o.json = 1;
+    o.csv = 1;
     CHECK_INT(spp_run(&o), 0);
     CHECK_INT(spp_store_violations(), 0);
     FILE *f = fopen(csv, "r");
