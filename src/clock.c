@@ -129,6 +129,15 @@ void sp_clock_calibrate(void)
     pthread_mutex_unlock(&seed_lock);
 }
 
+void sp_clock_atfork_child(void)
+{
+    /* Another thread may have held the lock at fork: the child starts
+     * with a fresh one (the seed point itself is still valid). */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    seed_lock = fresh;
+    cal.n = 0;
+}
+
 static void push_point(cal_table *t, cal_pt p)
 {
     if (t->n > 0 && p.ticks <= t->p[t->n - 1].ticks)

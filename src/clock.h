@@ -54,6 +54,9 @@ int64_t sp_clock_ticks_to_ns(int64_t ticks);
  * thread starts from: called when a session starts. Thread-safe. */
 void sp_clock_calibrate(void);
 
+/* Fork child (from sp_tbuf_atfork_child): a fresh lock. */
+void sp_clock_atfork_child(void);
+
 /* The Meta 'clock_source' text of the current choice. */
 const char *sp_clock_source(void);
 

@@ -209,6 +209,7 @@ void sp_tbuf_atfork_child(void)
      * are leaked on purpose (their memory is copy-on-write anyway). */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     list_lock = fresh;
+    sp_clock_atfork_child();
     list_head = NULL;
     writer_active = 0;
     sp_tbuf *mine = sp_tbuf_tls;
