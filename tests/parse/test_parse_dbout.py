@@ -108,6 +108,28 @@ class DbOut(unittest.TestCase):
             db.close()
 
 
+class RecentTexts(unittest.TestCase):
+    def test_only_recent_long_texts_are_referenced(self):
+        # six distinct lists, then the first again: it left the last four, so it is stored again
+        with tempfile.TemporaryDirectory() as tmp:
+            inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            s = Store(os.path.join(inp, "ms_service_rt-1.db"), "rt", 1)
+            for k in range(6):
+                s.span("forward", k * 10 + 1, k * 10 + 2, "ModelExecute", rid=rid_list(k, 20))
+            s.span("forward", 70, 71, "ModelExecute", rid=rid_list(0, 20))
+            s.span("forward", 80, 81, "ModelExecute", rid=rid_list(5, 20))  # still recent
+            s.close()
+            run_parse(inp, out, "--format", "db")
+            db = sqlite3.connect(os.path.join(out, "profiler.db"))
+            try:
+                self.assertEqual(db.execute("SELECT count(*) FROM slice_args").fetchone()[0], 7)
+                rows = db.execute("SELECT args FROM slice ORDER BY timestamp")
+                got = [json.loads(a)["rid"][0]["rid"] for (a,) in rows]
+                self.assertEqual(got, ["r0", "r1", "r2", "r3", "r4", "r5", "r0", "r5"])
+            finally:
+                db.close()
+
+
 class Interrupted(unittest.TestCase):
     def test_killed_parse_leaves_no_profiler_db(self):
         with tempfile.TemporaryDirectory() as tmp:
