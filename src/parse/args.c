@@ -411,19 +411,27 @@ void spp_args_free(spp_args *a)
     memset(a, 0, sizeof *a);
 }
 
+/* Every record starts from this (built once): one struct copy instead of
+ * a memset and two dozen stores. */
+static spp_args blank;
+static int blank_ready; /* the parser runs on one thread */
+
 static void reset(spp_args *a)
 {
+    if (!blank_ready) {
+        blank.type = -1;
+        blank.device = blank.cpu_index = -1;
+        blank.queue_size = blank.total = blank.used = blank.free = blank.free_before = blank.free_after = NAN;
+        blank.allocated = blank.usage_pct = blank.device_block = blank.recv_tokens = blank.reply_tokens = NAN;
+        blank.hit_cache = blank.batch_size = NAN;
+        blank.usage = blank.mtotal = blank.util = blank.mused = blank.available = blank.cpu = blank.rss = NAN;
+        blank_ready = 1;
+    }
     spp_rident *rids = a->rids;
     int cap = a->caprids;
-    memset(a, 0, sizeof *a);
+    *a = blank;
     a->rids = rids;
     a->caprids = cap;
-    a->type = -1;
-    a->device = a->cpu_index = -1;
-    a->queue_size = a->total = a->used = a->free = a->free_before = a->free_after = NAN;
-    a->allocated = a->usage_pct = a->device_block = a->recv_tokens = a->reply_tokens = NAN;
-    a->hit_cache = a->batch_size = NAN;
-    a->usage = a->mtotal = a->util = a->mused = a->available = a->cpu = a->rss = NAN;
 }
 
 static void member(J *j, spp_args *a, spp_str k)

@@ -40,22 +40,46 @@
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
 #define REORDER_MAX_BYTES (128LL << 20)
 /* One-pass mode: the first window is twice the largest lateness or span
- * duration among the first PREFIX_ROWS rows, and at least WINDOW0_NS. A
+ * duration among the first PREFIX_ROWS rows, and at least WINDOW0_NS (a
+ * store no longer than that has been measured whole: exact mode's choice,
+ * with no second look at the timestamps). A
  * small window keeps the buffered rows in the CPU caches (5.15 M records:
  * 0.5 s measured 15-20 % less CPU than 5 s); a span longer than that and
  * than anything before it costs a second run (store.c top comment). */
 #define WINDOW0_NS 500000000LL
-#define PREFIX_ROWS 65536
+#define PREFIX_ROWS 16384
 
 static int exact_mode;   /* spp_store_exact(); set by the driver between runs */
 static int quiet_open;   /* the open-time warnings were printed by the run before */
 static int violations;   /* one-pass stores that met a row later than their window */
+static char *bad_warned; /* by store index: its bad-timestamp line was printed */
+static int nbad_warned;
 
 void spp_store_exact(int on)
 {
     exact_mode = on;
     quiet_open = on;
     violations = 0;
+    if (!on) { /* a new parse: forget what the last one printed */
+        free(bad_warned);
+        bad_warned = NULL;
+        nbad_warned = 0;
+    }
+}
+
+/* Once per store across the one-pass run and its exact rerun. */
+static void warn_bad(const spp_store *s, long long bad)
+{
+    if (s->index < nbad_warned && bad_warned[s->index])
+        return;
+    if (s->index >= nbad_warned) {
+        int n = s->index + 16;
+        bad_warned = realloc(bad_warned, (size_t)n);
+        memset(bad_warned + nbad_warned, 0, (size_t)(n - nbad_warned));
+        nbad_warned = n;
+    }
+    bad_warned[s->index] = 1;
+    spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
 }
 
 int spp_store_violations(void) { return violations; }
@@ -282,36 +306,41 @@ static const char *choose_mode(spp_store *s)
         SQLITE_OK)
         return sorted;
     sqlite3_stmt *st;
+    int rc;
     if (!exact_mode) {
         /* One pass: the first window from the first rows; rows with no
          * valid timestamp are counted in C (reorder_fill). */
         char q[160];
         snprintf(q, sizeof q, "SELECT spp_lateness(timestamp, duration) FROM (SELECT timestamp, duration FROM "
                  "slice NOT INDEXED LIMIT %d)", PREFIX_ROWS);
-        if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) == SQLITE_OK) {
-            sqlite3_step(st);
-            sqlite3_finalize(st);
+        if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK)
+            return sorted;
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (acc.n + acc.bad >= PREFIX_ROWS) {
+            int64_t w = 2 * (acc.late > acc.maxdur ? acc.late : acc.maxdur);
+            s->mode = SPP_READ_REORDER;
+            s->one_pass = 1;
+            s->lateness = w > WINDOW0_NS ? w : WINDOW0_NS;
+            s->released = INT64_MIN;
+            s->rb = spp_reorder_new();
+            spp_log(SPP_DEBUG, "store %s: one pass, first window %.3f ms", s->path, (double)s->lateness / 1e6);
+            return "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED";
         }
-        int64_t w = 2 * (acc.late > acc.maxdur ? acc.late : acc.maxdur);
-        s->mode = SPP_READ_REORDER;
-        s->one_pass = 1;
-        s->lateness = w > WINDOW0_NS ? w : WINDOW0_NS;
-        s->released = INT64_MIN;
-        s->rb = spp_reorder_new();
-        spp_log(SPP_DEBUG, "store %s: one pass, first window %.3f ms", s->path, (double)s->lateness / 1e6);
-        return "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED";
+        /* the whole store was measured: choose as exact mode does */
+    } else {
+        if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED", -1, &st, NULL) !=
+            SQLITE_OK)
+            return sorted;
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
     }
-    if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED", -1, &st, NULL) !=
-        SQLITE_OK)
-        return sorted;
-    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         rc = SQLITE_DONE;
-    sqlite3_finalize(st);
     int64_t maxts = acc.maxts, tmin = acc.tmin, late = acc.late;
     long long n = acc.n, bad = acc.bad;
     if (bad)
-        spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
+        warn_bad(s, bad);
     s->lateness = late;
     s->maxts = INT64_MIN;
     if (rc != SQLITE_DONE)
@@ -505,8 +534,7 @@ static int reorder_fill(spp_store *s)
         }
         if (!s->cur) {
             if (s->bad && !s->violated)
-                spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path,
-                        s->bad);
+                warn_bad(s, s->bad);
             s->bad = 0;
             return 0;
         }

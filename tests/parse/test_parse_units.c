@@ -292,7 +292,7 @@ static void late_store(const char *path, const double *sec, int n)
 }
 
 /* One pass (the default) meets a row 7 s late, after the rows its first
- * window is sized from (store.c PREFIX_ROWS = 65536): the store reports a
+ * window is sized from (store.c PREFIX_ROWS = 16384): the store reports a
  * violation; exact mode reads it in order; and the whole parse (spp_run)
  * starts again by itself and writes forward.csv in time order with every
  * row. */
