@@ -130,6 +130,30 @@ class RecentTexts(unittest.TestCase):
                 db.close()
 
 
+class WriteErrors(unittest.TestCase):
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_full_disk_is_reported_per_file(self):
+        # chrome_tracing.json and request.csv lead to /dev/full: every write fails with ENOSPC
+        with tempfile.TemporaryDirectory() as tmp:
+            inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            s = Store(os.path.join(inp, "ms_service_full-1.db"), "full", 1)
+            s.event("httpReq", 1, "Request", rid="a")
+            s.event("httpRes", 5, "Request", rid="a")
+            s.close()
+            os.makedirs(out)
+            os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json"))
+            os.symlink("/dev/full", os.path.join(out, "request.csv"))
+            p = run_parse(inp, out, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertRegex(p.stderr, r"writing \S*chrome_tracing.json failed: No space left on device")
+            self.assertRegex(p.stderr, r"writing \S*request.csv failed: No space left on device")
+            db = sqlite3.connect(os.path.join(out, "profiler.db"))  # the other outputs are complete
+            try:
+                self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 2)
+            finally:
+                db.close()
+
+
 class Interrupted(unittest.TestCase):
     def test_killed_parse_leaves_no_profiler_db(self):
         with tempfile.TemporaryDirectory() as tmp:
