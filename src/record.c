@@ -359,14 +359,34 @@ static int publish_standalone(sp_tbuf *tb, const uint8_t *rec, size_t n)
 /* Begin                                                                */
 /* ------------------------------------------------------------------ */
 
+/* Whether a domain of length dn is in the filter: a length check and a
+ * memcmp per name, no libc string scan (the length is usually a literal's,
+ * known at compile time). Names are NUL-terminated within SP_DOMAIN_LEN. */
+static inline int domain_pass_n(const sp_domain_filter *f, const char *domain, size_t dn)
+{
+    if (dn >= SP_DOMAIN_LEN)
+        return 0;
+    if (dn == 0) {
+        for (int i = 0; i < f->n; i++)
+            if (f->names[i][0] == 0)
+                return 1;
+        return 0;
+    }
+    for (int i = 0; i < f->n; i++) {
+        const char *name = f->names[i];
+        /* strlen(name) == dn, and the first bytes agree, before any call. */
+        if (name[dn] == 0 && name[dn - 1] != 0 && name[0] == domain[0] &&
+            !memcmp(name, domain, dn))
+            return 1;
+    }
+    return 0;
+}
+
 int sp_domain_pass(const sp_domain_filter *f, const char *domain)
 {
     if (!f || f->n <= 0 || !domain)
         return 1;
-    for (int i = 0; i < f->n; i++)
-        if (!strncmp(f->names[i], domain, SP_DOMAIN_LEN) && strlen(domain) < SP_DOMAIN_LEN)
-            return 1;
-    return 0;
+    return domain_pass_n(f, domain, strnlen(domain, SP_DOMAIN_LEN));
 }
 
 /* The level being collected, initializing the library on first use.
@@ -394,8 +414,12 @@ SERVPROF_API servprof_rec *servprof__rec_begin_k(int level, const char *domain, 
     if (on <= 0 || level > on)
         return NULL;
     if (domain) {
+        /* The length before truncation: an over-long domain matches no
+         * filter name, and is only counted as truncated when kept. */
+        if (dn == SIZE_MAX)
+            dn = strnlen(domain, SERVPROF_MAX_STRING + 1);
         const sp_domain_filter *f = atomic_load_explicit(&sp__domain_filter, memory_order_acquire);
-        if (f && f->n > 0 && !sp_domain_pass(f, domain))
+        if (f && f->n > 0 && !domain_pass_n(f, domain, dn))
             return NULL;
     }
     sp_tbuf *tb = sp_tbuf_self();
