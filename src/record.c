@@ -9,8 +9,18 @@
  * is in rec_format.h); the finishing call appends the name, patches the
  * header's length and kind and publishes the record with one release store
  * of the ring's head. Nothing here locks, allocates (but for the thread's
- * first record, which creates its buffer) or makes a system call other than
- * the vDSO clock; JSON is built later by the writer thread (args.c).
+ * first record, which creates its buffer) or makes a system call; the
+ * timestamp is the TSC (rdtsc) where it is invariant, converted by the
+ * writer, else the vDSO's CLOCK_REALTIME (clock.h). JSON is built later by
+ * the writer thread (args.c).
+ *
+ * Cost model (measured: docs/benchmarks.md, /work/notes/bench-hotpath.md).
+ * Each piece of a record (header + domain, one attribute, the trailer) is
+ * claimed with one room check and, unless it straddles the ring's end,
+ * written with plain stores at its final place; short strings are copied
+ * inline. servprof.h passes the lengths of string literals (folded by the
+ * compiler) so the common call site does no strlen. Rare paths (wrapping,
+ * NULL or over-long strings, standalone records) are out of line.
  *
  * When the ring has no room the record goes on being "built" in state
  * SP_TB_OVERFLOW, where every call is a no-op, and the finishing call counts
