@@ -13,8 +13,8 @@
  * Verifies as it goes: the store's row count must equal what was accepted.
  * Each run also prints where the writer could stall: its longest pass and
  * commit, the fullest a thread buffer got, and the background checkpoints
- * (count, longest, largest WAL in 64 KiB pages, most rows held in memory
- * while one ran).
+ * (count, longest, the checkpointer's CPU, largest WAL in 64 KiB pages) and
+ * the writer's waits for them.
  *
  *  4. low (only with `low`): one thread emits at a modest paced rate (a
  *     server recording a few thousand rows/s); prints the writer thread's
@@ -125,13 +125,13 @@ static void print_stalls(void)
     sp_store_stats s;
     sp_writer_last_stats(&w);
     sp_store_last_stats(&s);
-    printf("      writer: longest pass %.1f ms, longest commit %.1f ms, fullest buffer %.0f KiB; "
-           "checkpoints %llu (%llu failed), longest %.1f ms, checkpointer CPU %.3f s, WAL max %d "
-           "pages, held back %llu rows\n",
+    printf("      writer: longest pass %.1f ms, longest commit %.1f ms, fullest buffer %.0f KiB, "
+           "%llu waits for a checkpoint (longest %.1f ms); checkpoints %llu (%llu failed), "
+           "longest %.1f ms, checkpointer CPU %.3f s, WAL max %d pages\n",
            w.longest_pass_ns / 1e6, w.longest_commit_ns / 1e6, w.max_buffer_fill / 1024.0,
+           (unsigned long long)w.checkpoint_waits, w.longest_checkpoint_wait_ns / 1e6,
            (unsigned long long)s.checkpoints, (unsigned long long)s.checkpoint_failures,
-           s.checkpoint_longest_ns / 1e6, s.checkpointer_cpu_ns / 1e9, s.max_wal_pages,
-           (unsigned long long)s.max_deferred_rows);
+           s.checkpoint_longest_ns / 1e6, s.checkpointer_cpu_ns / 1e9, s.max_wal_pages);
 }
 
 static int cmp(const void *a, const void *b)

@@ -34,12 +34,11 @@
  * PASSIVE checkpoints never block the writer. The WAL only restarts from
  * its beginning (instead of growing) when the writer's next transaction
  * starts after a checkpoint that copied everything, so from the commit
- * that wakes the checkpointer until it is done the writer keeps new rows
- * in memory (up to DEFER_ROWS) instead of starting that transaction.
- * Those rows are then inserted at CATCHUP batches per BATCH new rows, not
- * all at once: an insert of 40k rows in one go kept the writer from its
- * thread buffers for ~30 ms, and a 4 MiB buffer fills in ~45 ms at 1 M
- * records/s.
+ * that wakes the checkpointer until it is done sp_store_wants_pause() is
+ * true and the writer leaves the records in the thread buffers for a while
+ * (writer.c) instead of starting that transaction. (Holding the rows in
+ * memory here instead, decoded, was measured: +25 % writer CPU per row,
+ * the rows going cold in a multi-MiB buffer before their INSERT.)
  * A fork waits for a checkpoint in progress (ck_fork_mu), as it waits for
  * the writer to park: the child must not inherit SQLite's locks held.
  *
@@ -75,17 +74,6 @@
 /* WAL pages (64 KiB each) that wake the checkpointer: 16 MiB of WAL, about
  * 0.1 s of rows at 1 M rows/s; at a few thousand rows/s, one every ~20 s. */
 #define CKPT_FRAMES 256
-/* Most rows kept in memory while a checkpoint runs (~100 bytes each, in
- * `arena`); past it the writer starts its transaction anyway (the WAL then
- * grows until a later checkpoint catches up). */
-#define DEFER_ROWS 40000
-#define DEFER_BYTES (4u << 20)
-/* When the WAL has grown past WAL_BIG_PAGES anyway (checkpoints slower than
- * the deferral window, on a loaded machine), the writer holds up to 4x more
- * rows back so that the WAL restarts rather than keeps growing. */
-#define WAL_BIG_PAGES 1024
-/* Batches of held-back rows inserted per BATCH new rows (see DESIGN). */
-#define CATCHUP 2
 
 typedef struct pending_row {
     int64_t ts, dur;
@@ -108,11 +96,10 @@ typedef struct ckpt {
 struct sp_store {
     sqlite3 *db;
     sqlite3_stmt *ins_slice, *ins_batch, *del_meta, *ins_meta, *ins_process, *ins_thread;
-    pending_row *pend; /* rows waiting for their INSERT: pend[phead..npend) */
-    int phead, npend, pend_cap;
-    unsigned added; /* rows ever buffered (paces the catch-up) */
-    int wal_pages;  /* the WAL's size at the last commit (the WAL hook) */
+    pending_row pend[BATCH]; /* rows waiting for their INSERT */
+    int npend;
     int txn_used; /* a statement ran in the open transaction (its read snapshot exists) */
+    int wal_pages; /* the WAL's size at the writer's last commit (WAL hook) */
     sqlite3 *ckdb; /* the checkpointer's connection; NULL: SQLite checkpoints on commit */
     ckpt ck;
     char *arena; /* the pending rows' strings */
@@ -143,7 +130,7 @@ static const char schema[] =
 static int flush_rows(sp_store *st);
 
 /* Figures of the last store opened, for the benchmark (sp_store_last_stats). */
-static _Atomic uint64_t stat_ckpts, stat_ckpt_fails, stat_max_deferred;
+static _Atomic uint64_t stat_ckpts, stat_ckpt_fails;
 static _Atomic int64_t stat_ckpt_longest_ns, stat_ckpt_cpu_ns;
 static _Atomic int stat_max_wal_frames;
 
@@ -305,7 +292,6 @@ void sp_store_last_stats(sp_store_stats *out)
     out->checkpoint_longest_ns = atomic_load(&stat_ckpt_longest_ns);
     out->checkpointer_cpu_ns = atomic_load(&stat_ckpt_cpu_ns);
     out->max_wal_pages = atomic_load(&stat_max_wal_frames);
-    out->max_deferred_rows = atomic_load(&stat_max_deferred);
 }
 
 /* Records the first failure: log, count, roll back, refuse from now on. */
@@ -314,7 +300,7 @@ static int fail(sp_store *st, const char *what, int rc)
     if (st->failed)
         return -1;
     st->failed = 1;
-    st->npend = st->phead = 0;
+    st->npend = 0;
     st->arena_len = 0;
     sp_count(&sp_rec_count.write_errors, 1);
     int sys = st->db ? sqlite3_system_errno(st->db) : 0;
@@ -365,7 +351,6 @@ static int prepare(sp_store *st, const char *sql, sqlite3_stmt **out)
 static void close_all(sp_store *st)
 {
     stop_checkpointer(st);
-    free(st->pend);
     sqlite3_finalize(st->ins_slice);
     sqlite3_finalize(st->ins_batch);
     free(st->arena);
@@ -445,7 +430,6 @@ sp_store *sp_store_open(const char *path, int pid)
     }
     atomic_store(&stat_ckpts, 0);
     atomic_store(&stat_ckpt_fails, 0);
-    atomic_store(&stat_max_deferred, 0);
     atomic_store(&stat_ckpt_longest_ns, 0);
     atomic_store(&stat_ckpt_cpu_ns, 0);
     atomic_store(&stat_max_wal_frames, 0);
@@ -489,6 +473,7 @@ int sp_store_commit(sp_store *st)
     if (rc != SQLITE_OK)
         return fail(st, "COMMIT", rc);
     st->in_txn = 0;
+    st->txn_used = 0;
     return 0;
 }
 
@@ -513,91 +498,35 @@ static void bind_row(sqlite3_stmt *s, int base, const sp_store *st, const pendin
     sqlite3_bind_int64(s, base + 7, r->ts + r->dur);
 }
 
-/* Moves the pending rows (fewer than a batch, after the older ones were
- * inserted) and their strings to the front, so buffers do not creep. */
-static void compact(sp_store *st)
-{
-    int left = st->npend - st->phead;
-    if (st->phead == 0)
-        return;
-    if (left == 0) {
-        st->npend = st->phead = 0;
-        st->arena_len = 0;
-        return;
-    }
-    size_t base = st->pend[st->phead].name_off; /* the oldest row's first string */
-    memmove(st->arena, st->arena + base, st->arena_len - base);
-    st->arena_len -= base;
-    memmove(st->pend, st->pend + st->phead, (size_t)left * sizeof *st->pend);
-    for (int i = 0; i < left; i++) {
-        st->pend[i].name_off -= base;
-        st->pend[i].cat_off -= base;
-        st->pend[i].args_off -= base;
-    }
-    st->npend = left;
-    st->phead = 0;
-}
-
-/* Inserts up to max whole batches of the oldest pending rows with the
- * multi-row statement. */
-static int flush_batches(sp_store *st, int max)
-{
-    int rc = 0;
-    uint64_t waiting = (uint64_t)(st->npend - st->phead);
-    if (waiting > atomic_load_explicit(&stat_max_deferred, memory_order_relaxed))
-        atomic_store_explicit(&stat_max_deferred, waiting, memory_order_relaxed);
-    for (; rc == 0 && max > 0 && st->npend - st->phead >= BATCH; max--) {
-        for (int j = 0; j < BATCH; j++)
-            bind_row(st->ins_batch, j * COLS, st, &st->pend[st->phead + j]);
-        rc = run(st, st->ins_batch, "INSERT INTO slice");
-        if (rc == 0)
-            st->phead += BATCH;
-    }
-    if (rc == 0 && st->npend - st->phead < BATCH)
-        compact(st);
-    return rc;
-}
-
-/* Inserts every pending row: whole batches, then the rest one by one. */
+/* Inserts the pending rows: one multi-row statement when the batch is full,
+ * else one statement per row. */
 static int flush_rows(sp_store *st)
 {
-    int rc = flush_batches(st, INT_MAX);
-    for (int i = 0; rc == 0 && i < st->npend; i++) {
-        bind_row(st->ins_slice, 0, st, &st->pend[i]);
-        rc = run(st, st->ins_slice, "INSERT INTO slice");
+    int rc = 0;
+    if (st->npend == BATCH) {
+        for (int i = 0; i < BATCH; i++)
+            bind_row(st->ins_batch, i * COLS, st, &st->pend[i]);
+        rc = run(st, st->ins_batch, "INSERT INTO slice");
+    } else {
+        for (int i = 0; i < st->npend && rc == 0; i++) {
+            bind_row(st->ins_slice, 0, st, &st->pend[i]);
+            rc = run(st, st->ins_slice, "INSERT INTO slice");
+        }
     }
-    st->npend = st->phead = 0;
+    st->npend = 0;
     st->arena_len = 0;
     return rc;
 }
 
-/* Whether full batches should wait in memory: a checkpoint is running and
- * this transaction has not read yet, so that starting it later lets the
- * WAL restart from its beginning. */
-static int defer_rows(const sp_store *st)
+int sp_store_wal_pages(const sp_store *st)
 {
-    int big = st->wal_pages >= WAL_BIG_PAGES ? 4 : 1;
-    return !st->txn_used && st->npend - st->phead < DEFER_ROWS * big &&
-           st->arena_len < DEFER_BYTES * big &&
-           atomic_load_explicit(&st->ck.busy, memory_order_acquire);
+    return st->wal_pages;
 }
 
-/* Makes room in `pend` for one more row: grows it, or when memory is
- * short inserts what waits. */
-static int room_for_row(sp_store *st)
+int sp_store_wants_pause(const sp_store *st)
 {
-    if (st->npend < st->pend_cap)
-        return 0;
-    int cap = st->pend_cap ? st->pend_cap * 2 : BATCH;
-    pending_row *p = realloc(st->pend, (size_t)cap * sizeof *p);
-    if (p) {
-        st->pend = p;
-        st->pend_cap = cap;
-        return 0;
-    }
-    if (st->npend)
-        return flush_rows(st);
-    return fail(st, "buffering a row (out of memory)", SQLITE_NOMEM);
+    return !st->failed && !st->txn_used && st->ck.started &&
+           atomic_load_explicit(&st->ck.busy, memory_order_acquire);
 }
 
 static size_t arena_add(sp_store *st, const char *s, size_t n)
@@ -620,7 +549,7 @@ static size_t arena_add(sp_store *st, const char *s, size_t n)
 
 int sp_store_slice(sp_store *st, const sp_slice_row *row)
 {
-    if (st->failed || room_for_row(st) != 0)
+    if (st->failed)
         return -1;
     pending_row *p = &st->pend[st->npend];
     p->ts = row->timestamp;
@@ -634,11 +563,8 @@ int sp_store_slice(sp_store *st, const sp_slice_row *row)
     p->args_off = arena_add(st, row->args, row->args_len);
     if (p->name_off == (size_t)-1 || p->cat_off == (size_t)-1 || p->args_off == (size_t)-1)
         return fail(st, "buffering a row (out of memory)", SQLITE_NOMEM);
-    st->npend++;
-    /* Once per BATCH new rows: one batch, plus up to CATCHUP-1 batches of
-     * rows held back earlier. */
-    if (++st->added % BATCH == 0 && !defer_rows(st))
-        return flush_batches(st, CATCHUP);
+    if (++st->npend == BATCH)
+        return flush_rows(st);
     return 0;
 }
 
@@ -697,7 +623,7 @@ int sp_store_check_file(sp_store *st)
     if (!gone)
         return 0;
     st->failed = 1;
-    st->npend = st->phead = 0;
+    st->npend = 0;
     st->arena_len = 0;
     sp_count(&sp_rec_count.write_errors, 1);
     sp_log(SP_LOG_ERROR,

@@ -35,6 +35,12 @@ int sp_store_slice(sp_store *st, const sp_slice_row *row);
 int sp_store_meta(sp_store *st, const char *key, const char *value);
 int sp_store_process(sp_store *st, const char *name, const char *label, int ppid);
 int sp_store_thread(sp_store *st, int tid, const char *name);
+/* Nonzero while a background checkpoint runs and the open transaction (if
+ * any) has not read or written yet: starting it only after the checkpoint
+ * lets the WAL restart from its beginning instead of growing. */
+int sp_store_wants_pause(const sp_store *st);
+/* The WAL's size, in pages, after the last commit. */
+int sp_store_wal_pages(const sp_store *st);
 /* Commits the open transaction (no-op when none). */
 int sp_store_commit(sp_store *st);
 int sp_store_in_txn(const sp_store *st);
@@ -55,13 +61,11 @@ void sp_store_forget(sp_store *st);
 /* Figures of the last store opened (benchmarks): background checkpoints
  * done and failed, the longest one, the checkpointer thread's CPU time
  * (known once the store closed), the largest WAL seen at a commit (in
- * 64 KiB pages: it stays small when the WAL restarts), the most rows held in
- * memory while a checkpoint ran. */
+ * 64 KiB pages: it stays small when the WAL restarts). */
 typedef struct sp_store_stats {
     uint64_t checkpoints, checkpoint_failures;
     int64_t checkpoint_longest_ns, checkpointer_cpu_ns;
     int max_wal_pages;
-    uint64_t max_deferred_rows;
 } sp_store_stats;
 void sp_store_last_stats(sp_store_stats *out);
 

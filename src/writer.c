@@ -14,6 +14,19 @@
  * pass that found little (the first design) cost a WAL write per ~1 ms pass
  * while records trickled: ~10-45 us of writer CPU per row at 1-5k rows/s.
  *
+ * While the store's background checkpoint runs (store.c), the writer waits
+ * before starting its next transaction, so that the WAL can restart from
+ * its beginning instead of growing: records stay in the thread buffers,
+ * for at most SP_WRITER_CKPT_WAIT_NS and only while every buffer is under a
+ * quarter full, so the wait never causes a drop. At sustained high rates
+ * checkpoints (their fsyncs) outlast such waits and the WAL grows; past
+ * SP_WRITER_WAL_HARD_PAGES the writer waits for the checkpoint whatever the
+ * buffers, up to SP_WRITER_CKPT_HARD_WAIT_NS: a bounded WAL (disk) is
+ * worth records dropped (counted) in that overload.
+ *
+ * A pass that takes long (a deep backlog in big buffers) commits on the
+ * way when the transaction is due, so the 250 ms promise holds.
+ *
  * The writer polls: producers never signal it, because waking a thread is a
  * syscall and the hot path makes none. After a pass that found a lot
  * (>= SP_WRITER_BUSY_BYTES) it sleeps 1 ms (to batch); after passes that
@@ -79,6 +92,9 @@ typedef struct writer {
     sp_span_table spans;
     unsigned meta_gen, proc_gen;
     int64_t txn_since; /* monotonic ns when the open transaction began; 0 none */
+    int64_t ckpt_wait_since; /* monotonic ns the wait for a checkpoint began; 0 none */
+    int pass_cut; /* a drain stopped early for a checkpoint: end this pass */
+    int may_cut;  /* not the stop's final pass, which must drain everything */
     uint64_t dropped_at_open, dropped_logged;
     int64_t drop_log_ns;
     uint64_t lost, ends_without_begin, bad_json;
@@ -92,8 +108,8 @@ static uint64_t rows_in_txn;            /* writer thread */
 static _Atomic int64_t last_cpu_ns;     /* CPU time of the last writer thread */
 /* Figures of the current / last session (benchmarks): written by the writer,
  * read by anyone (relaxed). */
-static _Atomic int64_t stat_longest_pass_ns, stat_longest_commit_ns;
-static _Atomic uint64_t stat_max_fill;
+static _Atomic int64_t stat_longest_pass_ns, stat_longest_commit_ns, stat_longest_wait_ns;
+static _Atomic uint64_t stat_max_fill, stat_waits;
 
 int64_t sp_writer_last_cpu_ns(void)
 {
@@ -105,6 +121,9 @@ void sp_writer_last_stats(sp_writer_stats *out)
     out->longest_pass_ns = atomic_load_explicit(&stat_longest_pass_ns, memory_order_relaxed);
     out->longest_commit_ns = atomic_load_explicit(&stat_longest_commit_ns, memory_order_relaxed);
     out->max_buffer_fill = atomic_load_explicit(&stat_max_fill, memory_order_relaxed);
+    out->checkpoint_waits = atomic_load_explicit(&stat_waits, memory_order_relaxed);
+    out->longest_checkpoint_wait_ns = atomic_load_explicit(&stat_longest_wait_ns,
+                                                           memory_order_relaxed);
 }
 
 /* Writer thread only writes these: a plain load and store is enough. */
@@ -333,9 +352,12 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     }
 }
 
+static void commit(writer *w);
+
 /* Consumes everything published in tb. Returns the bytes consumed. */
 static size_t drain(writer *w, sp_tbuf *tb)
 {
+    unsigned recs = 0;
     uint64_t tail = atomic_load_explicit(&tb->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&tb->head, memory_order_acquire);
     uint64_t start = tail, released = tail;
@@ -368,6 +390,14 @@ static size_t drain(writer *w, sp_tbuf *tb)
         }
         handle(w, tb, rec, h.len);
         tail += h.len;
+        if ((++recs & 1023) == 0 && w->txn_since &&
+            sp_now_monotonic_ns() - w->txn_since >= SP_WRITER_COMMIT_NS) {
+            commit(w); /* a long drain: keep the commit promise */
+            if (w->may_cut && sp_store_wants_pause(w->st)) {
+                w->pass_cut = 1; /* end the pass: the loop waits for the checkpoint */
+                break;
+            }
+        }
         if (tail - released > tb->cap / 4) { /* give room back while draining */
             atomic_store_explicit(&tb->tail, tail, memory_order_release);
             released = tail;
@@ -457,8 +487,9 @@ static void commit(writer *w)
 static size_t pass(writer *w)
 {
     size_t bytes = 0;
+    w->pass_cut = 0;
     sp_tbuf *tb = sp_tbuf_first();
-    while (tb) {
+    while (tb && !w->pass_cut) {
         sp_tbuf *next = tb->next; /* read before a reap frees tb */
         bytes += drain(w, tb);
         sp_tbuf_reap(tb);
@@ -528,6 +559,39 @@ static void finish_session(writer *w)
                (unsigned long long)never, (unsigned long long)w->ends_without_begin);
 }
 
+/* Whether to skip this pass and wait for the store's checkpoint (see
+ * DESIGN): only while it asks, for SP_WRITER_CKPT_WAIT_NS at most, and
+ * while every buffer is under a quarter full. */
+static int wait_for_checkpoint(writer *w, int64_t now)
+{
+    if (!sp_store_wants_pause(w->st))
+        return 0;
+    int64_t waited = w->ckpt_wait_since ? now - w->ckpt_wait_since : 0;
+    if (sp_store_wal_pages(w->st) >= SP_WRITER_WAL_HARD_PAGES)
+        return waited < SP_WRITER_CKPT_HARD_WAIT_NS;
+    if (waited >= SP_WRITER_CKPT_WAIT_NS)
+        return 0;
+    for (sp_tbuf *tb = sp_tbuf_first(); tb; tb = tb->next) {
+        uint64_t fill = atomic_load_explicit(&tb->head, memory_order_acquire) -
+                        atomic_load_explicit(&tb->tail, memory_order_relaxed);
+        if (fill > tb->cap / 4)
+            return 0;
+    }
+    return 1;
+}
+
+/* Keeps the wait's figures; the wait ends with the first pass made. */
+static void note_wait(writer *w, int waiting, int64_t now)
+{
+    if (waiting && !w->ckpt_wait_since) {
+        w->ckpt_wait_since = now;
+        atomic_fetch_add_explicit(&stat_waits, 1, memory_order_relaxed);
+    } else if (!waiting && w->ckpt_wait_since) {
+        stat_max(&stat_longest_wait_ns, now - w->ckpt_wait_since);
+        w->ckpt_wait_since = 0;
+    }
+}
+
 /* How long to sleep after a pass that found `bytes`: 1 ms when busy (to
  * batch), doubling up to the trickle / idle maximum otherwise, and never
  * past the moment the open transaction is due for its commit. */
@@ -570,8 +634,14 @@ static void *writer_main(void *arg)
         int stop = w->stop;
         pthread_mutex_unlock(&w->mu);
         int64_t t0 = sp_now_monotonic_ns();
-        size_t bytes = pass(w);
-        write_side_rows(w);
+        int waiting = !stop && wait_for_checkpoint(w, t0);
+        note_wait(w, waiting, t0);
+        size_t bytes = 0;
+        if (!waiting) {
+            w->may_cut = !stop;
+            bytes = pass(w);
+            write_side_rows(w);
+        }
         int64_t now = sp_now_monotonic_ns();
         stat_max(&stat_longest_pass_ns, now - t0);
         /* 1 ms early: the wake-up below aims at the deadline, and a timer
@@ -584,7 +654,7 @@ static void *writer_main(void *arg)
                       finish_session commits */
         if (bytes > 256 * 1024)
             continue;
-        long sleep_ns = next_sleep_ns(w, &sleep_ms, bytes, now);
+        long sleep_ns = waiting ? 1000000 : next_sleep_ns(w, &sleep_ms, bytes, now);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += sleep_ns;
@@ -708,6 +778,9 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
     atomic_store_explicit(&stat_longest_pass_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&stat_longest_commit_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&stat_max_fill, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_waits, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_longest_wait_ns, 0, memory_order_relaxed);
+    w->ckpt_wait_since = 0;
     rows_in_txn = 0;
     write_open_rows(w, s, c);
     if (sp_store_failed(st)) {

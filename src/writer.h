@@ -20,6 +20,14 @@
 /* A pass that found at least this much means records are flowing fast:
  * the writer then sleeps only 1 ms, to keep buffers far from full. */
 #define SP_WRITER_BUSY_BYTES (16 * 1024)
+/* Longest wait for a background checkpoint before the next transaction
+ * (writer.c): a 4 MiB buffer takes ~45 ms to fill at 1 M records/s, and the
+ * wait also ends when any buffer is a quarter full. */
+#define SP_WRITER_CKPT_WAIT_NS (50 * 1000000LL)
+/* A WAL past this many pages (64 KiB: 256 MiB) makes the writer wait for
+ * the checkpoint whatever its buffers, up to SP_WRITER_CKPT_HARD_WAIT_NS. */
+#define SP_WRITER_WAL_HARD_PAGES 4096
+#define SP_WRITER_CKPT_HARD_WAIT_NS (1000 * 1000000LL)
 
 /* Rows the running writer has committed into the current store (tests). */
 uint64_t sp_writer_rows(void);
@@ -28,10 +36,13 @@ int64_t sp_writer_last_cpu_ns(void);
 
 /* Stall figures of the current or last session (bench): the longest pass
  * (drain of every buffer, rows into SQLite; a commit excluded), the longest
- * commit, the most bytes found waiting in one thread buffer. */
+ * commit, the most bytes found waiting in one thread buffer, the waits for
+ * a background checkpoint and the longest. */
 typedef struct sp_writer_stats {
     int64_t longest_pass_ns, longest_commit_ns;
     uint64_t max_buffer_fill;
+    uint64_t checkpoint_waits;
+    int64_t longest_checkpoint_wait_ns;
 } sp_writer_stats;
 void sp_writer_last_stats(sp_writer_stats *out);
 

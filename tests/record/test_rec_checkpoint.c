@@ -98,7 +98,9 @@ static void test_wal_restarts(void)
     fprintf(stderr, "checkpoints %llu, WAL max %d pages, .db %lld B, -wal %lld B\n",
             (unsigned long long)st.checkpoints, st.max_wal_pages, db_bytes, wal_bytes);
     CHECK(st.max_wal_pages > 0);
-    CHECK(st.max_wal_pages < 1000); /* ~64 MiB: about half the rows' pages */
+    /* Restarts keep it to a few hundred pages; a WAL that never restarts
+     * would hold every row (~2,400 pages). Generous for a loaded machine. */
+    CHECK(st.max_wal_pages < 1600);
     CHECK(wal_bytes < db_bytes);    /* most rows were checkpointed into the .db */
     CHECK(data_pages > 1700);       /* (the data is as big as intended) */
     CHECK_INT(file_size(wal), -1);  /* the close checkpointed and removed it */
