@@ -24,10 +24,12 @@
  * (writer.c): a 4 MiB buffer takes ~45 ms to fill at 1 M records/s, and the
  * wait also ends when any buffer is a quarter full. */
 #define SP_WRITER_CKPT_WAIT_NS (50 * 1000000LL)
-/* A WAL past this many pages (64 KiB: 256 MiB) makes the writer wait for
- * the checkpoint whatever its buffers, up to SP_WRITER_CKPT_HARD_WAIT_NS. */
-#define SP_WRITER_WAL_HARD_PAGES 4096
-#define SP_WRITER_CKPT_HARD_WAIT_NS (1000 * 1000000LL)
+/* A WAL past this many pages (64 KiB: 1 GiB) makes the writer wait for
+ * the checkpoint whatever its buffers, up to SP_WRITER_CKPT_HARD_WAIT_NS
+ * (records drop meanwhile: only in a sustained overload, for a bounded
+ * disk). */
+#define SP_WRITER_WAL_HARD_PAGES 16384
+#define SP_WRITER_CKPT_HARD_WAIT_NS (300 * 1000000LL)
 
 /* Rows the running writer has committed into the current store (tests). */
 uint64_t sp_writer_rows(void);
