@@ -571,27 +571,32 @@ void spp_args_decode(spp_args *a, const char *text, int len)
     for (;;) {
         spp_str k;
         ws(&j);
-        if (!str(&j, &k))
-            return;
-        ws(&j);
-        if (j.p >= j.e || *j.p != ':')
-            return;
-        j.p++;
+        /* "type" and "rid" lead almost every record: taken as literals
+         * (with their ':'), the rest scanned. */
+        if (j.e - j.p >= 7 && !memcmp(j.p, "\"type\":", 7)) {
+            k = (spp_str){j.p + 1, 4, 0};
+            j.p += 7;
+        } else if (j.e - j.p >= 6 && !memcmp(j.p, "\"rid\":", 6)) {
+            k = (spp_str){j.p + 1, 3, 0};
+            j.p += 6;
+        } else {
+            if (!str(&j, &k))
+                return;
+            ws(&j);
+            if (j.p >= j.e || *j.p != ':')
+                return;
+            j.p++;
+        }
         if (k.n > 0)
             member(&j, a, k);
         else
             skip(&j, 1);
         if (j.err)
             return;
-        ws(&j);
-        if (j.p < j.e && *j.p == ',') {
-            j.p++;
+        if (take(&j, ','))
             continue;
-        }
-        if (j.p < j.e && *j.p == '}') {
-            j.p++;
+        if (take(&j, '}'))
             break;
-        }
         return;
     }
     ws(&j);

@@ -64,6 +64,14 @@ static void test_args(void)
     CHECK_INT(a.rids[2].iter, 4);
     CHECK(a.rids[2].sched_tokens == 12);
     CHECK(isnan(a.rids[2].prompt_tokens));
+    /* keys that begin like the literal "type"/"rid" ones but are not them */
+    decode(&a, "{\"types\":7,\"ri\":\"no\",\"rid\" :\"r9\",\"type\":2}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.type, 2);
+    CHECK(a.rid_kind == 1 && a.rid.n == 2 && !memcmp(a.rid.p, "r9", 2));
+    decode(&a, "{\"typ\":1}");
+    CHECK_INT(a.type, -1);
+
     /* whitespace everywhere JSON allows it, inside a rid list */
     decode(&a, "{ \"rid\" : [ { \"rid\" : \"w\" , \"iter\"\t:\n3 , \"type\" : 1 } ,\r\n {\"rid\":\"x\" } ] }");
     CHECK_INT(a.valid, 1);
