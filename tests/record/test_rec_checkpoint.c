@@ -81,9 +81,18 @@ static void test_wal_restarts(void)
     const int bursts = 6;
     uint64_t base = sp_writer_rows();
     for (int b = 0; b < bursts; b++) {
+        sp_store_stats before, now;
+        sp_store_last_stats(&before);
         emit(b * burst, burst);
         wait_rows(base + (uint64_t)(b + 1) * burst);
-        rt_sleep_ms(300); /* the checkpoint that burst woke finishes */
+        /* The checkpoint that burst woke finishes (slow disks: up to 10 s). */
+        for (int i = 0; i < 1000; i++) {
+            sp_store_last_stats(&now);
+            if (now.checkpoints > before.checkpoints)
+                break;
+            rt_sleep_ms(10);
+        }
+        rt_sleep_ms(300);
     }
     CHECK_INT((long long)(sp_writer_rows() - base), bursts * burst);
     long long wal_bytes = file_size(wal), db_bytes = file_size(store);
