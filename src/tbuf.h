@@ -24,8 +24,10 @@ typedef struct sp_tbuf {
     uint32_t index; /* 1, 2, ... in creation order; the high bits of span ids */
     int tid;
 
-    /* Producer only (the owning thread). */
-    uint64_t pos;         /* where the record being built grows */
+    /* Producer only (the owning thread). Own cache line: the writer reads
+     * the fields above (data, mask, cap) for every record it drains, and
+     * must not pull the line the producer writes for every record. */
+    uint64_t pos __attribute__((aligned(64))); /* where the record being built grows */
     uint64_t rec_start;   /* where the record being built starts */
     uint64_t cached_tail; /* last tail seen: refreshed only when short of room */
     int state;            /* SP_TB_IDLE / BUILDING / OVERFLOW (built, will drop) */
