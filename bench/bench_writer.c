@@ -21,7 +21,7 @@
  *     CPU time per stored row and as a share of one core. At such rates
  *     the cost is per pass / per commit, not per row.
  *
- * usage: bench_writer [N (default 1000000)] [paced rate (default 1000000)]
+ * usage: bench_writer [N (default 1000000)] [paced rate (default 1000000)] [paced seconds (default 3)]
  *        bench_writer low [rate (default 5000)] [seconds (default 5)]
  */
 #include <pthread.h>
@@ -261,6 +261,7 @@ int main(int argc, char **argv)
     }
     long n = argc > 1 ? atol(argv[1]) : 1000000;
     double rate = argc > 2 ? atof(argv[2]) : 1000000;
+    double paced_s = argc > 3 ? atof(argv[3]) : 3;
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("bench_writer: %ld records per burst, %d repetitions, median\n", n, REPS);
     double r[REPS];
@@ -276,7 +277,7 @@ int main(int argc, char **argv)
     qsort(r, REPS, sizeof r[0], cmp);
     printf("  => writer drains %.0f span records per CPU-second (median; 2 records per row)\n",
            r[REPS / 2]);
-    paced_run(rate, 1, 3);
-    paced_run(rate, 2, 3);
+    paced_run(rate, 1, paced_s);
+    paced_run(rate, 2, paced_s);
     return 0;
 }

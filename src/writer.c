@@ -20,9 +20,11 @@
  * for at most SP_WRITER_CKPT_WAIT_NS and only while every buffer is under a
  * quarter full, so the wait never causes a drop. At sustained high rates
  * checkpoints (their fsyncs) outlast such waits and the WAL grows; past
- * SP_WRITER_WAL_HARD_PAGES the writer waits for the checkpoint whatever the
- * buffers, up to SP_WRITER_CKPT_HARD_WAIT_NS: a bounded WAL (disk) is
- * worth records dropped (counted) in that overload.
+ * SP_WRITER_WAL_BIG_PAGES (1 GiB) the writer waits longer, while every
+ * buffer is under three quarters full (still never a drop), and past
+ * SP_WRITER_WAL_HARD_PAGES (4 GiB) whatever the buffers, up to
+ * SP_WRITER_CKPT_HARD_WAIT_NS: a bounded WAL (disk) is worth records
+ * dropped (counted) in that overload.
  *
  * A pass that takes long (a deep backlog in big buffers) commits on the
  * way when the transaction is due, so the 250 ms promise holds.
@@ -560,21 +562,25 @@ static void finish_session(writer *w)
 }
 
 /* Whether to skip this pass and wait for the store's checkpoint (see
- * DESIGN): only while it asks, for SP_WRITER_CKPT_WAIT_NS at most, and
- * while every buffer is under a quarter full. */
+ * DESIGN): only while it asks; for SP_WRITER_CKPT_WAIT_NS at most while
+ * every buffer is under a quarter full; with a big WAL longer, while every
+ * buffer is under three quarters full; with a huge one whatever the buffers
+ * (writer.h). */
 static int wait_for_checkpoint(writer *w, int64_t now)
 {
     if (!sp_store_wants_pause(w->st))
         return 0;
     int64_t waited = w->ckpt_wait_since ? now - w->ckpt_wait_since : 0;
-    if (sp_store_wal_pages(w->st) >= SP_WRITER_WAL_HARD_PAGES)
+    uint64_t wal = (uint64_t)sp_store_wal_pages(w->st);
+    if (wal >= SP_WRITER_WAL_HARD_PAGES)
         return waited < SP_WRITER_CKPT_HARD_WAIT_NS;
-    if (waited >= SP_WRITER_CKPT_WAIT_NS)
+    int big = wal >= SP_WRITER_WAL_BIG_PAGES;
+    if (waited >= (big ? SP_WRITER_CKPT_HARD_WAIT_NS : SP_WRITER_CKPT_WAIT_NS))
         return 0;
     for (sp_tbuf *tb = sp_tbuf_first(); tb; tb = tb->next) {
         uint64_t fill = atomic_load_explicit(&tb->head, memory_order_acquire) -
                         atomic_load_explicit(&tb->tail, memory_order_relaxed);
-        if (fill > tb->cap / 4)
+        if (fill > (big ? tb->cap / 4 * 3 : tb->cap / 4))
             return 0;
     }
     return 1;
