@@ -152,6 +152,9 @@ int sp_domain_pass(const sp_domain_filter *f, const char *domain);
  * public recording API; device activity goes to s->activity_path. A missing
  * GPU library is one log line, never an error. Returns 0. */
 int sp_samplers_start(const sp_session *s, const sp_config *c);
+/* Finishes r as an instant event at ts_ns (CLOCK_REALTIME ns) instead of
+ * now: for rows a sampler took earlier and records in a batch (record.c). */
+void sp_rec_event_at(servprof_rec *r, const char *name, int64_t ts_ns);
 /* Stops them and flushes device activity. Idempotent. */
 void sp_samplers_stop(void);
 void sp_samplers_atfork_child(void);

@@ -710,6 +710,17 @@ SERVPROF_API void servprof_event(servprof_rec *r, const char *name)
     event_k(r, name, SIZE_MAX);
 }
 
+void sp_rec_event_at(servprof_rec *r, const char *name, int64_t ts_ns)
+{
+    sp_tbuf *tb = finishing(r);
+    if (!tb)
+        return;
+    if (tb->state == SP_TB_BUILDING)
+        put_trailer_name(tb, name, SIZE_MAX);
+    /* The caller's time is realtime ns already: flags 0. */
+    publish(tb, SP_REC_EVENT, 0, ts_ns, 0, 0);
+}
+
 SERVPROF_API void servprof__event_k(servprof_rec *r, const char *name, size_t nn)
 {
     event_k(r, name, nn);

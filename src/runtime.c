@@ -11,8 +11,8 @@
  *
  *   start: session folder -> sp_recorder_open -> domain filter -> level
  *          -> sp_samplers_start
- *   stop:  level 0 -> sp_samplers_stop -> sp_recorder_close (drains) ->
- *          leave the session folder
+ *   stop:  sp_samplers_stop (records its last batch) -> level 0 ->
+ *          sp_recorder_close (drains) -> leave the session folder
  *
  * The hot path never takes rt_mu: it reads servprof__level (relaxed). The
  * level starts at SP_LEVEL_UNINIT so that the first record call of the
@@ -164,8 +164,8 @@ static int stop_locked(int close_generation, const char *why)
 {
     if (!collecting)
         return SERVPROF_ESTATE;
+    sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
-    sp_samplers_stop();
     sp_recorder_close();
     sp_session_leave(&sess, close_generation);
     collecting = 0;

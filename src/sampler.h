@@ -39,8 +39,9 @@ typedef struct sp_sample_row {
     int64_t scope;
 } sp_sample_row;
 
-/* Records the row through the public API (servprof_rec_begin ... event),
- * then hands it to the observer if one is set. Sampler thread only. */
+/* Records the row through the public API (servprof_rec_begin ... event at
+ * the time of this call; on the sampler thread in a batch every 100 ms, see
+ * sampler.c), and hands it to the observer at once if one is set. */
 void sp_sample_emit(const sp_sample_row *row);
 
 /* Tests: every emitted row is also given to fn (on the sampler thread).

@@ -10,9 +10,20 @@
 #include <dlfcn.h>
 #include <sqlite3.h>
 
+#include <stdatomic.h>
+
 #include "check.h"
 #include "fsutil.h"
 #include "smp_util.h"
+
+/* Counts the MemUsage rows the host sampler takes (one per pass). */
+static _Atomic long mem_rows_taken;
+static void count_mem_rows(void *ctx, const sp_sample_row *row)
+{
+    (void)ctx;
+    if (!strcmp(row->name, "MemUsage"))
+        atomic_fetch_add(&mem_rows_taken, 1);
+}
 
 static int64_t q_int(const char *path, const char *sql)
 {
@@ -37,6 +48,7 @@ static void session_one(const char *tmp)
     setenv("SERVPROF_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
     setenv("SERVPROF_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
     capture_begin();
+    sp_samplers_set_observer(count_mem_rows, NULL);
     CHECK_INT(servprof_init(), 0);
     CHECK_INT(servprof_store_path(store, sizeof store), 0);
     CHECK_INT(servprof_session_dir(dir, sizeof dir), 0);
@@ -53,6 +65,9 @@ static void session_one(const char *tmp)
     int64_t passes = q_int(store, "SELECT COUNT(*) FROM slice WHERE cat='host' AND "
                                   "name='MemUsage'");
     fprintf(stderr, "host passes in the store: %lld\n", (long long)passes);
+    sp_samplers_set_observer(NULL, NULL);
+    /* every row taken is stored, the batch pending at the stop included */
+    CHECK_INT(passes, atomic_load(&mem_rows_taken));
     if (smp_sanitized())
         CHECK(passes >= 10 && passes <= 22);
     else
