@@ -86,6 +86,19 @@ static int str(J *j, spp_str *out)
     return 1;
 }
 
+/* An object member's key and its ':' (whitespace allowed between). 0, with
+ * err set, when either is missing. */
+static int key(J *j, spp_str *k)
+{
+    if (!str(j, k))
+        return 0;
+    ws(j);
+    if (j->p >= j->e || *j->p != ':')
+        return j->err = 1, 0;
+    j->p++;
+    return 1;
+}
+
 static double pow10i(int e)
 {
     static const double t[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
@@ -183,12 +196,8 @@ static void skip(J *j, int depth)
         }
         for (;;) {
             ws(j);
-            if (!str(j, &s))
+            if (!key(j, &s))
                 return;
-            ws(j);
-            if (j->p >= j->e || *j->p != ':')
-                return (void)(j->err = 1);
-            j->p++;
             skip(j, depth + 1);
             if (j->err)
                 return;
@@ -308,12 +317,8 @@ static int entry_key(J *j, int guess)
         return guess;
     }
     spp_str k;
-    if (!str(j, &k))
+    if (!key(j, &k))
         return -1;
-    ws(j);
-    if (j->p >= j->e || *j->p != ':')
-        return j->err = 1, -1;
-    j->p++;
     for (int i = 0; i < EK_N; i++)
         if (k.n == ekey[i].n - 3 && !memcmp(k.p, ekey[i].q + 1, (size_t)k.n))
             return i;
@@ -579,13 +584,8 @@ void spp_args_decode(spp_args *a, const char *text, int len)
         } else if (j.e - j.p >= 6 && !memcmp(j.p, "\"rid\":", 6)) {
             k = (spp_str){j.p + 1, 3, 0};
             j.p += 6;
-        } else {
-            if (!str(&j, &k))
-                return;
-            ws(&j);
-            if (j.p >= j.e || *j.p != ':')
-                return;
-            j.p++;
+        } else if (!key(&j, &k)) {
+            return;
         }
         if (k.n > 0)
             member(&j, a, k);
@@ -670,12 +670,8 @@ static void each_member(const char *text, int len, member_fn fn, void *ctx)
         ws(&j);
         if (j.p < j.e && *j.p == '}')
             return;
-        if (!str(&j, &k))
+        if (!key(&j, &k))
             return;
-        ws(&j);
-        if (j.p >= j.e || *j.p != ':')
-            return;
-        j.p++;
         if (fn(&j, k, ctx))
             return;
         if (j.err)
