@@ -202,6 +202,13 @@ static void test_percentiles(void)
     CHECK(isnan(spp_percentile(v, 0, 50)));
 }
 
+/* The raw store's tables the reader needs (collection.md §4). */
+#define RAW_SCHEMA                                                                                  \
+    "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"   \
+    " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER," \
+    " flag_id TEXT, pid INTEGER, tid INTEGER);"                                                       \
+    "CREATE TABLE Meta(name TEXT, value TEXT, slice TEXT);"
+
 /* A real store whose rows are out of time order, with an index on
  * timestamp that neither pass may walk (the lateness is measured on the
  * rowid scan), rows without a valid timestamp, and equal timestamps (rowid
@@ -215,10 +222,7 @@ static void test_store_order(void)
     sqlite3 *db;
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
-                       "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"
-                       " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER,"
-                       " flag_id TEXT, pid INTEGER, tid INTEGER);"
-                       "CREATE TABLE Meta(name TEXT, value TEXT, slice TEXT);"
+                       RAW_SCHEMA
                        "CREATE INDEX slice_ts ON slice(timestamp);",
                        NULL, NULL, NULL) == SQLITE_OK);
     /* insert order (rowid) vs time: up to 7 late */
@@ -278,10 +282,7 @@ static void late_store(const char *path, const double *sec, int n)
     sqlite3 *db;
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
-                       "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"
-                       " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER,"
-                       " flag_id TEXT, pid INTEGER, tid INTEGER);"
-                       "CREATE TABLE Meta(name TEXT, value TEXT, slice TEXT);"
+                       RAW_SCHEMA
                        "INSERT INTO Meta(name, value) VALUES('hostname', 'h1');",
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_stmt *ins;
