@@ -23,11 +23,10 @@
  * it saves); end_time is computed by the view.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "dwrite.h"
 #include "fmtnum.h"
 #include "timeline.h"
 
@@ -42,38 +41,26 @@ typedef struct sublane { int id; int64_t *ends; int n, cap; } sublane;
  * would overlap without nesting goes to the next sub-lane ("... #2"). */
 typedef struct lane { int store; long long tid; char *cat; int id; char *name; sublane *subs; int nsub; } lane;
 
-/* The trace's output buffer: appends are inlined memcpys, the file gets
- * one write() per SPP_OUT_BUF bytes. (stdio cost a call per fputs/fwrite
- * plus its own checks: ~5% of a json-only parse.) */
+/* The trace's output buffer: appends are inlined memcpys into a buffer of
+ * dwrite.c, which the writer thread puts on disk while the next one fills
+ * (stdio cost a call per fputs/fwrite plus its own checks: ~5% of a
+ * json-only parse; a buffered write() a new page-cache page per 4 KiB). */
 typedef struct wout {
-    int fd;
-    int err;             /* errno of the first failed write, 0 if none */
+    spp_dw *dw;
+    char *b;             /* SPP_DW_BUF bytes, from dwrite */
     size_t n;            /* bytes in b */
-    char b[];            /* SPP_OUT_BUF bytes */
 } wout;
 
 static void w_flush(wout *f)
 {
-    const char *p = f->b;
-    size_t n = f->n;
-    while (n && !f->err) {
-        ssize_t k = write(f->fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            f->err = k < 0 ? errno : EIO;
-            break;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
+    f->b = spp_dw_submit(f->dw);
     f->n = 0;
 }
 
 static inline void w_put(wout *f, const char *p, size_t n)
 {
-    while (n > SPP_OUT_BUF - f->n) {
-        size_t k = SPP_OUT_BUF - f->n;
+    while (n > SPP_DW_BUF - f->n) {
+        size_t k = SPP_DW_BUF - f->n;
         memcpy(f->b + f->n, p, k);
         f->n += k;
         p += k;
@@ -86,7 +73,7 @@ static inline void w_put(wout *f, const char *p, size_t n)
 
 static inline void w_c(wout *f, int c)
 {
-    if (f->n == SPP_OUT_BUF)
+    if (f->n == SPP_DW_BUF)
         w_flush(f);
     f->b[f->n++] = (char)c;
 }
@@ -184,14 +171,14 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        int fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) {
+        spp_dw *dw = spp_dw_open(t->path);
+        if (!dw) {
             spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;
         } else {
-            t->f = malloc(sizeof *t->f + SPP_OUT_BUF);
-            t->f->fd = fd;
-            t->f->err = 0;
+            t->f = malloc(sizeof *t->f);
+            t->f->dw = dw;
+            t->f->b = spp_dw_buf(dw);
             t->f->n = 0;
             W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
             w_int(t->f, origin);
@@ -742,11 +729,9 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
     int rc = 0;
     if (t->f) {
         W_LIT(t->f, "\n]}\n");
-        w_flush(t->f);
-        if (close(t->f->fd) != 0 && !t->f->err)
-            t->f->err = errno;
-        if (t->f->err) {
-            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(t->f->err));
+        int err = spp_dw_close(t->f->dw, t->f->n);
+        if (err) {
+            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(err));
             rc = -1;
         }
         free(t->f);

@@ -1,0 +1,226 @@
+/*
+ * dwrite.c — big output files written with O_DIRECT from a background
+ * thread (dwrite.h).
+ *
+ * Why: a buffered write() of gigabytes costs the kernel a fresh page-cache
+ * page per 4 KiB, filled by a copy. On the 2-core VM of docs/benchmarks.md
+ * that is 2 s of system CPU per GiB when the guest's free memory has gone
+ * back to the host (it does, ~30 s after it was freed), 0.15 s when it has
+ * not; O_DIRECT hands our own aligned buffers to the device: 0.12 s per
+ * GiB, whatever the memory state, and the trace does not push everything
+ * else out of the page cache. An O_DIRECT write waits for the device, so
+ * a thread does it while the parser fills the next buffer: NBUF buffers of
+ * SPP_DW_BUF bytes, the caller waits only when all are queued.
+ *
+ * Alignment: every buffer but the last is exactly SPP_DW_BUF bytes, so all
+ * offsets stay aligned; the last one's unaligned tail is written after
+ * turning O_DIRECT off. A filesystem that refuses O_DIRECT (EINVAL at
+ * open or at the first write) gets ordinary writes, as does everyone with
+ * SERVPROF_PARSE_DIRECT_IO=0 in the environment. No thread (creation
+ * failed): the caller writes each buffer itself.
+ *
+ * Errors: the first failed write's errno is kept; later buffers are
+ * dropped (the file is incomplete either way), so the caller never blocks
+ * on a failed disk; spp_dw_close() returns that errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dwrite.h"
+
+#define NBUF 3
+
+struct spp_dw {
+    int fd;
+    int direct;            /* O_DIRECT is on (writer side) */
+    int threaded;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t work;   /* a buffer was queued, or closing */
+    pthread_cond_t room;   /* a buffer came back */
+    char *buf[NBUF];
+    /* Guarded by mu: */
+    int queue[NBUF];       /* buffers to write, oldest first (ring) */
+    size_t queue_len[NBUF];
+    int qhead, qn;
+    int spare[NBUF];       /* buffers free to fill */
+    int nspare;
+    int closing;
+    int err;
+    /* Caller only: */
+    int cur;               /* the buffer being filled */
+    /* Writer only (the caller in unthreaded mode): */
+    off_t off;
+};
+
+static void direct_off(spp_dw *w)
+{
+    int fl = fcntl(w->fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(w->fd, F_SETFL, fl & ~O_DIRECT);
+    w->direct = 0;
+}
+
+/* Writes n bytes at the file's end; the errno on failure, else 0. */
+static int write_all(spp_dw *w, const char *p, size_t n)
+{
+    while (n) {
+        size_t chunk = n;
+        if (w->direct && n % SPP_DW_ALIGN) {
+            if (n < SPP_DW_ALIGN)
+                direct_off(w); /* the unaligned tail of the last buffer */
+            else
+                chunk = n - n % SPP_DW_ALIGN;
+        }
+        ssize_t k = pwrite(w->fd, p, chunk, w->off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EINVAL && w->direct) { /* the filesystem refuses O_DIRECT */
+            direct_off(w);
+            continue;
+        }
+        if (k <= 0)
+            return k < 0 ? errno : EIO;
+        p += k;
+        n -= (size_t)k;
+        w->off += k;
+    }
+    return 0;
+}
+
+static void *writer(void *arg)
+{
+    spp_dw *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->qn && !w->closing)
+            pthread_cond_wait(&w->work, &w->mu);
+        if (!w->qn)
+            break;
+        int b = w->queue[w->qhead];
+        size_t n = w->queue_len[w->qhead];
+        int failed = w->err;
+        pthread_mutex_unlock(&w->mu);
+        int e = failed ? 0 : write_all(w, w->buf[b], n);
+        pthread_mutex_lock(&w->mu);
+        if (e && !w->err)
+            w->err = e;
+        w->qhead = (w->qhead + 1) % NBUF;
+        w->qn--;
+        w->spare[w->nspare++] = b;
+        pthread_cond_signal(&w->room);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static int direct_wanted(void)
+{
+    const char *e = getenv("SERVPROF_PARSE_DIRECT_IO");
+    return !(e && e[0] == '0');
+}
+
+spp_dw *spp_dw_open(const char *path)
+{
+    int direct = direct_wanted();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+    if (fd < 0 && direct && errno == EINVAL) {
+        direct = 0;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (fd < 0)
+        return NULL;
+    spp_dw *w = calloc(1, sizeof *w);
+    if (!w) {
+        close(fd);
+        errno = ENOMEM;
+        return NULL;
+    }
+    w->fd = fd;
+    w->direct = direct;
+    for (int i = 0; i < NBUF; i++) {
+        w->buf[i] = aligned_alloc(SPP_DW_ALIGN, SPP_DW_BUF);
+        if (!w->buf[i]) {
+            for (int j = 0; j < i; j++)
+                free(w->buf[j]);
+            close(fd);
+            free(w);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    w->cur = 0;
+    for (int i = 1; i < NBUF; i++)
+        w->spare[w->nspare++] = i;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->work, NULL);
+    pthread_cond_init(&w->room, NULL);
+    w->threaded = pthread_create(&w->th, NULL, writer, w) == 0;
+    return w;
+}
+
+char *spp_dw_buf(spp_dw *w) { return w->buf[w->cur]; }
+
+/* Queues the current buffer with n bytes and takes a spare one. */
+static void hand_over(spp_dw *w, size_t n)
+{
+    if (!w->threaded) {
+        int e = w->err ? 0 : write_all(w, w->buf[w->cur], n);
+        if (e && !w->err)
+            w->err = e;
+        return; /* the same buffer is filled again */
+    }
+    pthread_mutex_lock(&w->mu);
+    int tail = (w->qhead + w->qn) % NBUF;
+    w->queue[tail] = w->cur;
+    w->queue_len[tail] = n;
+    w->qn++;
+    pthread_cond_signal(&w->work);
+    while (!w->nspare)
+        pthread_cond_wait(&w->room, &w->mu);
+    w->cur = w->spare[--w->nspare];
+    pthread_mutex_unlock(&w->mu);
+}
+
+char *spp_dw_submit(spp_dw *w)
+{
+    hand_over(w, SPP_DW_BUF);
+    return w->buf[w->cur];
+}
+
+int spp_dw_error(spp_dw *w)
+{
+    if (!w->threaded)
+        return w->err;
+    pthread_mutex_lock(&w->mu);
+    int e = w->err;
+    pthread_mutex_unlock(&w->mu);
+    return e;
+}
+
+int spp_dw_close(spp_dw *w, size_t n)
+{
+    if (n)
+        hand_over(w, n);
+    if (w->threaded) {
+        pthread_mutex_lock(&w->mu);
+        w->closing = 1;
+        pthread_cond_signal(&w->work);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->th, NULL);
+    }
+    int e = w->err;
+    if (close(w->fd) != 0 && !e)
+        e = errno;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->work);
+    pthread_cond_destroy(&w->room);
+    for (int i = 0; i < NBUF; i++)
+        free(w->buf[i]);
+    free(w);
+    return e;
+}
