@@ -255,6 +255,7 @@ typedef struct spp_table {
     int failed;
     char *csv_path;
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
+    struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
 } spp_table;
 
 typedef struct spp_out {
@@ -262,6 +263,12 @@ typedef struct spp_out {
     int csv, db;
     sqlite3 *db_conn;       /* profiler.db */
     int failed;
+    /* profiler.db's pages are written by btwrite.c; db_conn is then an
+     * in-memory database holding its schema (the CREATE texts, views and
+     * indexes, which are created on the file at spp_out_close) and
+     * converting the rare values that need SQLite's affinity rules. */
+    struct spp_bt *bt;
+    int db_lost;            /* profiler.db failed (reported once, file removed) */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */

@@ -6,15 +6,21 @@
  * CSV files are opened on the first row, so a report whose data never came
  * leaves no empty file behind; spp_table_close() then prints the one line
  * saying which report was skipped and what was missing. profiler.db tables
- * are created up front (empty tables keep dashboards' queries valid) and
- * filled inside one transaction (see dbout.c / spp_out_open).
+ * are created up front (empty tables keep dashboards' queries valid).
  *
- * profiler.db rows are staged and inserted DB_ROWS at a time by one
- * multi-row INSERT: SQLite's cost per statement (start, open the table,
- * halt, reset) is then paid once per DB_ROWS rows instead of per row
- * (callgrind: see the commit message). Texts are copied when staged (the
- * caller's strings do not outlive the call); spp_table_close() inserts the
- * rest one row at a time, so every row is in before the commit, in order.
+ * profiler.db is written page by page by btwrite.c (SQLite's INSERT cost
+ * ~600 ns a row, most of the parse's profiler.db time), as
+ * profiler.db.partial, renamed when complete. SQLite still owns what needs
+ * SQL: db_conn is an in-memory database where every CREATE TABLE / VIEW /
+ * INDEX is run as before (so the schema texts are SQLite's own, and a bad
+ * statement fails as before); at the close its sqlite_schema rows become
+ * the file's (tables get btwrite's root pages), then SQLite opens the file
+ * and creates the indexes. A value that needs SQLite's affinity rules (a
+ * text into a numeric column, a number into a TEXT column: no report does
+ * it today) is inserted into the in-memory table and read back, so it is
+ * stored exactly as SQLite would. A write error (full disk, file size
+ * limit) is one ERROR; the partial file is removed at once and the other
+ * outputs go on.
  */
 #include <errno.h>
 #include <stdio_ext.h>
@@ -24,14 +30,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "btwrite.h"
 #include "fmtnum.h"
 #include "parse.h"
 
 /* profiler.db while it is built (renamed when complete). */
 #define DB_PARTIAL "profiler.db.partial"
 
-/* Rows per multi-row INSERT into profiler.db. */
-#define DB_ROWS 32
+/* profiler.db's page size (SQLite's largest: fewest pages and levels). */
+#define DB_PAGE 65536
 
 static int mkdir_p(const char *dir)
 {
@@ -64,33 +71,43 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         char path[4096];
         /* A fresh database per run: stale rows would mix runs. It is built
          * as profiler.db.partial and renamed at the end, so an interrupted
-         * run leaves no profiler.db that looks complete (without a journal
-         * the partial file may not even open). */
+         * run leaves no profiler.db that looks complete. */
         snprintf(path, sizeof path, "%s/profiler.db", dir);
         unlink(path);
         snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
         unlink(path);
-        if (sqlite3_open_v2(path, &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                            NULL) != SQLITE_OK) {
-            spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written",
-                    path, sqlite3_errmsg(o->db_conn));
+        o->bt = spp_bt_open(path, DB_PAGE);
+        if (!o->bt) {
+            spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, strerror(errno));
+        } else if (sqlite3_open_v2(":memory:", &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+                   SQLITE_OK) {
+            spp_log(SPP_ERROR, "profiler.db: cannot open SQLite in memory: %s; profiler.db is not written",
+                    sqlite3_errmsg(o->db_conn));
+            spp_bt_abort(o->bt, 1);
+        }
+        if (!o->bt || !o->db_conn) {
             sqlite3_close(o->db_conn);
             o->db_conn = NULL;
+            spp_bt_free(o->bt);
+            o->bt = NULL;
             o->db = 0;
             o->failed = 1;
-        } else {
-            /* Built in one go and only then readable: no journal, no fsync, one
-             * lock for the whole run. Rows are appended (rowid tables, indexes
-             * built at the end), so each page is written once whatever the
-             * cache size: a small cache saves the page faults of filling a
-             * big one (measured: 32 MiB -> 8 MiB cut ~30 MiB of peak RSS). */
-            sqlite3_exec(o->db_conn, "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; "
-                                     "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-                                     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192; BEGIN",
-                         NULL, NULL, NULL);
         }
     }
     return 0;
+}
+
+/* profiler.db cannot be completed: one ERROR, the partial file removed at
+ * once (the disk space may be what the other outputs need), rows ignored. */
+static void db_fail(spp_out *o, const char *why)
+{
+    if (o->db_lost)
+        return;
+    o->db_lost = 1;
+    o->failed = 1;
+    spp_log(SPP_ERROR, "profiler.db: writing %s/" DB_PARTIAL " failed: %s; it is removed and profiler.db is not written",
+            o->dir, why);
+    spp_bt_abort(o->bt, 1);
 }
 
 static void quote_ident(char *buf, size_t cap, const char *name)
@@ -104,6 +121,30 @@ static void quote_ident(char *buf, size_t cap, const char *name)
     }
     buf[o++] = '"';
     buf[o] = 0;
+}
+
+/* The page writer's table for a table just created in the in-memory
+ * database: affinities from the declared types as SQLite read them, and
+ * the column that is the rowid (a lone INTEGER PRIMARY KEY, not DESC). */
+static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *cols, int ncols)
+{
+    char *aff = malloc((size_t)ncols);
+    int ipk = -1, npk = 0;
+    for (int i = 0; i < ncols; i++) {
+        const char *decl = NULL;
+        int pk = 0;
+        sqlite3_table_column_metadata(o->db_conn, "main", name, cols[i].name, &decl, NULL, NULL, &pk, NULL);
+        aff[i] = spp_bt_affinity(decl);
+        if (pk) {
+            npk++;
+            if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&
+                !strstr(cols[i].sqltype, "desc"))
+                ipk = i;
+        }
+    }
+    struct spp_bt_tab *bt = spp_bt_table(o->bt, name, ncols, aff, npk == 1 ? ipk : -1);
+    free(aff);
+    return bt;
 }
 
 void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *db_name,
@@ -136,19 +177,7 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         t->db_name = NULL;
         o->failed = 1;
     } else {
-        /* The same INSERT with DB_ROWS rows of values; without it (an SQLite
-         * with a low variable limit) rows go one by one. */
-        size_t one = strlen(ins) - (size_t)(strchr(ins, '(') - ins); /* "(?, ?, ...)" */
-        size_t mcap = (size_t)m + (one + 2) * DB_ROWS + 16;
-        char *many = malloc(mcap);
-        size_t k = (size_t)snprintf(many, mcap, "%s", ins);
-        for (int r = 1; r < DB_ROWS; r++)
-            k += (size_t)snprintf(many + k, mcap - k, ",%s", strchr(ins, '('));
-        if (sqlite3_prepare_v2(o->db_conn, many, -1, &t->ins_many, NULL) == SQLITE_OK)
-            t->staged = malloc((size_t)DB_ROWS * (size_t)ncols * sizeof *t->staged);
-        else
-            t->ins_many = NULL;
-        free(many);
+        t->bt = bt_table(o, db_name, cols, ncols);
     }
     free(create);
     free(ins);
@@ -214,68 +243,63 @@ static void put_real(FILE *f, double d)
     }
 }
 
-static void bind_row(sqlite3_stmt *st, int first, const spp_val *v, int ncols, const char *text)
+static void bind_row(sqlite3_stmt *st, const spp_val *v, int ncols)
 {
     for (int i = 0; i < ncols; i++) {
         switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, first + i, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, first + i, v[i].d); break;
-        /* STATIC: the text outlives the step that copies it into the page. */
-        case SPP_TEXT:
-            sqlite3_bind_text(st, first + i, text ? text + v[i].i : v[i].s, v[i].n, SQLITE_STATIC);
-            break;
-        default: sqlite3_bind_null(st, first + i); break;
+        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
+        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
+        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
+        default: sqlite3_bind_null(st, i + 1); break;
         }
     }
 }
 
-static void step_insert(spp_out *o, spp_table *t, sqlite3_stmt *st)
+/* A row with a value that needs SQLite's conversion: inserted into the
+ * in-memory table, read back as SQLite stored it, written as is, deleted.
+ * Returns spp_bt_row's result, or -1 (with the reason in why). */
+static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, size_t cap)
 {
-    if (sqlite3_step(st) != SQLITE_DONE && !o->failed) {
-        spp_log(SPP_ERROR, "profiler.db: insert into %s failed: %s", t->db_name, sqlite3_errmsg(o->db_conn));
-        o->failed = 1;
+    sqlite3 *db = o->db_conn;
+    bind_row(t->ins, v, t->ncols);
+    int rc = sqlite3_step(t->ins);
+    sqlite3_reset(t->ins);
+    if (rc != SQLITE_DONE) {
+        snprintf(why, cap, "insert into %s failed: %s", t->db_name, sqlite3_errmsg(db));
+        return -1;
     }
-    sqlite3_reset(st);
-}
-
-/* Inserts the staged rows: one statement when there are DB_ROWS of them,
- * else one by one (the rest at close). */
-static void flush_staged(spp_out *o, spp_table *t)
-{
-    int nc = t->ncols;
-    if (t->nstaged == DB_ROWS) {
-        for (int r = 0; r < DB_ROWS; r++)
-            bind_row(t->ins_many, r * nc + 1, t->staged + (size_t)r * (size_t)nc, nc, t->text);
-        step_insert(o, t, t->ins_many);
-    } else {
-        for (int r = 0; r < t->nstaged; r++) {
-            bind_row(t->ins, 1, t->staged + (size_t)r * (size_t)nc, nc, t->text);
-            step_insert(o, t, t->ins);
+    char q[160], sql[400];
+    quote_ident(q, sizeof q, t->db_name);
+    snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE rowid = ?", q);
+    sqlite3_stmt *st = NULL;
+    rc = -1;
+    snprintf(why, cap, "reading back a row of %s failed: %s", t->db_name, "?");
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(db));
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            spp_val *cv = calloc((size_t)t->ncols, sizeof *cv);
+            for (int i = 0; i < t->ncols; i++) {
+                switch (sqlite3_column_type(st, i)) {
+                case SQLITE_INTEGER: cv[i] = spp_v_int(sqlite3_column_int64(st, i)); break;
+                case SQLITE_FLOAT: cv[i].kind = SPP_REAL; cv[i].d = sqlite3_column_double(st, i); break;
+                case SQLITE_NULL: break;
+                default: /* text (a blob is never bound) */
+                    cv[i].kind = SPP_TEXT;
+                    cv[i].s = (const char *)sqlite3_column_text(st, i);
+                    cv[i].n = sqlite3_column_bytes(st, i);
+                    break;
+                }
+            }
+            rc = spp_bt_row(t->bt, cv, 1);
+            if (rc < 0)
+                snprintf(why, cap, "%s", spp_bt_error(o->bt));
+            free(cv);
         }
     }
-    t->nstaged = 0;
-    t->text_len = 0;
-}
-
-static void stage_row(spp_out *o, spp_table *t, const spp_val *v)
-{
-    spp_val *d = t->staged + (size_t)t->nstaged * (size_t)t->ncols;
-    for (int i = 0; i < t->ncols; i++) {
-        d[i] = v[i];
-        if (v[i].kind != SPP_TEXT)
-            continue;
-        size_t n = (size_t)v[i].n;
-        if (t->text_len + n > t->text_cap) {
-            t->text_cap = (t->text_len + n) * 2 + 4096;
-            t->text = realloc(t->text, t->text_cap);
-        }
-        memcpy(t->text + t->text_len, v[i].s, n);
-        d[i].i = (long long)t->text_len;
-        d[i].s = NULL;
-        t->text_len += n;
-    }
-    if (++t->nstaged == DB_ROWS)
-        flush_staged(o, t);
+    sqlite3_finalize(st);
+    snprintf(sql, sizeof sql, "DELETE FROM %s", q);
+    sqlite3_exec(db, sql, NULL, NULL, NULL);
+    return rc;
 }
 
 void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
@@ -296,13 +320,16 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
         }
         putc_unlocked('\n', f);
     }
-    if (t->db_name && t->ins) {
-        if (t->ins_many) {
-            stage_row(o, t, v);
-        } else {
-            bind_row(t->ins, 1, v, t->ncols, NULL);
-            step_insert(o, t, t->ins);
-        }
+    if (t->bt && !o->db_lost) {
+        int rc = spp_bt_row(t->bt, v, 0);
+        if (rc == 0)
+            return;
+        char why[512];
+        snprintf(why, sizeof why, "%s", spp_bt_error(o->bt));
+        if (rc > 0)
+            rc = convert_row(o, t, v, why, sizeof why);
+        if (rc != 0)
+            db_fail(o, why);
     }
 }
 
@@ -323,45 +350,112 @@ void spp_table_close(spp_out *o, spp_table *t)
         if (t->needs)
             spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
-    if (t->ins && t->nstaged)
-        flush_staged(o, t);
+    if (t->bt && !o->db_lost && spp_bt_table_end(t->bt) != 0)
+        db_fail(o, spp_bt_error(o->bt));
+    t->bt = NULL; /* owned by o->bt */
     if (t->ins)
         sqlite3_finalize(t->ins);
     t->ins = NULL;
-    if (t->ins_many)
-        sqlite3_finalize(t->ins_many);
-    t->ins_many = NULL;
-    free(t->staged);
-    t->staged = NULL;
-    free(t->text);
-    t->text = NULL;
-    t->text_len = t->text_cap = 0;
     free(t->csv_path);
     t->csv_path = NULL;
     free(t->csv_buf); /* after fclose: stdio used it until then */
     t->csv_buf = NULL;
 }
 
+/* The file's sqlite_schema rows are the in-memory database's, in order:
+ * tables and views written by btwrite.c, indexes collected in *idx to be
+ * created by SQLite on the finished file. 0 or -1 (why). */
+static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(o->db_conn, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1,
+                           &st, NULL) != SQLITE_OK) {
+        snprintf(why, cap, "reading the schema: %s", sqlite3_errmsg(o->db_conn));
+        return -1;
+    }
+    spp_bt_schema *rows = NULL;
+    int n = 0, rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *f[4];
+        for (int i = 0; i < 4; i++)
+            f[i] = (const char *)sqlite3_column_text(st, i);
+        if (!f[0] || !f[1] || !f[2] || !f[3]) { /* an automatic index: not made by this writer */
+            snprintf(why, cap, "%s %s has no SQL (not supported)", f[0] ? f[0] : "?", f[1] ? f[1] : "?");
+            rc = -1;
+            break;
+        }
+        if (strcmp(f[0], "index") == 0) {
+            *idx = realloc(*idx, (size_t)(*nidx + 1) * sizeof **idx);
+            (*idx)[(*nidx)++] = strdup(f[3]);
+            continue;
+        }
+        rows = realloc(rows, (size_t)(n + 1) * sizeof *rows);
+        rows[n++] = (spp_bt_schema){strdup(f[0]), strdup(f[1]), strdup(f[2]), strdup(f[3])};
+    }
+    sqlite3_finalize(st);
+    if (rc == 0 && spp_bt_finish(o->bt, rows, n) != 0) {
+        snprintf(why, cap, "%s", spp_bt_error(o->bt));
+        rc = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        free((char *)rows[i].type);
+        free((char *)rows[i].name);
+        free((char *)rows[i].tbl_name);
+        free((char *)rows[i].sql);
+    }
+    free(rows);
+    return rc;
+}
+
+/* SQLite opens the finished file and creates the indexes (their b-trees
+ * need sorting: SQLite's job). 0 or -1 (why). */
+static int create_indexes(const char *path, char **idx, int nidx, char *why, size_t cap)
+{
+    if (!nidx)
+        return 0;
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+                              "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192; BEGIN",
+                          NULL, NULL, NULL);
+    for (int i = 0; i < nidx && rc == SQLITE_OK; i++)
+        rc = sqlite3_exec(db, idx[i], NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        snprintf(why, cap, "creating indexes: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    if (sqlite3_close(db) != SQLITE_OK && rc == SQLITE_OK) {
+        snprintf(why, cap, "closing after the indexes failed");
+        rc = SQLITE_ERROR;
+    }
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
 int spp_out_close(spp_out *o)
 {
-    if (o->db_conn) {
-        char partial[4096], path[4096];
+    if (o->bt) {
+        char partial[4096], path[4096], why[4400] = "";
         snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
         snprintf(path, sizeof path, "%s/profiler.db", o->dir);
-        int ok = sqlite3_exec(o->db_conn, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-        if (!ok)
-            spp_log(SPP_ERROR, "profiler.db: commit failed: %s; %s removed, profiler.db is not written",
-                    sqlite3_errmsg(o->db_conn), partial);
-        sqlite3_close_v2(o->db_conn); /* committed: the file is complete */
+        char **idx = NULL;
+        int nidx = 0;
+        if (!o->db_lost && (write_schema(o, &idx, &nidx, why, sizeof why) != 0 ||
+                            create_indexes(partial, idx, nidx, why, sizeof why) != 0))
+            db_fail(o, why);
+        for (int i = 0; i < nidx; i++)
+            free(idx[i]);
+        free(idx);
+        if (!o->db_lost && rename(partial, path) != 0) {
+            snprintf(why, sizeof why, "cannot rename it to %s: %s", path, strerror(errno));
+            db_fail(o, why);
+        }
+        spp_bt_free(o->bt);
+        o->bt = NULL;
+    }
+    if (o->db_conn) {
+        sqlite3_close(o->db_conn);
         o->db_conn = NULL;
-        if (ok && rename(partial, path) != 0) {
-            spp_log(SPP_ERROR, "profiler.db: cannot rename %s to %s: %s", partial, path, strerror(errno));
-            ok = 0;
-        }
-        if (!ok) {
-            unlink(partial);
-            o->failed = 1;
-        }
     }
     return o->failed ? -1 : 0;
 }

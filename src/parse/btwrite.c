@@ -1,0 +1,708 @@
+/*
+ * btwrite.c — writes an SQLite database file's table b-trees directly, in
+ * the documented file format (https://www.sqlite.org/fileformat2.html), so
+ * that profiler.db's millions of rows do not each pay SQLite's INSERT
+ * machinery (~600 ns a row: statement, cursor, balance; here ~100-200).
+ *
+ * Design. Every table is a rowid table filled in rowid order (1, 2, 3...,
+ * or its INTEGER PRIMARY KEY values, which must increase), so a b-tree can
+ * be built bottom-up while the rows stream:
+ *  - each table has one current leaf page in memory; a row's cell is
+ *    written straight into it (cells from the page end down, as SQLite
+ *    lays them out); a full leaf takes the next free page number and goes
+ *    to the file, and only (page number, last rowid) is kept for the levels
+ *    above — 16 bytes per page of rows;
+ *  - pages are numbered in the order they are written (leaves of all
+ *    tables interleaved, overflow pages, interior pages), so the file is one
+ *    sequential stream of 1 MiB write()s; page 1 is left blank and written
+ *    last with pwrite(); the page holding byte 2^30 (SQLite's lock byte) is
+ *    written as zeros and never used, as SQLite requires;
+ *  - a table's interior pages are built when it ends: its leaves are
+ *    spread evenly over as few interior pages as hold them, level after
+ *    level, up to one root (every leaf at the same depth, no interior page
+ *    without a cell);
+ *  - the schema (sqlite_schema rows, given by the caller) is the last tree:
+ *    its root must be page 1, whose b-tree header starts after the 100-byte
+ *    file header.
+ * Values are stored as SQLite's INSERT would store them (so typeof() and
+ * every query give the same answers): column affinity applied (an integral
+ * real in a numeric column is stored as an integer, REAL columns included:
+ * SQLite does that to save space and gives it back as real), the smallest
+ * integer serial type, 0 and 1 as serial types 8 and 9 (schema format 4).
+ * The conversions that need SQLite's own number<->text rules (a text into a
+ * numeric column, a number into a TEXT column) are left to the caller
+ * (spp_bt_row returns 1). Records longer than a page's local limit spill
+ * into overflow pages by the format's exact local-size rule. Indexes are not
+ * built here: the caller has SQLite create them on the finished file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btwrite.h"
+
+/* A child of an interior page: its page and the largest rowid under it. */
+typedef struct bt_child { uint32_t pg; int64_t key; } bt_child;
+
+struct spp_bt_tab {
+    spp_bt *w;
+    char *name;
+    int ncols, ipk;
+    char *aff;            /* affinity per column */
+    uint32_t *st;         /* serial type per column of the row being written */
+    uint64_t *iv;         /* its integer / real bits per column */
+    uint8_t *page;        /* the current leaf (NULL once ended) */
+    unsigned ncells;
+    unsigned content;     /* start of the cell content area */
+    unsigned reserve;     /* bytes kept free in a leaf with cells (the schema: page 1's header) */
+    int64_t rowid;        /* the last rowid written */
+    long long nrows;
+    bt_child *leaves;     /* leaves written so far */
+    size_t nleaves, capleaves;
+    uint8_t *big;         /* a whole record that overflows */
+    size_t bigcap;
+    uint32_t root;        /* 0 until ended */
+    spp_bt_tab *next;     /* the writer's list */
+};
+
+struct spp_bt {
+    int fd;
+    char *path;
+    unsigned psz;         /* page size = usable size (no reserved bytes) */
+    uint32_t next_pg;     /* the page number the next written page gets */
+    uint32_t lock_pg;     /* the page holding byte 2^30: never used */
+    uint8_t *buf;         /* pages waiting for write() */
+    size_t nbuf, capbuf;
+    uint8_t *scratch;     /* an interior or overflow page being built */
+    uint8_t *page1;
+    int failed;
+    char msg[256];
+    spp_bt_tab *tabs, **tail;
+};
+
+static void fail(spp_bt *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(spp_bt *w, const char *fmt, ...)
+{
+    if (w->failed)
+        return;
+    w->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+    va_end(ap);
+}
+
+static inline void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* SQLite's varint: 7 bits a byte, big-endian, the 9th byte takes 8 bits. */
+static inline int varint_len(uint64_t v)
+{
+    if (v <= 0x7f)
+        return 1;
+    if (v & (0xffULL << 56))
+        return 9;
+    int n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline int put_varint(uint8_t *p, uint64_t v)
+{
+    if (v <= 0x7f) {
+        p[0] = (uint8_t)v;
+        return 1;
+    }
+    if (v <= 0x3fff) {
+        p[0] = (uint8_t)(0x80 | (v >> 7));
+        p[1] = (uint8_t)(v & 0x7f);
+        return 2;
+    }
+    if (v & (0xffULL << 56)) {
+        p[8] = (uint8_t)v;
+        v >>= 8;
+        for (int i = 7; i >= 0; i--) {
+            p[i] = (uint8_t)((v & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        return 9;
+    }
+    int n = varint_len(v);
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (uint8_t)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    p[n - 1] &= 0x7f;
+    return n;
+}
+
+char spp_bt_affinity(const char *decl)
+{
+    /* sqlite3AffinityType: a rolling window of the last 4 letters. */
+    if (!decl || !*decl)
+        return SPP_AFF_BLOB;
+    char aff = SPP_AFF_NUMERIC;
+    uint32_t h = 0;
+    for (const char *p = decl; *p; p++) {
+        unsigned c = (unsigned char)*p;
+        if (c >= 'A' && c <= 'Z')
+            c += 'a' - 'A';
+        h = (h << 8) + c;
+#define K4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
+        if (h == K4('c', 'h', 'a', 'r') || h == K4('c', 'l', 'o', 'b') || h == K4('t', 'e', 'x', 't'))
+            aff = SPP_AFF_TEXT;
+        else if (h == K4('b', 'l', 'o', 'b') && (aff == SPP_AFF_NUMERIC || aff == SPP_AFF_REAL))
+            aff = SPP_AFF_BLOB;
+        else if ((h == K4('r', 'e', 'a', 'l') || h == K4('f', 'l', 'o', 'a') || h == K4('d', 'o', 'u', 'b')) &&
+                 aff == SPP_AFF_NUMERIC)
+            aff = SPP_AFF_REAL;
+        else if ((h & 0x00ffffff) == K4(0, 'i', 'n', 't'))
+            return SPP_AFF_INTEGER;
+#undef K4
+    }
+    return aff;
+}
+
+/* ------------------------------------------------------------- the file */
+
+static void flush_buf(spp_bt *w)
+{
+    const uint8_t *p = w->buf;
+    size_t n = w->nbuf;
+    while (n && !w->failed) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            fail(w, "write: %s", strerror(k < 0 ? errno : EIO));
+            break;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    w->nbuf = 0;
+}
+
+static void append(spp_bt *w, const uint8_t *page)
+{
+    if (w->failed)
+        return;
+    if (page)
+        memcpy(w->buf + w->nbuf, page, w->psz);
+    else
+        memset(w->buf + w->nbuf, 0, w->psz);
+    w->nbuf += w->psz;
+    if (w->nbuf == w->capbuf)
+        flush_buf(w);
+}
+
+/* The number the next put_page() gives (the lock-byte page skipped). */
+static uint32_t next_pgno(spp_bt *w)
+{
+    if (w->next_pg == w->lock_pg) {
+        append(w, NULL);
+        w->next_pg++;
+    }
+    return w->next_pg;
+}
+
+/* The page number after pg for a chain written page after page. */
+static uint32_t pg_after(const spp_bt *w, uint32_t pg)
+{
+    pg++;
+    return pg == w->lock_pg ? pg + 1 : pg;
+}
+
+static uint32_t put_page(spp_bt *w, const uint8_t *page)
+{
+    uint32_t pg = next_pgno(w);
+    append(w, page);
+    w->next_pg++;
+    return pg;
+}
+
+spp_bt *spp_bt_open(const char *path, int page_size)
+{
+    if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    spp_bt *w = calloc(1, sizeof *w);
+    w->fd = fd;
+    w->path = strdup(path);
+    w->psz = (unsigned)page_size;
+    w->next_pg = 1;
+    w->lock_pg = (uint32_t)(0x40000000u / w->psz) + 1;
+    w->capbuf = w->psz >= (1u << 20) ? w->psz : (1u << 20);
+    w->buf = malloc(w->capbuf);
+    w->scratch = malloc(w->psz);
+    w->page1 = calloc(1, w->psz);
+    w->tail = &w->tabs;
+    put_page(w, NULL); /* page 1, written at the end */
+    return w;
+}
+
+/* ------------------------------------------------------------ a b-tree */
+
+spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff, int ipk)
+{
+    if (ncols < 1)
+        return NULL;
+    spp_bt_tab *t = calloc(1, sizeof *t);
+    t->w = w;
+    t->name = strdup(name);
+    t->ncols = ncols;
+    t->ipk = ipk;
+    t->aff = malloc((size_t)ncols);
+    memcpy(t->aff, aff, (size_t)ncols);
+    t->st = malloc((size_t)ncols * sizeof *t->st);
+    t->iv = malloc((size_t)ncols * sizeof *t->iv);
+    t->page = malloc(w->psz);
+    t->content = w->psz;
+    *w->tail = t;
+    w->tail = &t->next;
+    return t;
+}
+
+/* Writes the current leaf (even empty) and notes it for the level above. */
+static void flush_leaf(spp_bt_tab *t)
+{
+    spp_bt *w = t->w;
+    uint8_t *p = t->page;
+    unsigned ptrs = 8 + 2 * t->ncells;
+    p[0] = 0x0d; /* table leaf */
+    put16(p + 1, 0);
+    put16(p + 3, t->ncells);
+    put16(p + 5, t->content == 65536 ? 0 : t->content);
+    p[7] = 0;
+    memset(p + ptrs, 0, t->content - ptrs); /* no stale bytes in the file */
+    uint32_t pg = put_page(w, p);
+    if (t->nleaves == t->capleaves) {
+        t->capleaves = t->capleaves ? t->capleaves * 2 : 64;
+        t->leaves = realloc(t->leaves, t->capleaves * sizeof *t->leaves);
+    }
+    t->leaves[t->nleaves++] = (bt_child){pg, t->rowid};
+    t->ncells = 0;
+    t->content = w->psz;
+}
+
+/* An integral real SQLite turns into an integer (sqlite3VdbeIntegerAffinity). */
+static inline int integral(double d, int64_t *out)
+{
+    if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+        return 0;
+    int64_t ix = (int64_t)d;
+    if ((double)ix != d)
+        return 0;
+    *out = ix;
+    return 1;
+}
+
+/* Serial type (and body bytes) of an integer: the smallest that holds it. */
+static inline uint32_t int_type(int64_t i, uint32_t *len)
+{
+    uint64_t u = i < 0 ? ~(uint64_t)i : (uint64_t)i;
+    if (u <= 127) {
+        if ((i & 1) == i) {
+            *len = 0;
+            return 8 + (uint32_t)i;
+        }
+        *len = 1;
+        return 1;
+    }
+    if (u <= 32767) { *len = 2; return 2; }
+    if (u <= 8388607) { *len = 3; return 3; }
+    if (u <= 2147483647) { *len = 4; return 4; }
+    if (u <= 0x7fffffffffffULL) { *len = 6; return 5; }
+    *len = 8;
+    return 6;
+}
+
+/* The record (header then body) of the row whose types are in t->st. */
+static void encode(const spp_bt_tab *t, const spp_val *v, uint8_t *p, uint64_t hdr)
+{
+    static const uint8_t int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
+    p += put_varint(p, hdr);
+    for (int i = 0; i < t->ncols; i++)
+        p += put_varint(p, t->st[i]);
+    for (int i = 0; i < t->ncols; i++) {
+        uint32_t st = t->st[i];
+        if (st >= 13) {
+            size_t n = (st - 13) / 2;
+            memcpy(p, v[i].s, n);
+            p += n;
+        } else if (st >= 1 && st <= 7) {
+            int n = st == 7 ? 8 : int_bytes[st];
+            uint64_t x = t->iv[i];
+            for (int k = n - 1; k >= 0; k--) {
+                p[k] = (uint8_t)x;
+                x >>= 8;
+            }
+            p += n;
+        }
+    }
+}
+
+/* Writes payload bytes [local, P) of big as an overflow chain starting at
+ * the next page number; returns that page number. */
+static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, uint64_t P)
+{
+    uint32_t first = next_pgno(w);
+    uint8_t *pg = w->scratch;
+    size_t per = w->psz - 4;
+    for (uint64_t at = local; at < P;) {
+        size_t n = P - at < per ? (size_t)(P - at) : per;
+        uint32_t me = next_pgno(w);
+        put32(pg, at + n < P ? pg_after(w, me) : 0);
+        memcpy(pg + 4, big + at, n);
+        memset(pg + 4 + n, 0, per - n);
+        uint32_t got = put_page(w, pg);
+        (void)got;
+        at += n;
+    }
+    return first;
+}
+
+int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
+{
+    spp_bt *w = t->w;
+    if (w->failed || !t->page)
+        return -1;
+    int64_t rowid = t->nrows ? t->rowid + 1 : 1;
+    uint64_t hsum = 0, body = 0;
+    for (int i = 0; i < t->ncols; i++) {
+        const spp_val *x = &v[i];
+        char a = t->aff[i];
+        uint32_t st = 0, len = 0;
+        int64_t ix;
+        if (i == t->ipk) {
+            /* The rowid itself: NULL in the record. */
+            if (x->kind == SPP_INT) {
+                ix = x->i;
+            } else if ((x->kind == SPP_REAL || x->kind == SPP_MS) && integral(x->d, &ix)) {
+            } else if (x->kind == SPP_NULL) {
+                ix = rowid;
+            } else if (!as_is) {
+                return 1;
+            } else {
+                fail(w, "table %s: a non-integer value for its INTEGER PRIMARY KEY", t->name);
+                return -1;
+            }
+            if (t->nrows && ix <= t->rowid) {
+                fail(w, "table %s: rowid %lld after %lld (rows must come in rowid order)", t->name,
+                     (long long)ix, (long long)t->rowid);
+                return -1;
+            }
+            rowid = ix;
+        } else {
+            switch (x->kind) {
+            case SPP_INT:
+                if (a == SPP_AFF_TEXT && !as_is)
+                    return 1;
+                st = int_type(x->i, &len);
+                t->iv[i] = (uint64_t)x->i;
+                break;
+            case SPP_REAL:
+            case SPP_MS:
+                if (a == SPP_AFF_TEXT && !as_is)
+                    return 1;
+                if (a >= SPP_AFF_NUMERIC && integral(x->d, &ix)) {
+                    st = int_type(ix, &len);
+                    t->iv[i] = (uint64_t)ix;
+                } else {
+                    st = 7;
+                    len = 8;
+                    memcpy(&t->iv[i], &x->d, 8);
+                }
+                break;
+            case SPP_TEXT:
+                if (a >= SPP_AFF_NUMERIC && !as_is)
+                    return 1;
+                len = (uint32_t)x->n;
+                st = 2 * len + 13;
+                break;
+            default:
+                break;
+            }
+        }
+        t->st[i] = st;
+        hsum += (uint64_t)varint_len(st);
+        body += len;
+    }
+    uint64_t hdr = hsum + 1;
+    while ((uint64_t)varint_len(hdr) > hdr - hsum)
+        hdr++;
+    uint64_t P = hdr + body;
+    if (P > 0x7fffffff) {
+        fail(w, "table %s: a row of %llu bytes", t->name, (unsigned long long)P);
+        return -1;
+    }
+    /* The local part: the format's rule for table leaves (U = page size). */
+    uint64_t U = w->psz, X = U - 35, local = P;
+    if (P > X) {
+        uint64_t M = ((U - 12) * 32 / 255) - 23;
+        uint64_t K = M + ((P - M) % (U - 4));
+        local = K <= X ? K : M;
+    }
+    unsigned cell = (unsigned)(varint_len(P) + varint_len((uint64_t)rowid) + local + (local < P ? 4 : 0));
+    unsigned used = 8 + 2 * t->ncells + (t->ncells ? t->reserve : 0);
+    if (cell + 2 > t->content - used)
+        flush_leaf(t);
+    uint32_t ovfl = 0;
+    if (local < P) {
+        if (t->bigcap < P) {
+            t->bigcap = (size_t)P * 2;
+            free(t->big);
+            t->big = malloc(t->bigcap);
+        }
+        encode(t, v, t->big, hdr);
+        ovfl = write_overflow(w, t->big, local, P);
+    }
+    t->content -= cell;
+    uint8_t *p = t->page + t->content;
+    p += put_varint(p, P);
+    p += put_varint(p, (uint64_t)rowid);
+    if (local == P) {
+        encode(t, v, p, hdr);
+    } else {
+        memcpy(p, t->big, (size_t)local);
+        put32(p + local, ovfl);
+    }
+    put16(t->page + 8 + 2 * t->ncells, t->content);
+    t->ncells++;
+    t->rowid = rowid;
+    t->nrows++;
+    return w->failed ? -1 : 0;
+}
+
+/* An interior table page at offset off of page: children c[0..m-1] (m >= 2),
+ * the last one the right-most pointer. */
+static void write_interior(const spp_bt *w, uint8_t *page, unsigned off, const bt_child *c, size_t m)
+{
+    unsigned content = w->psz;
+    uint8_t *h = page + off;
+    h[0] = 0x05;
+    put16(h + 1, 0);
+    put16(h + 3, (unsigned)(m - 1));
+    h[7] = 0;
+    put32(h + 8, c[m - 1].pg);
+    for (size_t i = 0; i + 1 < m; i++) {
+        uint8_t cellb[13];
+        put32(cellb, c[i].pg);
+        unsigned n = 4 + (unsigned)put_varint(cellb + 4, (uint64_t)c[i].key);
+        content -= n;
+        memcpy(page + content, cellb, n);
+        put16(h + 12 + 2 * i, content);
+    }
+    put16(h + 5, content == 65536 ? 0 : content);
+    unsigned ptrs = off + 12 + 2 * (unsigned)(m - 1);
+    memset(page + ptrs, 0, content - ptrs);
+}
+
+/* Builds the levels above c[0..n-1] (n >= 1); returns the root page. With
+ * root1 the root is written into page1 (n >= 2 there). c is reused. */
+static uint32_t build_levels(spp_bt *w, bt_child *c, size_t n, int root1)
+{
+    for (;;) {
+        if (!root1 && n == 1)
+            return c[0].pg;
+        int kl = 1;
+        for (size_t i = 0; i < n; i++)
+            if (varint_len((uint64_t)c[i].key) > kl)
+                kl = varint_len((uint64_t)c[i].key);
+        size_t per = 6 + (size_t)kl; /* pointer + 4-byte child + varint key */
+        size_t cap = (w->psz - 12) / per + 1;
+        if (root1 && n <= (w->psz - 112) / per + 1) {
+            write_interior(w, w->page1, 100, c, n);
+            return 1;
+        }
+        size_t k = (n + cap - 1) / cap;
+        if (root1 && k < 2)
+            k = 2;
+        size_t at = 0;
+        for (size_t j = 0; j < k; j++) {
+            size_t m = n / k + (j < n % k);
+            write_interior(w, w->scratch, 0, c + at, m);
+            int64_t key = c[at + m - 1].key;
+            uint32_t pg = put_page(w, w->scratch);
+            c[j] = (bt_child){pg, key};
+            at += m;
+        }
+        n = k;
+    }
+}
+
+int spp_bt_table_end(spp_bt_tab *t)
+{
+    if (t->root)
+        return 0;
+    if (t->w->failed || !t->page)
+        return -1;
+    if (t->ncells || !t->nleaves)
+        flush_leaf(t);
+    t->root = build_levels(t->w, t->leaves, t->nleaves, 0);
+    free(t->page);
+    t->page = NULL;
+    free(t->leaves);
+    t->leaves = NULL;
+    free(t->big);
+    t->big = NULL;
+    return t->w->failed ? -1 : 0;
+}
+
+/* ----------------------------------------------------------- page 1 */
+
+static void file_header(spp_bt *w, uint8_t *h)
+{
+    memcpy(h, "SQLite format 3", 16);
+    put16(h + 16, w->psz == 65536 ? 1 : w->psz);
+    h[18] = 1; /* file format write / read: legacy (rollback journal) */
+    h[19] = 1;
+    h[20] = 0; /* reserved bytes per page */
+    h[21] = 64; /* payload fractions: fixed by the format */
+    h[22] = 32;
+    h[23] = 32;
+    put32(h + 24, 1);               /* file change counter */
+    put32(h + 28, w->next_pg - 1);  /* pages in the file */
+    put32(h + 32, 0);               /* freelist */
+    put32(h + 36, 0);
+    put32(h + 40, 1);               /* schema cookie */
+    put32(h + 44, 4);               /* schema format 4: serial types 8, 9 */
+    put32(h + 48, 0);               /* default cache size */
+    put32(h + 52, 0);               /* no auto-vacuum */
+    put32(h + 56, 1);               /* UTF-8 */
+    put32(h + 60, 0);               /* user version */
+    put32(h + 64, 0);
+    put32(h + 68, 0);               /* application id */
+    memset(h + 72, 0, 20);
+    put32(h + 92, 1);               /* version-valid-for = change counter */
+    put32(h + 96, (uint32_t)sqlite3_libversion_number());
+}
+
+static spp_bt_tab *find_tab(spp_bt *w, const char *name)
+{
+    for (spp_bt_tab *t = w->tabs; t; t = t->next)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+/* sqlite_schema's rows into a tree whose root is page 1. */
+static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
+{
+    static const char aff[5] = {SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_INTEGER, SPP_AFF_TEXT};
+    spp_bt_tab *s = spp_bt_table(w, "sqlite_schema", 5, aff, -1);
+    s->reserve = 100;
+    for (int i = 0; i < n; i++) {
+        long long root = 0;
+        if (strcmp(rows[i].type, "table") == 0) {
+            spp_bt_tab *t = find_tab(w, rows[i].name);
+            if (!t)
+                t = spp_bt_table(w, rows[i].name, 1, "A", -1);
+            spp_bt_table_end(t);
+            root = t->root;
+        }
+        spp_val v[5] = {spp_v_text(rows[i].type, -1), spp_v_text(rows[i].name, -1),
+                        spp_v_text(rows[i].tbl_name, -1), spp_v_int(root), spp_v_text(rows[i].sql, -1)};
+        if (spp_bt_row(s, v, 1) != 0)
+            return -1;
+    }
+    if (!s->nleaves && 100 + 8 + 2 * s->ncells <= s->content) {
+        /* All in page 1: the leaf's header and pointers move after the file
+         * header; the cells (at the page end) stay where they are. */
+        uint8_t *p = w->page1;
+        memcpy(p + s->content, s->page + s->content, w->psz - s->content);
+        p[100] = 0x0d;
+        put16(p + 101, 0);
+        put16(p + 103, s->ncells);
+        put16(p + 105, s->content == 65536 ? 0 : s->content);
+        p[107] = 0;
+        memcpy(p + 108, s->page + 8, 2 * s->ncells);
+        memset(p + 108 + 2 * s->ncells, 0, s->content - (108 + 2 * s->ncells));
+        s->root = 1;
+        return 0;
+    }
+    if (s->ncells)
+        flush_leaf(s);
+    if (s->nleaves < 2) {
+        fail(w, "a schema row does not fit page 1 of %u bytes", w->psz);
+        return -1;
+    }
+    s->root = build_levels(w, s->leaves, s->nleaves, 1);
+    return w->failed ? -1 : 0;
+}
+
+int spp_bt_finish(spp_bt *w, const spp_bt_schema *rows, int n)
+{
+    if (w->failed || w->fd < 0)
+        return -1;
+    for (spp_bt_tab *t = w->tabs; t; t = t->next)
+        if (spp_bt_table_end(t) != 0)
+            return -1;
+    if (write_schema(w, rows, n) != 0)
+        return -1;
+    flush_buf(w);
+    file_header(w, w->page1);
+    if (!w->failed) {
+        ssize_t k = pwrite(w->fd, w->page1, w->psz, 0);
+        if (k != (ssize_t)w->psz)
+            fail(w, "write: %s", strerror(k < 0 ? errno : EIO));
+    }
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0)
+        fail(w, "close: %s", strerror(errno));
+    return w->failed ? -1 : 0;
+}
+
+const char *spp_bt_error(const spp_bt *w) { return w->failed ? w->msg : ""; }
+
+void spp_bt_abort(spp_bt *w, int remove)
+{
+    fail(w, "aborted");
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    if (remove)
+        unlink(w->path);
+}
+
+void spp_bt_free(spp_bt *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    for (spp_bt_tab *t = w->tabs, *nx; t; t = nx) {
+        nx = t->next;
+        free(t->name);
+        free(t->aff);
+        free(t->st);
+        free(t->iv);
+        free(t->page);
+        free(t->leaves);
+        free(t->big);
+        free(t);
+    }
+    free(w->path);
+    free(w->buf);
+    free(w->scratch);
+    free(w->page1);
+    free(w);
+}

@@ -1,0 +1,58 @@
+/*
+ * btwrite.h — writes an SQLite database file's table b-trees directly
+ * (btwrite.c): rows appended in rowid order, page 1 (header + schema)
+ * written last. table.c is its only user (profiler.db).
+ */
+#ifndef SERVPROF_PARSE_BTWRITE_H
+#define SERVPROF_PARSE_BTWRITE_H
+
+#include "parse.h"
+
+/* Column affinities, SQLite's letters (sqlite3AffinityType). */
+enum { SPP_AFF_BLOB = 'A', SPP_AFF_TEXT = 'B', SPP_AFF_NUMERIC = 'C', SPP_AFF_INTEGER = 'D', SPP_AFF_REAL = 'E' };
+/* The affinity SQLite gives a column declared with type decl (NULL/"" -> BLOB). */
+char spp_bt_affinity(const char *decl);
+
+typedef struct spp_bt spp_bt;         /* one database file being written */
+typedef struct spp_bt_tab spp_bt_tab; /* one rowid table of it; owned by the spp_bt */
+
+/* Creates path (truncating it) with pages of page_size bytes (a power of
+ * two, 512..65536). NULL with errno set when the file cannot be created. */
+spp_bt *spp_bt_open(const char *path, int page_size);
+
+/* A new table: ncols columns with affinities aff[0..ncols-1]; ipk is the
+ * column that is the rowid (INTEGER PRIMARY KEY), -1 if none. name (copied)
+ * is how spp_bt_finish finds it. */
+spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff, int ipk);
+
+/* Appends one row, values as given to an INSERT. Returns 0 when written;
+ * 1 when a value needs SQLite's own conversion (a text into a numeric
+ * column, a number into a TEXT column): nothing written, convert and call
+ * again with as_is = 1 (values then stored as they are, but for the
+ * integer storage of integral reals in numeric columns); -1 on error
+ * (spp_bt_error). */
+int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is);
+
+/* Writes the table's last leaf and its interior pages. 0 or -1. Idempotent. */
+int spp_bt_table_end(spp_bt_tab *t);
+
+/* One row of sqlite_schema. For type "table", the rootpage is the one of
+ * the spp_bt table of that name (an empty table when there is none);
+ * other types get rootpage 0 (views, triggers: no storage). */
+typedef struct spp_bt_schema { const char *type, *name, *tbl_name, *sql; } spp_bt_schema;
+
+/* Ends every table, writes sqlite_schema (root at page 1) and the file
+ * header, closes the file. 0, or -1 (spp_bt_error). */
+int spp_bt_finish(spp_bt *w, const spp_bt_schema *rows, int n);
+
+/* The first failure, "" if none (e.g. "write: No space left on device"). */
+const char *spp_bt_error(const spp_bt *w);
+
+/* Closes the file if still open, and removes it when `remove` is set. The
+ * spp_bt stays valid (rows return -1) until spp_bt_free. */
+void spp_bt_abort(spp_bt *w, int remove);
+
+/* Frees w and its tables (closing the file if still open, not removing it). */
+void spp_bt_free(spp_bt *w);
+
+#endif
