@@ -10,10 +10,11 @@
  * GiB, whatever the memory state, and the trace does not push everything
  * else out of the page cache. An O_DIRECT write waits for the device, so
  * a thread does it while the parser fills the next buffer: NBUF buffers of
- * SPP_DW_BUF bytes, the caller waits only when all are queued.
+ * the size the caller chose (4 MiB for the trace and profiler.db, 1 MiB
+ * for a CSV report); the caller waits only when all of them are queued.
  *
- * Alignment: every buffer but the last is exactly SPP_DW_BUF bytes, so all
- * offsets stay aligned; the last one's unaligned tail is written after
+ * Alignment: every buffer but the last is handed over full (a multiple of
+ * SPP_DW_ALIGN), so all offsets stay aligned; the last one's unaligned tail is written after
  * turning O_DIRECT off. A filesystem that refuses O_DIRECT (EINVAL at
  * open or at the first write) gets ordinary writes, as does everyone with
  * SERVPROF_PARSE_DIRECT_IO=0 in the environment. No thread (creation
@@ -26,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +38,7 @@
 
 struct spp_dw {
     int fd;
+    size_t cap;            /* bytes per buffer */
     int direct;            /* O_DIRECT is on (writer side) */
     int threaded;
     pthread_t th;
@@ -124,7 +127,7 @@ static int direct_wanted(void)
     return !(e && e[0] == '0');
 }
 
-spp_dw *spp_dw_open(const char *path)
+spp_dw *spp_dw_open(const char *path, size_t cap)
 {
     int direct = direct_wanted();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
@@ -141,9 +144,10 @@ spp_dw *spp_dw_open(const char *path)
         return NULL;
     }
     w->fd = fd;
+    w->cap = cap;
     w->direct = direct;
     for (int i = 0; i < NBUF; i++) {
-        w->buf[i] = aligned_alloc(SPP_DW_ALIGN, SPP_DW_BUF);
+        w->buf[i] = aligned_alloc(SPP_DW_ALIGN, cap);
         if (!w->buf[i]) {
             for (int j = 0; j < i; j++)
                 free(w->buf[j]);
@@ -188,7 +192,7 @@ static void hand_over(spp_dw *w, size_t n)
 
 char *spp_dw_submit(spp_dw *w)
 {
-    hand_over(w, SPP_DW_BUF);
+    hand_over(w, w->cap);
     return w->buf[w->cur];
 }
 
@@ -223,4 +227,63 @@ int spp_dw_close(spp_dw *w, size_t n)
         free(w->buf[i]);
     free(w);
     return e;
+}
+
+/* spp_dw_fopen: the cookie is the writer and the fill of its buffer. */
+#define CSV_BUF (1u << 20)
+typedef struct dw_cookie { spp_dw *w; char *b; size_t n; } dw_cookie;
+
+static ssize_t cookie_write(void *c, const char *p, size_t n)
+{
+    dw_cookie *k = c;
+    size_t left = n;
+    while (left) {
+        size_t room = CSV_BUF - k->n, take = left < room ? left : room;
+        memcpy(k->b + k->n, p, take);
+        k->n += take;
+        p += take;
+        left -= take;
+        if (k->n == CSV_BUF) {
+            k->b = spp_dw_submit(k->w);
+            k->n = 0;
+        }
+    }
+    return (ssize_t)n;
+}
+
+static int cookie_close(void *c)
+{
+    dw_cookie *k = c;
+    int e = spp_dw_close(k->w, k->n);
+    free(k);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+FILE *spp_dw_fopen(const char *path)
+{
+    dw_cookie *k = calloc(1, sizeof *k);
+    if (!k) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    k->w = spp_dw_open(path, CSV_BUF);
+    if (!k->w) {
+        int e = errno;
+        free(k);
+        errno = e;
+        return NULL;
+    }
+    k->b = spp_dw_buf(k->w);
+    cookie_io_functions_t io = {.read = NULL, .write = cookie_write, .seek = NULL, .close = cookie_close};
+    FILE *f = fopencookie(k, "w", io);
+    if (!f) {
+        spp_dw_close(k->w, 0);
+        free(k);
+        errno = ENOMEM;
+    }
+    return f;
 }

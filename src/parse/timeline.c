@@ -171,7 +171,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        spp_dw *dw = spp_dw_open(t->path);
+        spp_dw *dw = spp_dw_open(t->path, SPP_DW_BUF);
         if (!dw) {
             spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;

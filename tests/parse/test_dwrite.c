@@ -1,7 +1,8 @@
 /*
  * test_dwrite.c — dwrite.c: files written through the O_DIRECT writer
  * thread read back byte for byte, at every size around the alignment and
- * buffer boundaries, with O_DIRECT on and off; errors (a file size limit,
+ * buffer boundaries, with O_DIRECT on and off, and through the stdio stream;
+ * errors (a file size limit,
  * a folder that does not exist) come back as the errno of the failure.
  */
 #include <errno.h>
@@ -23,7 +24,7 @@ static unsigned char pattern(size_t i) { return (unsigned char)(i * 2654435761u 
  * with the rest); returns spp_dw_close's result, or -1 if open failed. */
 static int write_file(const char *path, size_t n)
 {
-    spp_dw *w = spp_dw_open(path);
+    spp_dw *w = spp_dw_open(path, SPP_DW_BUF);
     if (!w)
         return -1;
     char *b = spp_dw_buf(w);
@@ -74,12 +75,29 @@ static void sizes(const char *mode)
     }
 }
 
+/* The stdio stream over a dwrite file (the CSV reports' path). */
+static void stream(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/csv", dir);
+    FILE *f = spp_dw_fopen(path);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    size_t n = 3 * (1u << 20) + 777;
+    for (size_t i = 0; i < n; i++)
+        putc_unlocked((int)pattern(i), f);
+    CHECK_INT(fclose(f), 0);
+    CHECK(same_as_pattern(path, n));
+    unlink(path);
+}
+
 static void errors(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/no/such/folder/x", dir);
     errno = 0;
-    CHECK(spp_dw_open(path) == NULL);
+    CHECK(spp_dw_open(path, SPP_DW_BUF) == NULL);
     CHECK_INT(errno, ENOENT);
 
     /* A file size limit: the write fails with EFBIG (SIGXFSZ ignored, as a
@@ -94,6 +112,16 @@ static void errors(void)
     CHECK_INT(write_file(path, 5 * (size_t)SPP_DW_BUF), EFBIG);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size <= (off_t)lim.rlim_cur);
+    /* the same through the stdio stream: fclose says so */
+    FILE *f = spp_dw_fopen(path);
+    CHECK(f != NULL);
+    if (f) {
+        for (size_t i = 0; i < 3 * (size_t)SPP_DW_BUF; i++)
+            putc_unlocked('x', f);
+        errno = 0;
+        CHECK_INT(fclose(f), EOF);
+        CHECK_INT(errno, EFBIG);
+    }
     setrlimit(RLIMIT_FSIZE, &old);
     unlink(path);
 }
@@ -106,6 +134,7 @@ int main(void)
     }
     setenv("SERVPROF_PARSE_DIRECT_IO", "1", 1);
     sizes("direct");
+    stream();
     setenv("SERVPROF_PARSE_DIRECT_IO", "0", 1);
     sizes("buffered");
     unsetenv("SERVPROF_PARSE_DIRECT_IO");
