@@ -2,8 +2,8 @@
  * test_dwrite.c — dwrite.c: files written through the O_DIRECT writer
  * thread read back byte for byte, at every size around the alignment and
  * buffer boundaries, with O_DIRECT on and off, and through the stdio stream;
- * errors (a file size limit,
- * a folder that does not exist) come back as the errno of the failure.
+ * errors (a file size limit, a folder that does not exist) come back as the
+ * errno of the failure.
  */
 #include <errno.h>
 #include <signal.h>
