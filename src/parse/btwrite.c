@@ -233,6 +233,10 @@ static uint32_t put_page(spp_bt *w, const uint8_t *page)
     return pg;
 }
 
+/* The lock byte's offset: SQLite's PENDING_BYTE (tests move both). */
+static uint32_t pending_byte = 0x40000000u;
+void spp_bt_pending_byte(uint32_t offset) { pending_byte = offset; }
+
 spp_bt *spp_bt_open(const char *path, int page_size)
 {
     if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
@@ -247,7 +251,7 @@ spp_bt *spp_bt_open(const char *path, int page_size)
     w->path = strdup(path);
     w->psz = (unsigned)page_size;
     w->next_pg = 1;
-    w->lock_pg = (uint32_t)(0x40000000u / w->psz) + 1;
+    w->lock_pg = pending_byte / w->psz + 1;
     w->capbuf = w->psz >= (1u << 20) ? w->psz : (1u << 20);
     w->buf = malloc(w->capbuf);
     w->scratch = malloc(w->psz);

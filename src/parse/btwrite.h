@@ -52,6 +52,11 @@ const char *spp_bt_error(const spp_bt *w);
  * spp_bt stays valid (rows return -1) until spp_bt_free. */
 void spp_bt_abort(spp_bt *w, int remove);
 
+/* Tests only: the lock byte at offset (SQLite's PENDING_BYTE, 2^30, moved
+ * in SQLite by sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE)), so
+ * that a small file has the page that must stay unused. Before any open. */
+void spp_bt_pending_byte(uint32_t offset);
+
 /* Frees w and its tables (closing the file if still open, not removing it). */
 void spp_bt_free(spp_bt *w);
 
