@@ -101,6 +101,10 @@ typedef struct spp_store {
     int64_t released;     /* one pass: timestamp of the last row handed out */
     long long bad;        /* one pass: rows without a valid timestamp so far */
     int64_t seq;          /* rows scanned (reorder mode): the tie-break, in rowid order */
+    struct spp_rawscan *raw; /* slice read from its b-tree pages (rawscan.c) in place of cur; NULL: SQLite */
+    struct spp_rawrow *raw_row; /* the raw scan's current row (owned) */
+    int raw_where;        /* the raw scan skips rows whose timestamp is not > 0 (the SQL's WHERE) */
+    int raw_path;         /* how slice was read: 0 SQLite, 1 raw scan, 2 raw then handed to SQLite */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;

@@ -20,12 +20,17 @@
  * handling (zero fill, SQLITE_IOERR_SHORT_READ) is unchanged.
  *
  * Memory: one chunk per open store (128 KiB), allocated on first read.
+ *
+ * rawscan.c reads the `slice` pages itself, through the wrapped file
+ * (spp_readvfs_main_file): SQLite's own descriptor, so that closing it can
+ * never drop the POSIX locks SQLite holds on the file.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "parse.h"
+#include "rawscan.h"
 
 #define CHUNK (128 * 1024)
 
@@ -215,4 +220,19 @@ const char *spp_readvfs_name(void)
 {
     pthread_once(&once, do_register);
     return registered ? ra_vfs.zName : NULL;
+}
+
+sqlite3_file *spp_readvfs_main_file(sqlite3 *db)
+{
+    sqlite3_file *f = NULL;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods)
+        return NULL;
+    if (f->pMethods == &ra_methods) {
+        ra_file *p = (ra_file *)f;
+        free(p->buf); /* SQLite reads little from now on: the scan has its own buffer */
+        p->buf = NULL;
+        p->len = 0;
+        return p->real->pMethods ? p->real : NULL;
+    }
+    return f;
 }

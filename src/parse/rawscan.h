@@ -1,0 +1,54 @@
+/*
+ * rawscan.h — the `slice` table of a raw store read straight from its
+ * b-tree pages (rawscan.c), in rowid order, instead of stepping an SQLite
+ * statement: the same rows, a tenth of the cost.
+ *
+ * SQLite still opens the store and holds its read transaction for the whole
+ * scan (that lock is what keeps the pages still); rawscan only reads the
+ * database file under it. Anything it does not read exactly as SQLite
+ * would (a value of an unusual type, a malformed record) ends the raw scan
+ * with SPP_RAW_HANDOFF at that row, and the caller continues with
+ * `... FROM slice NOT INDEXED WHERE rowid >= ?`.
+ */
+#ifndef SERVPROF_PARSE_RAWSCAN_H
+#define SERVPROF_PARSE_RAWSCAN_H
+
+#include "parse.h"
+
+typedef struct spp_rawscan spp_rawscan;
+
+/* One row of `SELECT timestamp, duration, name, cat, args, pid, tid`, read
+ * as store.c's read_cur() reads it: NULL numbers as 0; name and cat "" and
+ * args "{}" when NULL; strings NUL-terminated (args_len counts the bytes
+ * without the NUL). Valid until the next spp_rawscan_next() or close. */
+typedef struct spp_rawrow {
+    int64_t rowid;
+    int64_t ts, dur;
+    long long pid, tid;
+    const char *name, *cat, *args;
+    int args_len;
+} spp_rawrow;
+
+enum {
+    SPP_RAW_CORRUPT = -1, /* a damaged page: spp_rawscan_error() says what; stop the store */
+    SPP_RAW_END = 0,      /* every row read */
+    SPP_RAW_ROW = 1,      /* *row filled */
+    SPP_RAW_HANDOFF = 2,  /* row->rowid: SQLite must read from this rowid on (error() says why) */
+};
+
+/* Starts a raw scan of table `slice` of db (opened on path), whose read
+ * transaction must be open and must stay open until spp_rawscan_close().
+ * Returns NULL with why (a static text) when the file is not the snapshot
+ * or the table is not one rawscan reads exactly (then SQLite reads it). */
+spp_rawscan *spp_rawscan_open(sqlite3 *db, const char *path, const char **why);
+int spp_rawscan_next(spp_rawscan *rs, spp_rawrow *row);
+/* What went wrong (CORRUPT) or why the scan was handed off (HANDOFF). */
+const char *spp_rawscan_error(const spp_rawscan *rs);
+void spp_rawscan_close(spp_rawscan *rs);
+
+/* The file SQLite reads for the main database of db, under any wrapping
+ * VFS of ours (readvfs.c): reading through it shares SQLite's descriptor,
+ * so no descriptor of ours can drop SQLite's POSIX locks by closing. */
+sqlite3_file *spp_readvfs_main_file(sqlite3 *db);
+
+#endif
