@@ -170,18 +170,24 @@ static char *make_text(size_t n, unsigned seed)
     return s;
 }
 
-typedef struct rowset { spp_val *v; int nrows, ncols; char **texts; int ntexts; } rowset;
+typedef struct rowset { spp_val *v; int nrows, ncols, cap; char **texts; int ntexts, captexts; } rowset;
 
 static void rs_add(rowset *rs, const spp_val *row)
 {
-    rs->v = realloc(rs->v, (size_t)(rs->nrows + 1) * (size_t)rs->ncols * sizeof *rs->v);
+    if (rs->nrows == rs->cap) {
+        rs->cap = rs->cap ? rs->cap * 2 : 64;
+        rs->v = realloc(rs->v, (size_t)rs->cap * (size_t)rs->ncols * sizeof *rs->v);
+    }
     memcpy(rs->v + (size_t)rs->nrows * (size_t)rs->ncols, row, (size_t)rs->ncols * sizeof *row);
     rs->nrows++;
 }
 
 static const char *rs_text(rowset *rs, char *s)
 {
-    rs->texts = realloc(rs->texts, (size_t)(rs->ntexts + 1) * sizeof *rs->texts);
+    if (rs->ntexts == rs->captexts) {
+        rs->captexts = rs->captexts ? rs->captexts * 2 : 64;
+        rs->texts = realloc(rs->texts, (size_t)rs->captexts * sizeof *rs->texts);
+    }
     rs->texts[rs->ntexts++] = s;
     return s;
 }
