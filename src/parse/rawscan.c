@@ -187,6 +187,8 @@ static unsigned char *chunk_page(spp_rawscan *rs, uint32_t pgno)
     if (pgno - rs->cfirst < rs->cn)
         return rs->chunk + (size_t)(pgno - rs->cfirst) * rs->psz;
     size_t want = chunk_target(rs);
+    if (want > (size_t)rs->npages * rs->psz) /* a small store: no more than the file */
+        want = (size_t)rs->npages * rs->psz;
     if (want != rs->ccap) {
         free(rs->chunk);
         rs->chunk = malloc(want + 1);
@@ -663,12 +665,13 @@ spp_rawscan *spp_rawscan_open(sqlite3 *db, const char *path, const char **why)
         spp_rawscan_close(rs);
         return NULL;
     }
-    if (!(rs->f = spp_readvfs_main_file(db)) || !rs->f->pMethods) {
+    if (!(rs->f = spp_readvfs_main_file(db, 0)) || !rs->f->pMethods) {
         *why = "its file is not reachable";
         spp_rawscan_close(rs);
         return NULL;
     }
     if ((*why = read_header(rs))) {
+        spp_readvfs_main_file(db, 1);
         spp_rawscan_close(rs);
         return NULL;
     }
@@ -684,6 +687,7 @@ spp_rawscan *spp_rawscan_open(sqlite3 *db, const char *path, const char **why)
     if (!*why && rs->lv[0].page[0] != 0x05 && rs->lv[0].page[0] != 0x0D)
         *why = "slice is not a rowid table b-tree";
     if (*why) {
+        spp_readvfs_main_file(db, 1);
         spp_rawscan_close(rs);
         return NULL;
     }

@@ -48,7 +48,9 @@ void spp_rawscan_close(spp_rawscan *rs);
 
 /* The file SQLite reads for the main database of db, under any wrapping
  * VFS of ours (readvfs.c): reading through it shares SQLite's descriptor,
- * so no descriptor of ours can drop SQLite's POSIX locks by closing. */
-sqlite3_file *spp_readvfs_main_file(sqlite3 *db);
+ * so no descriptor of ours can drop SQLite's POSIX locks by closing.
+ * buffered: whether SQLite's own reads of it keep using the read-ahead
+ * chunk (0 while the raw scan reads the rows: the chunk is freed). */
+sqlite3_file *spp_readvfs_main_file(sqlite3 *db, int buffered);
 
 #endif

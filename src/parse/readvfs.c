@@ -23,7 +23,9 @@
  *
  * rawscan.c reads the `slice` pages itself, through the wrapped file
  * (spp_readvfs_main_file): SQLite's own descriptor, so that closing it can
- * never drop the POSIX locks SQLite holds on the file.
+ * never drop the POSIX locks SQLite holds on the file. While it does,
+ * SQLite's own reads of that file go unbuffered (no chunk held per store);
+ * a store handed back to SQLite turns the chunk on again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -222,16 +224,19 @@ const char *spp_readvfs_name(void)
     return registered ? ra_vfs.zName : NULL;
 }
 
-sqlite3_file *spp_readvfs_main_file(sqlite3 *db)
+sqlite3_file *spp_readvfs_main_file(sqlite3 *db, int buffered)
 {
     sqlite3_file *f = NULL;
     if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods)
         return NULL;
     if (f->pMethods == &ra_methods) {
         ra_file *p = (ra_file *)f;
-        free(p->buf); /* SQLite reads little from now on: the scan has its own buffer */
-        p->buf = NULL;
-        p->len = 0;
+        p->buffered = buffered;
+        if (!buffered) { /* SQLite reads a few pages at most while the scan runs: no chunk */
+            free(p->buf);
+            p->buf = NULL;
+            p->len = 0;
+        }
         return p->real->pMethods ? p->real : NULL;
     }
     return f;

@@ -277,6 +277,7 @@ static void hand_to_sqlite(spp_store *s, int64_t rowid)
     spp_rawscan_close(s->raw);
     s->raw = NULL;
     s->raw_path = 2;
+    spp_readvfs_main_file(s->db, 1); /* SQLite's reads through the read-ahead chunk again */
     const char *sql = s->raw_where
         ? "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED WHERE rowid >= ?1 "
           "AND timestamp > 0"
