@@ -29,10 +29,11 @@
  * a JSON object whose "name" and "domain" members give the record's name
  * and domain.
  *
- * The rows of `slice` (the one-pass scan, and the direct and reorder modes
- * of exact mode) are read from the table's b-tree pages by rawscan.c when
- * the database file is the read transaction's snapshot (open_raw): same
- * rows, same rowid order, a tenth of SQLite's per-row cost. SQLite still
+ * The rows of `slice` (the one-pass scan; exact mode's first pass over the
+ * timestamps and its direct and reorder scans) are read from the table's
+ * b-tree pages by rawscan.c when the database file is the read
+ * transaction's snapshot (open_raw): same rows, same rowid order, a tenth
+ * of SQLite's per-row cost. SQLite still
  * chooses the mode and holds the read transaction (BEGIN in choose_mode)
  * until the store is closed, which keeps a writer from changing the pages
  * under the scan. A row rawscan does not read exactly as SQLite would (a
@@ -337,17 +338,12 @@ typedef struct late_acc {
     long long n, bad;
 } late_acc;
 
-/* spp_lateness(timestamp [, duration]) */
-static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
+static void late_add(late_acc *a, int64_t ts)
 {
-    late_acc *a = sqlite3_user_data(c);
-    int64_t ts = sqlite3_value_int64(argv[0]);
     if (ts <= 0) { /* NULL, not a number, or before 1970: no place in time */
         a->bad++;
         return;
     }
-    if (argc > 1 && sqlite3_value_int64(argv[1]) > a->maxdur)
-        a->maxdur = sqlite3_value_int64(argv[1]);
     if (ts > a->maxts)
         a->maxts = ts;
     else if (a->maxts - ts > a->late)
@@ -355,6 +351,56 @@ static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
     if (ts < a->tmin)
         a->tmin = ts;
     a->n++;
+}
+
+/* spp_lateness(timestamp [, duration]) */
+static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
+{
+    late_acc *a = sqlite3_user_data(c);
+    int64_t ts = sqlite3_value_int64(argv[0]);
+    if (ts > 0 && argc > 1 && sqlite3_value_int64(argv[1]) > a->maxdur)
+        a->maxdur = sqlite3_value_int64(argv[1]);
+    late_add(a, ts);
+}
+
+static int raw_off(void)
+{
+    const char *env = getenv("SERVPROF_RAWSCAN");
+    return env && !strcmp(env, "0");
+}
+
+/* Exact mode's first pass over every timestamp through the raw scan (a
+ * row it hands over: SQLite's aggregate from that rowid on). Returns 0
+ * when the raw scan cannot read this store (SQLite runs the pass), else 1
+ * with *rc as sqlite3_step would leave it. */
+static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
+{
+    const char *why = NULL;
+    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, s->path, &why);
+    if (!rs)
+        return 0;
+    spp_rawrow w;
+    int r;
+    while ((r = spp_rawscan_next(rs, &w)) == SPP_RAW_ROW)
+        late_add(a, w.ts);
+    *rc = SQLITE_DONE;
+    if (r == SPP_RAW_CORRUPT) {
+        spp_log(SPP_DEBUG, "store %s: first pass: damaged page: %s", s->path, spp_rawscan_error(rs));
+        *rc = SQLITE_CORRUPT;
+    } else if (r == SPP_RAW_HANDOFF) {
+        sqlite3_stmt *st;
+        spp_readvfs_main_file(s->db, 1);
+        if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED WHERE rowid >= ?1", -1,
+                               &st, NULL) != SQLITE_OK) {
+            *rc = SQLITE_ERROR;
+        } else {
+            sqlite3_bind_int64(st, 1, w.rowid);
+            *rc = sqlite3_step(st);
+            sqlite3_finalize(st);
+        }
+    }
+    spp_rawscan_close(rs);
+    return 1;
 }
 
 static void late_final(sqlite3_context *c) { sqlite3_result_null(c); }
@@ -402,7 +448,7 @@ static const char *choose_mode(spp_store *s, int *plain)
             return "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED";
         }
         /* the whole store was measured: choose as exact mode does */
-    } else {
+    } else if (!raw_first_pass(s, &acc, &rc)) {
         if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED", -1, &st, NULL) !=
             SQLITE_OK)
             return sorted;
@@ -444,9 +490,8 @@ static const char *choose_mode(spp_store *s, int *plain)
  * b-tree pages, when rawscan can read this store exactly; else SQLite. */
 static void open_raw(spp_store *s, int where)
 {
-    const char *env = getenv("SERVPROF_RAWSCAN");
     const char *why = NULL;
-    if (env && !strcmp(env, "0"))
+    if (raw_off())
         why = "the raw scan is off (SERVPROF_RAWSCAN=0)";
     else
         s->raw = spp_rawscan_open(s->db, s->path, &why);
