@@ -559,7 +559,7 @@ static void test_corrupt(void)
     static const int offs[] = {0, 1, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 100, 600, 1000, 1023};
     static const unsigned char vals[] = {0xff, 0x00, 0x05, 0x0d, 0x80};
     unsigned seed = 12345;
-    int runs = 0, ended = 1;
+    int runs = 0, ended = 1, raw_runs = 0, raw_failed = 0;
     for (int p = 2; p <= npages; p += 7) {
         for (size_t k = 0; k < sizeof offs / sizeof *offs; k++) {
             memcpy(b, orig, (size_t)len);
@@ -568,13 +568,22 @@ static void test_corrupt(void)
             b[at] = offs[k] >= 100 ? (unsigned char)(seed >> 16) : vals[(seed >> 16) % sizeof vals];
             spit(bad, b, len);
             spp_store_exact((int)(k & 1));
-            ended &= drain(bad, 4 * want.n + 100, NULL) <= 4 * want.n + 100;
+            spp_store *s = NULL;
+            ended &= drain(bad, 4 * want.n + 100, &s) <= 4 * want.n + 100;
+            raw_runs += s && s->raw_path;
+            raw_failed += s && s->raw_path == 1 && s->failed;
+            spp_store_close(s);
             runs++;
         }
     }
     spp_store_exact(0);
     CHECK(ended);
     CHECK(runs > 1000);
+    /* most damage is met by the raw scan, and some of it ends the store */
+    CHECK(raw_runs > runs / 2);
+    CHECK(raw_failed > 20);
+    fprintf(stderr, "damaged stores: %d runs, %d read raw, %d ended by a damaged page\n", runs, raw_runs,
+            raw_failed);
     /* A slice leaf past the middle, its type byte damaged: find one whose
      * first cell is a row of the middle of the table. */
     int target = 0;
