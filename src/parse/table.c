@@ -129,19 +129,29 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *cols, int ncols)
 {
     char *aff = malloc((size_t)ncols);
+    memset(aff, SPP_AFF_BLOB, (size_t)ncols);
     int ipk = -1, npk = 0;
-    for (int i = 0; i < ncols; i++) {
-        const char *decl = NULL;
-        int pk = 0;
-        sqlite3_table_column_metadata(o->db_conn, "main", name, cols[i].name, &decl, NULL, NULL, &pk, NULL);
-        aff[i] = spp_bt_affinity(decl);
-        if (pk) {
-            npk++;
-            if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&
-                !strstr(cols[i].sqltype, "desc"))
-                ipk = i;
+    /* PRAGMA table_info, not sqlite3_table_column_metadata (that one needs
+     * SQLITE_ENABLE_COLUMN_METADATA): cid, name, type, notnull, dflt, pk. */
+    char *q = sqlite3_mprintf("PRAGMA table_info(\"%w\")", name);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(o->db_conn, q, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int i = sqlite3_column_int(st, 0);
+            const char *decl = (const char *)sqlite3_column_text(st, 2);
+            if (i < 0 || i >= ncols)
+                continue;
+            aff[i] = spp_bt_affinity(decl);
+            if (sqlite3_column_int(st, 5)) {
+                npk++;
+                if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&
+                    !strstr(cols[i].sqltype, "desc"))
+                    ipk = i;
+            }
         }
+        sqlite3_finalize(st);
     }
+    sqlite3_free(q);
     struct spp_bt_tab *bt = spp_bt_table(o->bt, name, ncols, aff, npk == 1 ? ipk : -1);
     free(aff);
     return bt;
