@@ -460,7 +460,7 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     }
     unsigned cell = (unsigned)(varint_len(P) + varint_len((uint64_t)rowid) + local + (local < P ? 4 : 0));
     unsigned used = 8 + 2 * t->ncells + (t->ncells ? t->reserve : 0);
-    if (cell + 2 > t->content - used)
+    if (used + cell + 2 > t->content) /* (the first cell of a leaf always fits: local <= U - 35) */
         flush_leaf(t);
     uint32_t ovfl = 0;
     if (local < P) {
@@ -514,7 +514,7 @@ static void write_interior(const spp_bt *w, uint8_t *page, unsigned off, const b
 }
 
 /* Builds the levels above c[0..n-1] (n >= 1); returns the root page. With
- * root1 the root is written into page1 (n >= 2 there). c is reused. */
+ * root1 the root is written into page1. c is reused. */
 static uint32_t build_levels(spp_bt *w, bt_child *c, size_t n, int root1)
 {
     for (;;) {
@@ -636,12 +636,11 @@ static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
         s->root = 1;
         return 0;
     }
+    /* More than page 1 holds: leaves elsewhere, page 1 the interior root.
+     * One leaf (a row bigger than page 1's room) gives a root with no cell,
+     * only its right-most pointer, as SQLite's balance_deeper() makes. */
     if (s->ncells)
         flush_leaf(s);
-    if (s->nleaves < 2) {
-        fail(w, "a schema row does not fit page 1 of %u bytes", w->psz);
-        return -1;
-    }
     s->root = build_levels(w, s->leaves, s->nleaves, 1);
     return w->failed ? -1 : 0;
 }

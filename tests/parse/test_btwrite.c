@@ -421,6 +421,60 @@ static void test_rowid_order(void)
     CHECK_INT(spp_bt_affinity("DATETIME"), SPP_AFF_NUMERIC);
 }
 
+/* sqlite_schema beyond page 1 in the odd ways: a first row that leaves
+ * page 1 too little room for the next, and a lone row bigger than page 1's
+ * room (SQLite's own answer: a root with no cell, one child). */
+static void test_schema_spill(int lone)
+{
+    char ref[300], got[300];
+    snprintf(ref, sizeof ref, "%s/sref-%d.db", tmpdir, lone);
+    snprintf(got, sizeof got, "%s/sgot-%d.db", tmpdir, lone);
+    unlink(ref);
+    sqlite3 *db;
+    CHECK(sqlite3_open(ref, &db) == SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA page_size=512", NULL, NULL, NULL);
+    sbuf c = {0};
+    sb_add(&c, "CREATE TABLE wide (", 19);
+    /* 25 columns: a record of ~450 bytes, all local (<= 477), leaving page 1 ~60 */
+    for (int i = 0; i < 25; i++) {
+        char col[32];
+        int n = snprintf(col, sizeof col, "%scolumn_%02d TEXT", i ? ", " : "", i);
+        sb_add(&c, col, (size_t)n);
+    }
+    sb_add(&c, ")", 1);
+    CHECK(sqlite3_exec(db, c.p, NULL, NULL, NULL) == SQLITE_OK);
+    if (!lone)
+        CHECK(sqlite3_exec(db, "CREATE TABLE small (a INTEGER, b TEXT)", NULL, NULL, NULL) == SQLITE_OK);
+    free(c.p);
+    sqlite3_stmt *st;
+    spp_bt_schema rows[4];
+    char *keep[16];
+    int n = 0, nk = 0;
+    CHECK(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1, &st,
+                             NULL) == SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW && n < 4) {
+        for (int i = 0; i < 4; i++)
+            keep[nk + i] = strdup((const char *)sqlite3_column_text(st, i));
+        rows[n++] = (spp_bt_schema){keep[nk], keep[nk + 1], keep[nk + 2], keep[nk + 3]};
+        nk += 4;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    spp_bt *w = spp_bt_open(got, 512);
+    CHECK_INT(spp_bt_finish(w, rows, n), 0);
+    spp_bt_free(w);
+    for (int i = 0; i < nk; i++)
+        free(keep[i]);
+    compare_dbs(ref, got);
+    CHECK(sqlite3_open(got, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "INSERT INTO wide (column_00) VALUES ('x'); CREATE TABLE later (x)", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    char *ic = query_text(db, "PRAGMA integrity_check");
+    CHECK_STR(ic, "ok|\n");
+    free(ic);
+    sqlite3_close(db);
+}
+
 /* --------------------------------------------- the row sink (table.c) */
 
 static const spp_col c_conv[] = {{"i", "INTEGER"}, {"r", "REAL"}, {"t", "TEXT"}, {"n", "NUMERIC"},
@@ -601,6 +655,8 @@ int main(void)
         return 1;
     }
     test_rowid_order();
+    test_schema_spill(0);
+    test_schema_spill(1);
     int pages[] = {512, 1024, 4096, 65536};
     for (int i = 0; i < 4; i++)
         test_writer(pages[i]);
