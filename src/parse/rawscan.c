@@ -349,10 +349,14 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
     row->ts = row->dur = 0;
     row->pid = row->tid = 0;
     for (int i = 0; i < rs->nfields && h < hend; i++) {
-        uint64_t st;
-        if (!(n = varint(h, hend, &st)))
-            return handoff(rs, row, row->rowid, "malformed record header", -1);
-        h += n;
+        uint64_t st = *h;
+        if (st < 0x80) { /* nearly always: a one-byte serial type */
+            h++;
+        } else {
+            if (!(n = varint_slow(h, hend, &st)))
+                return handoff(rs, row, row->rowid, "malformed record header", -1);
+            h += n;
+        }
         static const unsigned char isz[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
         uint64_t sz = st < 10 ? isz[st] : st < 12 ? 0 : (st - 12) / 2;
         if (sz > blen - off)
