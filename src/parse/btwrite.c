@@ -370,8 +370,7 @@ static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, ui
         put32(pg, at + n < P ? pg_after(w, me) : 0);
         memcpy(pg + 4, big + at, n);
         memset(pg + 4 + n, 0, per - n);
-        uint32_t got = put_page(w, pg);
-        (void)got;
+        put_page(w, pg);
         at += n;
     }
     return first;
@@ -382,6 +381,10 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     spp_bt *w = t->w;
     if (w->failed || !t->page)
         return -1;
+    if (t->nrows && t->rowid == INT64_MAX) { /* SQLite would pick a random free rowid */
+        fail(w, "table %s: no rowid after %lld", t->name, (long long)t->rowid);
+        return -1;
+    }
     int64_t rowid = t->nrows ? t->rowid + 1 : 1;
     uint64_t hsum = 0, body = 0;
     for (int i = 0; i < t->ncols; i++) {
