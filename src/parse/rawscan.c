@@ -334,6 +334,8 @@ static const unsigned char *assemble(spp_rawscan *rs, const unsigned char *local
 
 /* Decodes the wanted fields of a record into row; HANDOFF on anything
  * unusual. */
+static int put_strings(spp_rawscan *rs, spp_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL]);
+
 static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t len)
 {
     const unsigned char *end = buf + len;
@@ -344,7 +346,7 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
     const unsigned char *h = buf + n, *hend = buf + hsz;
     unsigned char *body = buf + hsz;
     uint64_t blen = len - hsz, off = 0;
-    const unsigned char *s[NCOL] = {0};
+    unsigned char *s[NCOL] = {0};
     uint32_t slen[NCOL] = {0};
     row->ts = row->dur = 0;
     row->pid = row->tid = 0;
@@ -363,9 +365,9 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
             return handoff(rs, row, row->rowid, "record shorter than its header", -1);
         int c = rs->want[i];
         if (c >= 0) {
-            const unsigned char *v = body + off;
+            unsigned char *v = body + off;
             if (c == C_NAME || c == C_CAT || c == C_ARGS) {
-                if (st >= 13 && (st & 1)) {
+                if (st >= 13 && (st & 1) && sz <= INT32_MAX) {
                     s[c] = v;
                     slen[c] = (uint32_t)sz;
                 } else if (st != 0) {
@@ -394,7 +396,13 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
         }
         off += sz;
     }
-    /* name and cat: copied; args: NUL-terminated where it lies */
+    return put_strings(rs, row, s, slen);
+}
+
+/* name and cat copied, args NUL-terminated where it lies (the byte after
+ * it is put back by the next spp_rawscan_next); NULL ones: "", "", "{}". */
+static int put_strings(spp_rawscan *rs, spp_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL])
+{
     size_t need = (size_t)slen[C_NAME] + slen[C_CAT] + 2;
     if (need > rs->strcap) {
         free(rs->str);
@@ -415,7 +423,7 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
         memcpy(o, s[C_CAT], slen[C_CAT]);
     o[slen[C_CAT]] = 0;
     if (s[C_ARGS]) {
-        rs->patch = (unsigned char *)s[C_ARGS] + slen[C_ARGS];
+        rs->patch = s[C_ARGS] + slen[C_ARGS];
         rs->saved = *rs->patch;
         *rs->patch = 0;
         row->args = (const char *)s[C_ARGS];
