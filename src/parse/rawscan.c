@@ -663,9 +663,8 @@ static const char *check_snapshot(sqlite3 *db)
     return NULL;
 }
 
-spp_rawscan *spp_rawscan_open(sqlite3 *db, const char *path, const char **why)
+spp_rawscan *spp_rawscan_open(sqlite3 *db, const char **why)
 {
-    (void)path;
     spp_rawscan *rs = calloc(1, sizeof *rs);
     if (!rs) {
         *why = "out of memory";

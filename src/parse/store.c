@@ -376,7 +376,7 @@ static int raw_off(void)
 static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
 {
     const char *why = NULL;
-    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, s->path, &why);
+    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &why);
     if (!rs)
         return 0;
     spp_rawrow w;
@@ -494,7 +494,7 @@ static void open_raw(spp_store *s, int where)
     if (raw_off())
         why = "the raw scan is off (SERVPROF_RAWSCAN=0)";
     else
-        s->raw = spp_rawscan_open(s->db, s->path, &why);
+        s->raw = spp_rawscan_open(s->db, &why);
     if (s->raw && !(s->raw_row = calloc(1, sizeof *s->raw_row))) {
         spp_rawscan_close(s->raw);
         s->raw = NULL;
