@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "btindex.h"
 #include "btwrite.h"
 #include "dwrite.h"
 
@@ -69,7 +70,20 @@ struct spp_bt_tab {
     size_t bigcap;
     uint32_t root;        /* 0 until ended */
     spp_bt_tab *next;     /* the writer's list */
+    struct bt_ix *ixs;    /* its indexes (btindex.c), fed by every row */
 };
+
+/* An index on a table: entries collected as rows are written, laid out
+ * when the table ends (btindex.c). */
+typedef struct bt_ix {
+    char *name;
+    spp_bt_tab *tab;
+    spp_btix *x;          /* NULL once written */
+    int nkey, cols[SPP_BTIX_MAXKEY];
+    uint32_t root;        /* 0: not written (why) */
+    const char *why;
+    struct bt_ix *next_of_tab, *next;
+} bt_ix;
 
 struct spp_bt {
     spp_dw *dw;           /* the file while pages stream (NULL once closed) */
@@ -84,6 +98,7 @@ struct spp_bt {
     int failed;
     char msg[256];
     spp_bt_tab *tabs, **tail;
+    bt_ix *ixs;           /* every index, for spp_bt_index_status */
 };
 
 static void fail(spp_bt *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -376,6 +391,99 @@ static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, ui
     return first;
 }
 
+/* Entries an index may hold in memory (~8 bytes per key column and rowid,
+ * a byte per column): past that its entries are dropped and SQLite's
+ * CREATE INDEX (an external sort) builds it, so memory stays bounded
+ * however long the run. The bench's largest, counter(name, timestamp),
+ * holds 675 k entries (17 MB). */
+static long long ix_max_bytes = 32LL << 20;
+void spp_bt_index_budget(long long bytes) { ix_max_bytes = bytes; }
+
+/* The row just written, as an entry of index ix (t->st / t->iv hold its
+ * stored types and values). */
+static void index_entry(bt_ix *ix, const spp_val *v, int64_t rowid)
+{
+    const spp_bt_tab *t = ix->tab;
+    if (!ix->x)
+        return;
+    if (spp_btix_count(ix->x) * (8 * (ix->nkey + 1) + ix->nkey) >= ix_max_bytes) {
+        spp_btix_free(ix->x);
+        ix->x = NULL;
+        ix->why = "more entries than its memory budget";
+        return;
+    }
+    uint32_t st[SPP_BTIX_MAXKEY];
+    uint64_t iv[SPP_BTIX_MAXKEY];
+    const char *text[SPP_BTIX_MAXKEY];
+    for (int k = 0; k < ix->nkey; k++) {
+        int c = ix->cols[k];
+        st[k] = t->st[c];
+        iv[k] = t->iv[c];
+        text[k] = st[k] >= 13 ? v[c].s : NULL;
+    }
+    spp_btix_add(ix->x, st, iv, text, rowid);
+}
+
+int spp_bt_index(spp_bt_tab *t, const char *name, int nkey, const int *cols)
+{
+    if (nkey < 1 || nkey > SPP_BTIX_MAXKEY || t->nrows || !t->page)
+        return -1;
+    for (int k = 0; k < nkey; k++)
+        if (cols[k] < 0 || cols[k] >= t->ncols || cols[k] == t->ipk)
+            return -1;
+    bt_ix *ix = calloc(1, sizeof *ix);
+    ix->name = strdup(name);
+    ix->tab = t;
+    ix->x = spp_btix_new(nkey);
+    ix->nkey = nkey;
+    memcpy(ix->cols, cols, (size_t)nkey * sizeof *cols);
+    ix->why = "its table has not ended";
+    bt_ix **end = &t->ixs;
+    while (*end)
+        end = &(*end)->next_of_tab;
+    *end = ix;
+    ix->next = t->w->ixs;
+    t->w->ixs = ix;
+    return 0;
+}
+
+static uint32_t ix_put_page(void *w, const uint8_t *page) { return put_page(w, page); }
+
+/* Lays out the indexes of a table that has ended. */
+static void write_indexes(spp_bt_tab *t)
+{
+    for (bt_ix *ix = t->ixs; ix; ix = ix->next_of_tab) {
+        if (!ix->x)
+            continue;
+        if (spp_btix_write(ix->x, t->w->psz, ix_put_page, t->w, &ix->root, &ix->why) == 0)
+            ix->why = NULL;
+        else
+            ix->root = 0;
+        spp_btix_free(ix->x); /* its memory is not needed any more */
+        ix->x = NULL;
+    }
+}
+
+static bt_ix *find_ix(spp_bt *w, const char *name)
+{
+    for (bt_ix *ix = w->ixs; ix; ix = ix->next)
+        if (strcmp(ix->name, name) == 0)
+            return ix;
+    return NULL;
+}
+
+const char *spp_bt_index_status(spp_bt *w, const char *name, uint32_t *root)
+{
+    bt_ix *ix = find_ix(w, name);
+    *root = 0;
+    if (!ix)
+        return "no such index";
+    if (spp_bt_table_end(ix->tab) != 0)
+        return "the table was not written";
+    *root = ix->root;
+    return ix->why;
+}
+
 int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
 {
     spp_bt *w = t->w;
@@ -489,6 +597,8 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     t->ncells++;
     t->rowid = rowid;
     t->nrows++;
+    for (bt_ix *ix = t->ixs; ix; ix = ix->next_of_tab)
+        index_entry(ix, v, rowid);
     return w->failed ? -1 : 0;
 }
 
@@ -558,6 +668,7 @@ int spp_bt_table_end(spp_bt_tab *t)
     if (t->ncells || !t->nleaves)
         flush_leaf(t);
     t->root = build_levels(t->w, t->leaves, t->nleaves, 0);
+    write_indexes(t);
     free(t->page);
     t->page = NULL;
     free(t->leaves);
@@ -618,6 +729,15 @@ static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
                 t = spp_bt_table(w, rows[i].name, 1, "A", -1);
             spp_bt_table_end(t);
             root = t->root;
+        } else if (strcmp(rows[i].type, "index") == 0) {
+            bt_ix *ix = find_ix(w, rows[i].name);
+            if (ix)
+                spp_bt_table_end(ix->tab);
+            if (!ix || !ix->root) {
+                fail(w, "index %s: %s", rows[i].name, ix ? ix->why : "not written by this writer");
+                return -1;
+            }
+            root = ix->root;
         }
         spp_val v[5] = {spp_v_text(rows[i].type, -1), spp_v_text(rows[i].name, -1),
                         spp_v_text(rows[i].tbl_name, -1), spp_v_int(root), spp_v_text(rows[i].sql, -1)};
@@ -697,6 +817,12 @@ void spp_bt_free(spp_bt *w)
 {
     if (!w)
         return;
+    for (bt_ix *ix = w->ixs, *nx; ix; ix = nx) {
+        nx = ix->next;
+        free(ix->name);
+        spp_btix_free(ix->x);
+        free(ix);
+    }
     if (w->dw)
         spp_dw_close(w->dw, 0);
     for (spp_bt_tab *t = w->tabs, *nx; t; t = nx) {

@@ -33,7 +33,19 @@ spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff
  * (spp_bt_error). */
 int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is);
 
-/* Writes the table's last leaf and its interior pages. 0 or -1. Idempotent. */
+/* An index on t over columns cols[0..nkey-1] (not the INTEGER PRIMARY
+ * KEY), declared before t's first row: every row adds its entry, and the
+ * index's pages are written when t ends (btindex.c). 0, or -1 (bad
+ * columns, rows already written). */
+int spp_bt_index(spp_bt_tab *t, const char *name, int nkey, const int *cols);
+/* After t ended (ends it if needed): NULL with *root set when the index was
+ * written; else why not (*root 0): e.g. keys btindex cannot order exactly;
+ * SQLite's CREATE INDEX must then build it. Index rows given to
+ * spp_bt_finish must name written indexes. */
+const char *spp_bt_index_status(spp_bt *w, const char *name, uint32_t *root);
+
+/* Writes the table's last leaf, its interior pages and its indexes. 0 or
+ * -1. Idempotent. */
 int spp_bt_table_end(spp_bt_tab *t);
 
 /* One row of sqlite_schema. For type "table", the rootpage is the one of
@@ -56,6 +68,10 @@ void spp_bt_abort(spp_bt *w, int remove);
  * in SQLite by sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE)), so
  * that a small file has the page that must stay unused. Before any open. */
 void spp_bt_pending_byte(uint32_t offset);
+
+/* Tests only: the memory an index may use before SQLite is left to build
+ * it (default 32 MiB). */
+void spp_bt_index_budget(long long bytes);
 
 /* Frees w and its tables (closing the file if still open, not removing it). */
 void spp_bt_free(spp_bt *w);

@@ -1,7 +1,8 @@
 /*
  * dbout.c — what profiler.db has beyond the report tables: the time-bucket
  * tables (first_token_latency, req_latency, prefill_gen_speed,
- * decode_gen_speed) and the indexes dashboards' queries need.
+ * decode_gen_speed) and the indexes dashboards' queries need (laid out by
+ * btindex.c while their tables are written).
  *
  * Buckets: one row per time bucket with avg, p50, p90, p99 of the values
  * that fall in that bucket only (not cumulative, which hides spikes). The
@@ -13,8 +14,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btwrite.h"
 #include "dbout.h"
 #include "stats.h"
+
+/* The indexes dashboards' queries need. btwrite.c builds them as their
+ * tables are written (spp_dbout_declare_indexes, from spp_table_init);
+ * their CREATE INDEX texts, run at the end, give sqlite_schema its rows
+ * (and SQLite builds any btindex.c could not). */
+static const struct index_def {
+    const char *name, *table, *cols[2];
+} indexes[] = {
+    {"batch_start", "batch", {"start_time(ms)"}},
+    {"forward_start", "forward", {"start_time(ms)"}},
+    {"request_start", "request", {"start_time(ms)"}},
+    {"request_rid", "request", {"http_rid"}},
+    {"request_status_ts", "request_status", {"timestamp(ms)"}},
+    {"kvcache_rid", "kvcache", {"rid"}},
+    {"counter_name", "counter", {"name", "timestamp"}},
+    {"flow_id", "flow", {"flow_id"}},
+};
+#define NINDEXES (sizeof indexes / sizeof *indexes)
+
+/* "CREATE INDEX IF NOT EXISTS name ON table(col, ...)", a column quoted
+ * when it is not a plain identifier. */
+static void index_sql(const struct index_def *d, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "CREATE INDEX IF NOT EXISTS %s ON %s(", d->name, d->table);
+    for (int k = 0; k < 2 && d->cols[k] && n < cap; k++) {
+        const char *c = d->cols[k];
+        int plain = strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(c);
+        n += (size_t)snprintf(out + n, cap - n, plain ? "%s%s" : "%s\"%s\"", k ? ", " : "", c);
+    }
+    if (n < cap)
+        snprintf(out + n, cap - n, ")");
+}
+
+void spp_dbout_declare_indexes(spp_table *t, struct spp_bt_tab *bt)
+{
+    for (size_t i = 0; i < NINDEXES; i++) {
+        const struct index_def *d = &indexes[i];
+        if (strcmp(d->table, t->db_name) != 0)
+            continue;
+        int cols[2], nkey = 0;
+        for (int k = 0; k < 2 && d->cols[k]; k++)
+            for (int c = 0; c < t->ncols; c++)
+                if (strcmp(t->cols[c].name, d->cols[k]) == 0)
+                    cols[nkey++] = c;
+        if (nkey == (d->cols[1] ? 2 : 1) && spp_bt_index(bt, d->name, nkey, cols) != 0)
+            spp_log(SPP_DEBUG, "profiler.db: index %s left to SQLite", d->name);
+    }
+}
 
 static const spp_col cols[] = {
     {"timestamp", "INTEGER"}, {"time", "TEXT"}, {"bucket_ms", "INTEGER"}, {"count", "INTEGER"},
@@ -89,18 +139,13 @@ void spp_dbout_finish(spp_model *m)
         bucket_table(m, tabs[t].name, p, n, width);
     }
     free(p);
-    static const char *const idx =
-        "CREATE INDEX IF NOT EXISTS batch_start ON batch(\"start_time(ms)\");"
-        "CREATE INDEX IF NOT EXISTS forward_start ON forward(\"start_time(ms)\");"
-        "CREATE INDEX IF NOT EXISTS request_start ON request(\"start_time(ms)\");"
-        "CREATE INDEX IF NOT EXISTS request_rid ON request(http_rid);"
-        "CREATE INDEX IF NOT EXISTS request_status_ts ON request_status(\"timestamp(ms)\");"
-        "CREATE INDEX IF NOT EXISTS kvcache_rid ON kvcache(rid);"
-        "CREATE INDEX IF NOT EXISTS counter_name ON counter(name, timestamp);"
-        "CREATE INDEX IF NOT EXISTS flow_id ON flow(flow_id);";
-    char *err = NULL;
-    if (sqlite3_exec(m->out.db_conn, idx, NULL, NULL, &err) != SQLITE_OK) {
-        spp_log(SPP_WARNING, "profiler.db: creating indexes failed: %s", err ? err : "?");
-        sqlite3_free(err);
+    char sql[256];
+    for (size_t i = 0; i < NINDEXES; i++) {
+        index_sql(&indexes[i], sql, sizeof sql);
+        char *err = NULL;
+        if (sqlite3_exec(m->out.db_conn, sql, NULL, NULL, &err) != SQLITE_OK) {
+            spp_log(SPP_WARNING, "profiler.db: creating index %s failed: %s", indexes[i].name, err ? err : "?");
+            sqlite3_free(err);
+        }
     }
 }

@@ -14,8 +14,9 @@
  * SQL: db_conn is an in-memory database where every CREATE TABLE / VIEW /
  * INDEX is run as before (so the schema texts are SQLite's own, and a bad
  * statement fails as before); at the close its sqlite_schema rows become
- * the file's (tables get btwrite's root pages), then SQLite opens the file
- * and creates the indexes. A value that needs SQLite's affinity rules (a
+ * the file's (tables and indexes get btwrite's root pages: the indexes
+ * dbout.c declares are laid out by btindex.c as their tables end); SQLite
+ * opens the file only to create an index btindex.c could not. A value that needs SQLite's affinity rules (a
  * text into a numeric column, a number into a TEXT column: no report does
  * it today) is inserted into the in-memory table and read back, so it is
  * stored exactly as SQLite would. A write error (full disk, file size
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "btwrite.h"
+#include "dbout.h"
 #include "fmtnum.h"
 #include "parse.h"
 
@@ -188,6 +190,8 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         o->failed = 1;
     } else {
         t->bt = bt_table(o, db_name, cols, ncols);
+        if (t->bt)
+            spp_dbout_declare_indexes(t, t->bt);
     }
     free(create);
     free(ins);
@@ -373,8 +377,9 @@ void spp_table_close(spp_out *o, spp_table *t)
 }
 
 /* The file's sqlite_schema rows are the in-memory database's, in order:
- * tables and views written by btwrite.c, indexes collected in *idx to be
- * created by SQLite on the finished file. 0 or -1 (why). */
+ * tables, views and the indexes btindex.c laid out written by btwrite.c;
+ * other indexes collected in *idx to be created by SQLite on the finished
+ * file. 0 or -1 (why). */
 static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t cap)
 {
     sqlite3_stmt *st;
@@ -394,7 +399,10 @@ static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t ca
             rc = -1;
             break;
         }
-        if (strcmp(f[0], "index") == 0) {
+        uint32_t root;
+        const char *not_built = strcmp(f[0], "index") == 0 ? spp_bt_index_status(o->bt, f[1], &root) : NULL;
+        if (not_built) {
+            spp_log(SPP_DEBUG, "profiler.db: index %s built by SQLite (%s)", f[1], not_built);
             *idx = realloc(*idx, (size_t)(*nidx + 1) * sizeof **idx);
             (*idx)[(*nidx)++] = strdup(f[3]);
             continue;
@@ -417,8 +425,8 @@ static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t ca
     return rc;
 }
 
-/* SQLite opens the finished file and creates the indexes (their b-trees
- * need sorting: SQLite's job). 0 or -1 (why). */
+/* SQLite opens the finished file and creates the indexes btindex.c could
+ * not lay out. 0 or -1 (why). */
 static int create_indexes(const char *path, char **idx, int nidx, char *why, size_t cap)
 {
     if (!nidx)
