@@ -14,7 +14,7 @@
  *    above — 16 bytes per page of rows;
  *  - pages are numbered in the order they are written (leaves of all
  *    tables interleaved, overflow pages, interior pages), so the file is one
- *    sequential stream, handed in 1 MiB buffers to dwrite.c (O_DIRECT from
+ *    sequential stream, handed in 4 MiB buffers to dwrite.c (O_DIRECT from
  *    a thread: a gigabyte through the page cache costs up to 2 s of kernel
  *    copying); page 1 is left blank and written last with pwrite(); the
  *    page holding byte 2^30 (SQLite's lock byte) is written as zeros and

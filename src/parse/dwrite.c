@@ -10,10 +10,10 @@
  * GiB, whatever the memory state, and the trace does not push everything
  * else out of the page cache. An O_DIRECT write waits for the device, so
  * a thread does it while the parser fills the next buffer: NBUF buffers of
- * the size the caller chose (1 MiB for the trace and profiler.db, 256 KiB
- * for a CSV report: on this VM each MiB of fresh memory costs ~2 ms to
- * touch, so buffers are kept small); the caller waits only when all of
- * them are queued.
+ * the size the caller chose (4 MiB, in huge pages, for the trace and
+ * profiler.db; 256 KiB for a CSV report); the caller waits only when all
+ * of them are queued. Each hand-over that finds the thread asleep costs a
+ * futex wake, tens of microseconds on a VM: big buffers, few wakes.
  *
  * Alignment: every buffer but the last is handed over full (a multiple of
  * SPP_DW_ALIGN), so all offsets stay aligned; the last one's unaligned tail is written after
@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "dwrite.h"
@@ -129,6 +130,23 @@ static int direct_wanted(void)
     return !(e && e[0] == '0');
 }
 
+/* A buffer of cap bytes. Whole huge pages when cap is a multiple of
+ * 2 MiB: the kernel pins every page of an O_DIRECT write for the device,
+ * 512 times fewer pins (and first-touch faults) with huge pages; where
+ * they are not available the hint is ignored. */
+static char *alloc_buf(size_t cap)
+{
+    const size_t huge = 2u << 20;
+    if (cap % huge)
+        return aligned_alloc(SPP_DW_ALIGN, cap);
+    char *b = aligned_alloc(huge, cap);
+#ifdef MADV_HUGEPAGE
+    if (b)
+        madvise(b, cap, MADV_HUGEPAGE);
+#endif
+    return b;
+}
+
 spp_dw *spp_dw_open(const char *path, size_t cap)
 {
     int direct = direct_wanted();
@@ -149,7 +167,7 @@ spp_dw *spp_dw_open(const char *path, size_t cap)
     w->cap = cap;
     w->direct = direct;
     for (int i = 0; i < NBUF; i++) {
-        w->buf[i] = aligned_alloc(SPP_DW_ALIGN, cap);
+        w->buf[i] = alloc_buf(cap);
         if (!w->buf[i]) {
             for (int j = 0; j < i; j++)
                 free(w->buf[j]);

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #define SPP_DW_ALIGN 4096
-#define SPP_DW_BUF (1u << 20)  /* bytes per buffer of the big files */
+#define SPP_DW_BUF (4u << 20)  /* bytes per buffer of the big files */
 
 typedef struct spp_dw spp_dw;
 
