@@ -247,14 +247,7 @@ typedef struct spp_table {
     int ncols;
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
-    sqlite3_stmt *ins;      /* prepared when the db is on */
-    /* Rows staged for one multi-row INSERT (table.c): values, with texts
-     * copied into `text` (their .i holds the offset). */
-    sqlite3_stmt *ins_many;
-    spp_val *staged;
-    int nstaged;
-    char *text;
-    size_t text_len, text_cap;
+    sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */
     long long rows;
     int failed;
     char *csv_path;
