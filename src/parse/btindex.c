@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "btindex.h"
+#include "sqlfmt.h"
 
 enum { C_NULL = 0, C_INT, C_REAL, C_TEXT };
 
@@ -360,59 +361,12 @@ static void sort_keys(uint64_t *k, long long n, int stride, long long small)
 
 /* -------------------------------------------------------------- records */
 
-static int varint_len(uint64_t v)
-{
-    if (v <= 0x7f)
-        return 1;
-    if (v & (0xffULL << 56))
-        return 9;
-    int n = 1;
-    while (v > 0x7f) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static int put_varint(uint8_t *p, uint64_t v)
-{
-    if (v & (0xffULL << 56)) {
-        p[8] = (uint8_t)v;
-        v >>= 8;
-        for (int i = 7; i >= 0; i--) {
-            p[i] = (uint8_t)((v & 0x7f) | 0x80);
-            v >>= 7;
-        }
-        return 9;
-    }
-    int n = varint_len(v);
-    for (int i = n - 1; i >= 0; i--) {
-        p[i] = (uint8_t)((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    p[n - 1] &= 0x7f;
-    return n;
-}
-
-static uint32_t int_type(int64_t i, int *len)
-{
-    uint64_t u = i < 0 ? ~(uint64_t)i : (uint64_t)i;
-    if (i == 0 || i == 1) { *len = 0; return 8 + (uint32_t)i; }
-    if (u <= 127) { *len = 1; return 1; }
-    if (u <= 32767) { *len = 2; return 2; }
-    if (u <= 8388607) { *len = 3; return 3; }
-    if (u <= 2147483647) { *len = 4; return 4; }
-    if (u <= 0x7fffffffffffULL) { *len = 6; return 5; }
-    *len = 8;
-    return 6;
-}
-
 /* The record of the sorted key row k: its size, and its bytes when out. */
 static uint32_t record(const spp_btix *x, const uint64_t *k, uint8_t *out)
 {
     int nf = x->nkey + 1;
     uint32_t st[SPP_BTIX_MAXKEY + 1];
-    int len[SPP_BTIX_MAXKEY + 1];
+    uint32_t len[SPP_BTIX_MAXKEY + 1];
     uint64_t val[SPP_BTIX_MAXKEY + 1];
     uint32_t hsum = 0, body = 0;
     for (int i = 0; i < nf; i++) {
@@ -440,11 +394,11 @@ static uint32_t record(const spp_btix *x, const uint64_t *k, uint8_t *out)
             }
         } else {
             val[i] = x->by_rank[v - 1];
-            len[i] = (int)x->tlen[val[i]];
-            st[i] = 2 * (uint32_t)len[i] + 13;
+            len[i] = x->tlen[val[i]];
+            st[i] = 2 * len[i] + 13;
         }
         hsum += (uint32_t)varint_len(st[i]);
-        body += (uint32_t)len[i];
+        body += len[i];
     }
     uint32_t hdr = hsum + 1;
     while ((uint32_t)varint_len(hdr) > hdr - hsum)
@@ -460,7 +414,7 @@ static uint32_t record(const spp_btix *x, const uint64_t *k, uint8_t *out)
             memcpy(p, x->arena + x->toff[val[i]], (size_t)len[i]);
         } else {
             uint64_t v = val[i];
-            for (int b = len[i] - 1; b >= 0; b--) {
+            for (int b = (int)len[i] - 1; b >= 0; b--) {
                 p[b] = (uint8_t)v;
                 v >>= 8;
             }
@@ -487,15 +441,6 @@ static unsigned cell_size(const layout *L, long long pos, int interior)
 {
     uint32_t P = L->size[pos];
     return (interior ? 4u : 0u) + (unsigned)varint_len(P) + P;
-}
-
-static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
 }
 
 /* A page with the entries at sorted positions pos[0..n-1]; interior pages
