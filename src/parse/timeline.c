@@ -49,12 +49,14 @@ typedef struct wout {
     spp_dw *dw;
     char *b;             /* SPP_DW_BUF bytes, from dwrite */
     size_t n;            /* bytes in b */
+    unsigned long handovers;
 } wout;
 
 static void w_flush(wout *f)
 {
     f->b = spp_dw_submit(f->dw);
     f->n = 0;
+    f->handovers++;
 }
 
 static inline void w_put(wout *f, const char *p, size_t n)
@@ -122,6 +124,11 @@ struct spp_timeline {
     int *lane_hash;      /* open addressing over lanes, index + 1 */
     unsigned nslots;
     int next_lane_id;
+    /* By lane id: the bytes `,"cat":"...","pid":P,"tid":T,"ts":` every
+     * event of that lane repeats, formatted once (a lane is one store,
+     * one domain). */
+    struct lane_prefix { char *b; int n; } *prefix;
+    int nprefix;
     long long next_flow;
     spp_out *o;
     spp_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
@@ -180,6 +187,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
             t->f->dw = dw;
             t->f->b = spp_dw_buf(dw);
             t->f->n = 0;
+            t->f->handovers = 0;
             W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
             w_int(t->f, origin);
             W_LIT(t->f, "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
@@ -449,6 +457,37 @@ static void slice_row(spp_timeline *t, const spp_rec *r, int pid, int lane_id)
     spp_table_row(t->o, &t->t_slice, v);
 }
 
+/* Writes `,"cat":...,"pid":P,"tid":T,"ts":` of lane lane_id, kept from
+ * the first time (when it did not straddle a buffer hand-over). */
+static void lane_prefix(spp_timeline *t, const char *cat, int pid, int lane_id)
+{
+    wout *f = t->f;
+    if (lane_id >= 0 && lane_id < t->nprefix && t->prefix[lane_id].b) {
+        w_put(f, t->prefix[lane_id].b, (size_t)t->prefix[lane_id].n);
+        return;
+    }
+    size_t at = f->n;
+    unsigned long handovers = f->handovers;
+    W_LIT(f, ",\"cat\":");
+    json_cstr(f, cat);
+    W_LIT(f, ",\"pid\":");
+    w_int(f, pid);
+    W_LIT(f, ",\"tid\":");
+    w_int(f, lane_id);
+    W_LIT(f, ",\"ts\":");
+    if (lane_id < 0 || f->handovers != handovers)
+        return; /* the bytes are not all in this buffer: kept next time */
+    if (lane_id >= t->nprefix) {
+        int n = lane_id * 2 + 16;
+        t->prefix = realloc(t->prefix, (size_t)n * sizeof *t->prefix);
+        memset(t->prefix + t->nprefix, 0, (size_t)(n - t->nprefix) * sizeof *t->prefix);
+        t->nprefix = n;
+    }
+    t->prefix[lane_id].n = (int)(f->n - at);
+    t->prefix[lane_id].b = malloc(f->n - at);
+    memcpy(t->prefix[lane_id].b, f->b + at, f->n - at);
+}
+
 void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
 {
     if (!t)
@@ -462,13 +501,7 @@ void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, in
         else
             W_LIT(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
         json_cstr(f, r->name);
-        W_LIT(f, ",\"cat\":");
-        json_cstr(f, r->cat);
-        W_LIT(f, ",\"pid\":");
-        w_int(f, pid);
-        W_LIT(f, ",\"tid\":");
-        w_int(f, lane_id);
-        W_LIT(f, ",\"ts\":");
+        lane_prefix(t, r->cat, pid, lane_id);
         put_ts(f, r->ts - t->origin);
         if (r->dur > 0) {
             W_LIT(f, ",\"dur\":");
@@ -754,6 +787,9 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
     for (int i = 0; i < ARGS_RECENT; i++)
         free(t->recent[i].text);
     free(t->lane_hash);
+    for (int i = 0; i < t->nprefix; i++)
+        free(t->prefix[i].b);
+    free(t->prefix);
     free(t->path);
     free(t);
     return rc;
