@@ -354,7 +354,10 @@ void spp_table_close(spp_out *o, spp_table *t)
 {
     if (t->csv) {
         if (fclose(t->csv) != 0) {
-            spp_log(SPP_ERROR, "writing %s failed: %s", t->csv_path, strerror(errno));
+            /* Half a report would pass for a short run: it goes. */
+            spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
+                    strerror(errno));
+            unlink(t->csv_path);
             o->failed = 1;
         }
         t->csv = NULL;

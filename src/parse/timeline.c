@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dwrite.h"
 #include "fmtnum.h"
@@ -764,7 +765,8 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
         W_LIT(t->f, "\n]}\n");
         int err = spp_dw_close(t->f->dw, t->f->n);
         if (err) {
-            spp_log(SPP_ERROR, "writing %s failed: %s", t->path, strerror(err));
+            spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->path, strerror(err));
+            unlink(t->path); /* a cut-off trace does not load anyway */
             rc = -1;
         }
         free(t->f);

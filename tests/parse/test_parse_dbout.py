@@ -146,7 +146,11 @@ class WriteErrors(unittest.TestCase):
             p = run_parse(inp, out, check=False)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertRegex(p.stderr, r"writing \S*chrome_tracing.json failed: No space left on device")
-            self.assertRegex(p.stderr, r"writing \S*request.csv failed: No space left on device")
+            self.assertRegex(p.stderr, r"writing \S*request.csv failed: No space left on device; "
+                                       r"the incomplete file is removed")
+            # an incomplete report or trace is not left to pass for a short run
+            self.assertFalse(os.path.lexists(os.path.join(out, "chrome_tracing.json")))
+            self.assertFalse(os.path.lexists(os.path.join(out, "request.csv")))
             db = sqlite3.connect(os.path.join(out, "profiler.db"))  # the other outputs are complete
             try:
                 self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 2)
