@@ -37,6 +37,7 @@
  * into overflow pages by the format's exact local-size rule. Indexes are not
  * built here: the caller has SQLite create them on the finished file.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -275,29 +276,37 @@ static inline int integral(double d, int64_t *out)
     return 1;
 }
 
-/* The record (header then body) of the row whose types are in t->st. */
+/* The record (header then body) of the row whose types are in t->st: one
+ * pass writes each column's serial type into the header and its body after
+ * it (the header's size, hdr, is known), integers as fixed-size big-endian
+ * stores (put16/put32: gcc turns each into one byte-swapped store). */
 static void encode(const spp_bt_tab *t, const spp_val *v, uint8_t *p, uint64_t hdr)
 {
-    static const uint8_t int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
-    p += put_varint(p, hdr);
-    for (int i = 0; i < t->ncols; i++)
-        p += put_varint(p, t->st[i]);
+    uint8_t *h = p + put_varint(p, hdr), *b = p + hdr;
     for (int i = 0; i < t->ncols; i++) {
         uint32_t st = t->st[i];
-        if (st >= 13) {
-            size_t n = (st - 13) / 2;
-            memcpy(p, v[i].s, n);
-            p += n;
-        } else if (st >= 1 && st <= 7) {
-            int n = st == 7 ? 8 : int_bytes[st];
-            uint64_t x = t->iv[i];
-            for (int k = n - 1; k >= 0; k--) {
-                p[k] = (uint8_t)x;
-                x >>= 8;
+        if (st < 0x80)
+            *h++ = (uint8_t)st;
+        else
+            h += put_varint(h, st);
+        switch (st) {
+        case 1: *b++ = (uint8_t)t->iv[i]; break;
+        case 2: put16(b, (unsigned)(t->iv[i] & 0xffff)); b += 2; break;
+        case 3: b[0] = (uint8_t)(t->iv[i] >> 16); put16(b + 1, (unsigned)(t->iv[i] & 0xffff)); b += 3; break;
+        case 4: put32(b, (uint32_t)t->iv[i]); b += 4; break;
+        case 5: put16(b, (unsigned)((t->iv[i] >> 32) & 0xffff)); put32(b + 2, (uint32_t)t->iv[i]); b += 6; break;
+        case 6:
+        case 7: put32(b, (uint32_t)(t->iv[i] >> 32)); put32(b + 4, (uint32_t)t->iv[i]); b += 8; break;
+        default:
+            if (st >= 13) { /* text (odd): spp_bt_row makes no blob */
+                size_t n = (st - 13) / 2;
+                memcpy(b, v[i].s, n);
+                b += n;
             }
-            p += n;
+            break;
         }
     }
+    assert(h == p + hdr);
 }
 
 /* Writes payload bytes [local, P) of big as an overflow chain starting at
