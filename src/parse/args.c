@@ -241,6 +241,22 @@ static void skip(J *j, int depth)
 /* A numeric value, or a string holding a number. */
 static double numval(J *j)
 {
+    const char *p = j->p, *e = j->e;
+    if (p < e && (unsigned)(*p - '0') < 10) {
+        /* Fast path: a small non-negative integer (token counts, iters,
+         * types) ended by ',' or '}' as compact JSON has it; exactly what
+         * num() gives for it. At most 9 digits (no overflow); anything
+         * else (more digits, a fraction, an exponent, whitespace) takes
+         * the general path below. */
+        const char *lim = e - p > 9 ? p + 9 : e, *q = p + 1;
+        unsigned v = (unsigned)(*p - '0');
+        while (q < lim && (unsigned)(*q - '0') < 10)
+            v = v * 10 + (unsigned)(*q++ - '0');
+        if (q < e && (*q == ',' || *q == '}')) {
+            j->p = q;
+            return (double)v;
+        }
+    }
     if (j->p < j->e && (unsigned char)*j->p <= ' ')
         ws(j);
     double d = NAN;

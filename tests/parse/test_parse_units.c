@@ -84,6 +84,33 @@ static void test_args(void)
     CHECK_INT(a.nrids, 1);
     CHECK(a.queue_size == 42);
 
+    /* numval's integer fast path (up to 9 digits ended by ',' or '}')
+     * and each way out of it to the general parser: 10 digits, whitespace
+     * after the digits, a fraction, an exponent, ']' or the text's end
+     * after them, a stray byte */
+    decode(&a, "{\"rid\":[{\"rid\":\"f\",\"iter\":123456789,\"type\":7,\"num_scheduled_tokens\":1234567890,"
+               "\"num_prompt_tokens\":12 ,\"num_computed_tokens\":3.0,\"num_spec_output_tokens\":4e0}],"
+               "\"QueueSize=\":999999999,\"TotalBlocks=\":0}");
+    CHECK_INT(a.valid, 1);
+    CHECK_INT(a.nrids, 1);
+    CHECK_INT(a.rids[0].iter, 123456789);
+    CHECK_INT(a.rids[0].type, 7);
+    CHECK(a.rids[0].sched_tokens == 1234567890.0);
+    CHECK(a.rids[0].prompt_tokens == 12);
+    CHECK(a.rids[0].computed_tokens == 3);
+    CHECK(a.rids[0].spec_tokens == 4);
+    CHECK(a.queue_size == 999999999);
+    CHECK(a.total == 0);
+    decode(&a, "{\"QueueSize=\":7");
+    CHECK_INT(a.valid, 0);
+    CHECK(a.queue_size == 7);
+    decode(&a, "{\"QueueSize=\":5x}");
+    CHECK_INT(a.valid, 0);
+    CHECK(a.queue_size == 5);
+    decode(&a, "{\"accepted\":[1,2],\"QueueSize=\":08}");
+    CHECK_INT(a.valid, 1);
+    CHECK(a.queue_size == 8);
+
     /* numbers written as strings by older writers; decimals exact */
     decode(&a, "{\"TotalBlocks=\":\"100\",\"UsagePercent=\":0.1,\"hitCache\":-0.25}");
     CHECK(a.total == 100);
