@@ -34,10 +34,10 @@
  * The conversions that need SQLite's own number<->text rules (a text into a
  * numeric column, a number into a TEXT column) are left to the caller
  * (spp_bt_row returns 1). Records longer than a page's local limit spill
- * into overflow pages by the format's exact local-size rule. Indexes are not
- * built here: the caller has SQLite create them on the finished file.
+ * into overflow pages by the format's exact local-size rule. Indexes are
+ * laid out by btindex.c from the keys each row adds (spp_bt_index); those it
+ * cannot build the caller has SQLite create on the finished file.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -60,6 +60,9 @@ struct spp_bt_tab {
     char *aff;            /* affinity per column */
     uint32_t *st;         /* serial type per column of the row being written */
     uint64_t *iv;         /* its integer / real bits per column */
+    uint8_t *hb;          /* the row's serial types, as the header's varints (9 bytes a column) */
+    uint8_t *body;        /* the row's bodies, as they are typed (see spp_bt_row) */
+    size_t bodycap;
     uint8_t *page;        /* the current leaf (NULL once ended) */
     unsigned ncells;
     unsigned content;     /* start of the cell content area */
@@ -235,6 +238,9 @@ spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff
     memcpy(t->aff, aff, (size_t)ncols);
     t->st = malloc((size_t)ncols * sizeof *t->st);
     t->iv = malloc((size_t)ncols * sizeof *t->iv);
+    t->hb = malloc((size_t)ncols * 9);
+    t->bodycap = 8 * (size_t)ncols + 8 + 4096;
+    t->body = malloc(t->bodycap);
     t->page = malloc(w->psz);
     t->content = w->psz;
     *w->tail = t;
@@ -276,37 +282,23 @@ static inline int integral(double d, int64_t *out)
     return 1;
 }
 
-/* The record (header then body) of the row whose types are in t->st: one
- * pass writes each column's serial type into the header and its body after
- * it (the header's size, hdr, is known), integers as fixed-size big-endian
- * stores (put16/put32: gcc turns each into one byte-swapped store). */
-static void encode(const spp_bt_tab *t, const spp_val *v, uint8_t *p, uint64_t hdr)
+/* An integer's body, big-endian, in its len (1..8) bytes: written as 8
+ * bytes (the value shifted to the top; gcc makes it one byte-swapped
+ * store) of which the caller keeps len, so the buffer needs 8 bytes free. */
+static inline void put_body(uint8_t *p, uint64_t x, uint32_t len)
 {
-    uint8_t *h = p + put_varint(p, hdr), *b = p + hdr;
-    for (int i = 0; i < t->ncols; i++) {
-        uint32_t st = t->st[i];
-        if (st < 0x80)
-            *h++ = (uint8_t)st;
-        else
-            h += put_varint(h, st);
-        switch (st) {
-        case 1: *b++ = (uint8_t)t->iv[i]; break;
-        case 2: put16(b, (unsigned)(t->iv[i] & 0xffff)); b += 2; break;
-        case 3: b[0] = (uint8_t)(t->iv[i] >> 16); put16(b + 1, (unsigned)(t->iv[i] & 0xffff)); b += 3; break;
-        case 4: put32(b, (uint32_t)t->iv[i]); b += 4; break;
-        case 5: put16(b, (unsigned)((t->iv[i] >> 32) & 0xffff)); put32(b + 2, (uint32_t)t->iv[i]); b += 6; break;
-        case 6:
-        case 7: put32(b, (uint32_t)(t->iv[i] >> 32)); put32(b + 4, (uint32_t)t->iv[i]); b += 8; break;
-        default:
-            if (st >= 13) { /* text (odd): spp_bt_row makes no blob */
-                size_t n = (st - 13) / 2;
-                memcpy(b, v[i].s, n);
-                b += n;
-            }
-            break;
-        }
-    }
-    assert(h == p + hdr);
+    x <<= 64 - 8 * len;
+    put32(p, (uint32_t)(x >> 32));
+    put32(p + 4, (uint32_t)x);
+}
+
+/* The record: the header's size, the serial types (t->hb, hsum bytes),
+ * the bodies (t->body, body bytes). */
+static void encode(const spp_bt_tab *t, uint8_t *p, uint64_t hdr, uint64_t hsum, uint64_t body)
+{
+    p += put_varint(p, hdr);
+    memcpy(p, t->hb, (size_t)hsum);
+    memcpy(p + hsum, t->body, (size_t)body);
 }
 
 /* Writes payload bytes [local, P) of big as an overflow chain starting at
@@ -431,13 +423,25 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
         return -1;
     }
     int64_t rowid = t->nrows ? t->rowid + 1 : 1;
+    /* The record is built while the columns are typed: serial types into
+     * t->hb, bodies into t->body; the cell then takes both with two copies
+     * (one pass over the columns, not a second one to encode them). The
+     * body buffer always keeps 8 bytes per column still to come + 8 free,
+     * for put_body's 8-byte stores; texts grow it first. */
     uint64_t hsum = 0, body = 0;
-    for (int i = 0; i < t->ncols; i++) {
+    /* Locals: t->st[i] (uint32_t) could alias t->ncols / t->ipk (int) and
+     * would make the compiler reload them every column. */
+    const char *aff = t->aff;
+    uint32_t *sts = t->st;
+    uint64_t *ivs = t->iv;
+    uint8_t *hb = t->hb, *bd = t->body;
+    const int ncols = t->ncols, ipk = t->ipk;
+    for (int i = 0; i < ncols; i++) {
         const spp_val *x = &v[i];
-        char a = t->aff[i];
+        char a = aff[i];
         uint32_t st = 0, len = 0;
         int64_t ix;
-        if (i == t->ipk) {
+        if (i == ipk) {
             /* The rowid itself: NULL in the record. */
             if (x->kind == SPP_INT) {
                 ix = x->i;
@@ -462,7 +466,9 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
                 if (a == SPP_AFF_TEXT && !as_is)
                     return 1;
                 st = int_type(x->i, &len);
-                t->iv[i] = (uint64_t)x->i;
+                ivs[i] = (uint64_t)x->i;
+                if (len)
+                    put_body(bd + body, (uint64_t)x->i, len);
                 break;
             case SPP_REAL:
             case SPP_MS:
@@ -470,25 +476,45 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
                     return 1;
                 if (a >= SPP_AFF_NUMERIC && integral(x->d, &ix)) {
                     st = int_type(ix, &len);
-                    t->iv[i] = (uint64_t)ix;
+                    ivs[i] = (uint64_t)ix;
                 } else {
                     st = 7;
                     len = 8;
-                    memcpy(&t->iv[i], &x->d, 8);
+                    memcpy(&ivs[i], &x->d, 8);
                 }
+                if (len)
+                    put_body(bd + body, ivs[i], len);
                 break;
             case SPP_TEXT:
                 if (a >= SPP_AFF_NUMERIC && !as_is)
                     return 1;
                 len = (uint32_t)x->n;
                 st = 2 * len + 13;
+                if (body + len > 0x7fffffff) {
+                    fail(w, "table %s: a row of more than %llu bytes", t->name, (unsigned long long)(body + len));
+                    return -1;
+                }
+                if (body + len + 8 * (size_t)ncols + 8 > t->bodycap) {
+                    size_t cap = 2 * ((size_t)body + len + 8 * (size_t)ncols + 8);
+                    uint8_t *nb = realloc(t->body, cap);
+                    if (!nb) {
+                        fail(w, "table %s: out of memory for a row", t->name);
+                        return -1;
+                    }
+                    t->body = bd = nb;
+                    t->bodycap = cap;
+                }
+                memcpy(bd + body, x->s, len);
                 break;
             default:
                 break;
             }
         }
-        t->st[i] = st;
-        hsum += (uint64_t)varint_len(st);
+        sts[i] = st;
+        if (st < 0x80)
+            hb[hsum++] = (uint8_t)st;
+        else
+            hsum += (uint64_t)put_varint(hb + hsum, st);
         body += len;
     }
     uint64_t hdr = hsum + 1;
@@ -517,7 +543,7 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
             free(t->big);
             t->big = malloc(t->bigcap);
         }
-        encode(t, v, t->big, hdr);
+        encode(t, t->big, hdr, hsum, body);
         ovfl = write_overflow(w, t->big, local, P);
     }
     t->content -= cell;
@@ -525,7 +551,7 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     p += put_varint(p, P);
     p += put_varint(p, (uint64_t)rowid);
     if (local == P) {
-        encode(t, v, p, hdr);
+        encode(t, p, hdr, hsum, body);
     } else {
         memcpy(p, t->big, (size_t)local);
         put32(p + local, ovfl);
@@ -612,6 +638,10 @@ int spp_bt_table_end(spp_bt_tab *t)
     t->leaves = NULL;
     free(t->big);
     t->big = NULL;
+    free(t->hb);
+    t->hb = NULL;
+    free(t->body);
+    t->body = NULL;
     return t->w->failed ? -1 : 0;
 }
 
@@ -771,6 +801,8 @@ void spp_bt_free(spp_bt *w)
         free(t->page);
         free(t->leaves);
         free(t->big);
+        free(t->hb);
+        free(t->body);
         free(t);
     }
     free(w->path);
