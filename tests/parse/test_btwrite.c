@@ -267,6 +267,33 @@ static void bt_insert(spp_bt_tab *t, const rowset *rs)
         CHECK_INT(spp_bt_row(t, rs->v + (size_t)r * (size_t)rs->ncols, 0), 0);
 }
 
+/* The reference database's sqlite_schema rows, copied (free_schema_rows). */
+static int schema_rows(sqlite3 *db, spp_bt_schema *rows, int cap)
+{
+    sqlite3_stmt *st;
+    int n = 0;
+    CHECK(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1, &st,
+                             NULL) == SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW && n < cap) {
+        char *f[4];
+        for (int i = 0; i < 4; i++)
+            f[i] = strdup((const char *)sqlite3_column_text(st, i));
+        rows[n++] = (spp_bt_schema){f[0], f[1], f[2], f[3]};
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void free_schema_rows(spp_bt_schema *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free((char *)rows[i].type);
+        free((char *)rows[i].name);
+        free((char *)rows[i].tbl_name);
+        free((char *)rows[i].sql);
+    }
+}
+
 static void test_writer(int page)
 {
     char ref[300], got[300];
@@ -349,25 +376,13 @@ static void test_writer(int page)
     CHECK_INT(spp_bt_row(t_all, needs_num, 0), 1);
 
     /* schema rows: the reference's own */
-    sqlite3_stmt *st;
     spp_bt_schema rows[64];
-    char *keep[64 * 4];
-    int n = 0, nk = 0;
-    CHECK(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1, &st,
-                             NULL) == SQLITE_OK);
-    while (sqlite3_step(st) == SQLITE_ROW && n < 64) {
-        for (int i = 0; i < 4; i++)
-            keep[nk + i] = strdup((const char *)sqlite3_column_text(st, i));
-        rows[n++] = (spp_bt_schema){keep[nk], keep[nk + 1], keep[nk + 2], keep[nk + 3]};
-        nk += 4;
-    }
-    sqlite3_finalize(st);
+    int n = schema_rows(db, rows, 64);
     sqlite3_close(db);
     CHECK_INT(spp_bt_finish(w, rows, n), 0);
     CHECK_STR(spp_bt_error(w), "");
     spp_bt_free(w);
-    for (int i = 0; i < nk; i++)
-        free(keep[i]);
+    free_schema_rows(rows, n);
 
     struct stat sb;
     CHECK(stat(got, &sb) == 0 && sb.st_size % page == 0);
@@ -446,25 +461,13 @@ static void test_schema_spill(int lone)
     if (!lone)
         CHECK(sqlite3_exec(db, "CREATE TABLE small (a INTEGER, b TEXT)", NULL, NULL, NULL) == SQLITE_OK);
     free(c.p);
-    sqlite3_stmt *st;
     spp_bt_schema rows[4];
-    char *keep[16];
-    int n = 0, nk = 0;
-    CHECK(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1, &st,
-                             NULL) == SQLITE_OK);
-    while (sqlite3_step(st) == SQLITE_ROW && n < 4) {
-        for (int i = 0; i < 4; i++)
-            keep[nk + i] = strdup((const char *)sqlite3_column_text(st, i));
-        rows[n++] = (spp_bt_schema){keep[nk], keep[nk + 1], keep[nk + 2], keep[nk + 3]};
-        nk += 4;
-    }
-    sqlite3_finalize(st);
+    int n = schema_rows(db, rows, 4);
     sqlite3_close(db);
     spp_bt *w = spp_bt_open(got, 512);
     CHECK_INT(spp_bt_finish(w, rows, n), 0);
     spp_bt_free(w);
-    for (int i = 0; i < nk; i++)
-        free(keep[i]);
+    free_schema_rows(rows, n);
     compare_dbs(ref, got);
     CHECK(sqlite3_open(got, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db, "INSERT INTO wide (column_00) VALUES ('x'); CREATE TABLE later (x)", NULL, NULL, NULL) ==
