@@ -919,18 +919,34 @@ SERVPROF_API void servprof_set_thread_name(const char *name)
     sp_tbuf_unlock();
 }
 
-SERVPROF_API void servprof_get_stats(servprof_stats *out)
+/* The fields of version 0.1's servprof_stats: what servprof_get_stats(),
+ * the original entry point, fills. */
+#define STATS_V0_SIZE (offsetof(servprof_stats, write_errors) + sizeof(uint64_t))
+
+SERVPROF_API void servprof_get_stats_n(servprof_stats *out, size_t size)
 {
     if (!out)
         return;
-    memset(out, 0, sizeof *out);
-    sp_tbuf_totals(&out->records, &out->dropped);
-    out->written = atomic_load_explicit(&sp_rec_count.written, memory_order_relaxed);
-    out->truncated = atomic_load_explicit(&sp_rec_count.truncated, memory_order_relaxed);
-    out->bad_input = atomic_load_explicit(&sp_rec_count.bad_input, memory_order_relaxed);
-    out->span_double_end = atomic_load_explicit(&sp_rec_count.span_double_end,
+    servprof_stats all;
+    memset(&all, 0, sizeof all);
+    sp_tbuf_totals(&all.records, &all.dropped);
+    all.written = atomic_load_explicit(&sp_rec_count.written, memory_order_relaxed);
+    all.truncated = atomic_load_explicit(&sp_rec_count.truncated, memory_order_relaxed);
+    all.bad_input = atomic_load_explicit(&sp_rec_count.bad_input, memory_order_relaxed);
+    all.span_double_end = atomic_load_explicit(&sp_rec_count.span_double_end,
+                                               memory_order_relaxed);
+    all.span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
                                                 memory_order_relaxed);
-    out->span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
-                                                 memory_order_relaxed);
-    out->write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    all.write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    /* A caller built against an older header passes a smaller size: it gets
+     * the fields it knows. A newer one passes more: the rest is zero. */
+    size_t known = size < sizeof all ? size : sizeof all;
+    memcpy(out, &all, known);
+    if (size > known)
+        memset((char *)out + known, 0, size - known);
+}
+
+SERVPROF_API void(servprof_get_stats)(servprof_stats *out)
+{
+    servprof_get_stats_n(out, STATS_V0_SIZE);
 }
