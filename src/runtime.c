@@ -46,7 +46,6 @@
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
 
-#define CONFIG_MAX_BYTES (1u << 20)
 
 /* ---- state: everything below is owned by rt_mu unless it is atomic ---- */
 
@@ -59,7 +58,9 @@ static char cfg_path[SP_PATH_MAX];  /* "" when SERVICE_PROF_CONFIG_PATH is unset
 static sp_config cur;               /* the config in force (last good read) */
 static char *last_text;             /* content of the last read of the file */
 static size_t last_len;
-static int file_missing;            /* the file was gone at the last look */
+static int file_missing;            /* the file was unreadable at the last look */
+static int read_err;                /* its sp_read_file() code then (0: readable) */
+static int read_fails;              /* failed reads in a row with that same code */
 static int file_enable;             /* "enable" as last read from the file */
 static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
@@ -99,7 +100,38 @@ static void unlock(void)
 
 static void log_diag(void *ctx, int is_error, const char *msg)
 {
-    sp_log(is_error ? SP_LOG_ERROR : SP_LOG_WARNING, "config %s: %s", (const char *)ctx, msg);
+    /* An error means the whole file was not used: say what happens instead. */
+    sp_log(is_error ? SP_LOG_ERROR : SP_LOG_WARNING, "config %s: %s%s", (const char *)ctx, msg,
+           is_error ? "; the previous settings stay in force" : "");
+}
+
+/* A read of the config file failed with rc. Each new reason is logged; the
+ * same reason again is only counted (the watcher may look every 100 ms),
+ * and the count is logged when the file becomes readable again. */
+static void read_failed(int rc)
+{
+    if (file_missing && rc == read_err) {
+        read_fails++;
+        return;
+    }
+    char buf[256];
+    sp_log(SP_LOG_WARNING, "config %s: cannot read it: %s; collection stays %s", cfg_path,
+           sp_config_read_error(rc, buf, sizeof buf), collecting ? "on" : "off");
+    file_missing = 1;
+    read_err = rc;
+    read_fails = 1;
+}
+
+static void read_ok(void)
+{
+    if (file_missing && read_fails > 1)
+        sp_log(SP_LOG_INFO, "config %s is readable again (after %d failed reads)", cfg_path,
+               read_fails);
+    else if (file_missing)
+        sp_log(SP_LOG_INFO, "config %s is readable again", cfg_path);
+    file_missing = 0;
+    read_err = 0;
+    read_fails = 0;
 }
 
 /* Parses text into *out, logging each problem. 0 or SERVPROF_ECONFIG. */
@@ -203,16 +235,13 @@ static void on_changed(void)
     }
     char *text;
     size_t len;
-    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    int rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc != 0) {
-        if (!file_missing)
-            sp_log(SP_LOG_WARNING, "config %s: cannot read it (%s); collection stays %s",
-                   cfg_path, strerror(-rc), collecting ? "on" : "off");
-        file_missing = 1;
+        read_failed(rc);
         unlock();
         return;
     }
-    file_missing = 0;
+    read_ok();
     if (last_text && len == last_len && !memcmp(text, last_text, len)) {
         free(text); /* touched, not changed */
         unlock();
@@ -352,6 +381,8 @@ static int read_initial_config(void)
     last_text = NULL;
     last_len = 0;
     file_missing = 0;
+    read_err = 0;
+    read_fails = 0;
     const char *env = getenv("SERVICE_PROF_CONFIG_PATH");
     if (!env || !*env) {
         cfg_path[0] = '\0';
@@ -376,23 +407,29 @@ static int read_initial_config(void)
     memcpy(cfg_path + n, env, strlen(env) + 1);
     char *text;
     size_t len;
-    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    int rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc == -ENOENT) {
         char why[SP_PATH_MAX + 128];
         if (sp_config_create_default(cfg_path, why, sizeof why) == 0) {
             sp_log(SP_LOG_INFO, "created config file %s with collection off (\"enable\": 0)",
                    cfg_path);
-            rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+            rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
         } else {
             sp_log(SP_LOG_WARNING, "config file %s does not exist and was not created: %s; "
                    "collection stays off until the file appears", cfg_path, why);
             file_missing = 1;
+            read_err = -ENOENT;
+            read_fails = 1;
             return 0;
         }
     }
     if (rc != 0) {
-        sp_log(SP_LOG_ERROR, "config %s: cannot read it (%s); collection stays off", cfg_path,
-               strerror(-rc));
+        char buf[256];
+        sp_log(SP_LOG_ERROR, "config %s: cannot read it: %s; collection stays off", cfg_path,
+               sp_config_read_error(rc, buf, sizeof buf));
+        file_missing = 1; /* a later fix of the file is picked up and said */
+        read_err = rc;
+        read_fails = 1;
         return SERVPROF_EIO;
     }
     last_text = text;

@@ -38,6 +38,13 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
  * then 0), or a negative code with the reason in err. */
 int sp_config_set_enable(const char *path, int value, int *changed, char *err, size_t errlen);
 
+/* The same, reporting the file's warnings (a file with warnings is still
+ * used, and edited) through d; NULL: silent. A file the library would
+ * reject (syntax, duplicate key, byte-order mark ...) is never written:
+ * SERVPROF_ECONFIG with the reason in err. */
+int sp_config_set_enable_diag(const char *path, int value, int *changed, sp_config_diag *d,
+                              char *err, size_t errlen);
+
 /* The same edit on text in memory: a malloc'ed result in *out (free()).
  * Exposed for the tests. */
 int sp_config_edit_enable_text(const char *text, size_t len, int value, char **out,

@@ -54,6 +54,7 @@ typedef struct spp_opts {
     int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
     int summary;              /* print the terminal summary */
     int flows_all;            /* --flows all: a flow step on every slice naming a request */
+    const char *session;      /* --session NAME: only the stores of that session folder */
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
