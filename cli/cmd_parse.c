@@ -105,7 +105,7 @@ int cmd_parse(int argc, char **argv)
         }
     }
     if (!o.input) {
-        rc = cli_error(&verb, "the input folder is missing: servprof parse DIR (or -i DIR)");
+        rc = cli_error(&verb, "the input folder is missing: servprof parse DIR (or -i/--input-path DIR)");
         goto out;
     }
     if (!any_format)
