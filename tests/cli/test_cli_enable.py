@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.environ.get("SP_RTLIB", os.path.join(os.path.dirname(__file__),
                                                            "..", "runtime")))
-from rtlib import RuntimeCase, bound, cli, write_config  # noqa: E402
+from rtlib import RuntimeCase, bound, cli, wait_until, write_config  # noqa: E402
 
 WAIT = "--wait=%g" % bound(5)
 
@@ -78,7 +78,8 @@ class Enable(RuntimeCase):
         with open(self.cfg) as f:
             self.assertEqual(f.read(), text)
         # The process saw the same file and refused it the same way.
-        self.assertIn("duplicate object key", p.log())
+        self.assertTrue(wait_until(lambda: "duplicate object key" in p.log(), bound(5)),
+                        p.log())
         self.assertTrue(p.state.startswith("ON "))
         self.assertEqual(p.quit(), 0)
 
