@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_parse.c — throughput and peak memory of `servprof parse` on a large,
  * realistic input.

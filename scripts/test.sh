@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test.sh — builds servprof three ways and runs every test in each:
 #   build/        plain RelWithDebInfo (all tests, Python included)
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.c — the `args` JSON text, built on the writer thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.h — JSON text for the `args` column, built on the writer thread from
  * the compact attribute stream of rec_format.h. Writer thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_format.h — the byte layout of one record in a thread buffer.
  *

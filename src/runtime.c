@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.c — process life of libservprof: init, start/stop, limits, fork,
  * exit.

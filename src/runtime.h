@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.h — interfaces between the runtime's own files (private):
  * config.c extras, config_edit.c, session.c, watch.c. The contracts shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.c — the session folder, shared by the processes of one host that
  * use the same config file.

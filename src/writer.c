@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * writer.c — the writer thread: drains every thread buffer into the store.
  *

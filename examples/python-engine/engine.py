@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """engine.py — a toy asyncio LLM engine, instrumented like a vLLM-style server.
 
 Nothing is computed: the "model" sleeps for a time that grows with the

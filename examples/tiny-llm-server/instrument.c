@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * instrument.c — the server's profiling records, in the vocabulary of the
  * parsing spec §1 (see instrument.h for the id conventions).

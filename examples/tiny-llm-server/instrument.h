@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * instrument.h — everything the server tells libservprof, in one place, in
  * the vocabulary of docs (parsing spec §1). The engine and the front end call

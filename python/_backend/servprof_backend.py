@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PEP 517 build backend for the servprof package, standard library only.
 
 Why not setuptools: the machines this installs on have no package index,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process-level control: start/stop, steps, names, meta, counters, exit.
 
 These map one to one onto the C control functions, called through the

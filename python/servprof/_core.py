@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The state every recording helper shares, and the encoding of values.
 
 Design: a disabled call site must cost well under a microsecond, so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding, loading and describing libservprof for ctypes.
 
 Where the library is looked for, in this order:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Profiler: the builder users of the reference tool know.
 
     Profiler(Level.INFO).domain("Request").res(rid).attr("k", v).event("httpReq")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python idioms: ``with span(...)``, ``@traced``, ``event(...)``.
 
 Design: a span is measured in Python and recorded whole when it ends. The

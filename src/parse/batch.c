@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * batch.c — batch.csv: one row per scheduling step (batchFrameworkProcessing
  * / BatchSchedule) and per execution of it (modelExec / modelRunnerExec /

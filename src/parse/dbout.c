@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbout.c — what profiler.db has beyond the report tables: the time-bucket
  * tables (first_token_latency, req_latency, prefill_gen_speed,

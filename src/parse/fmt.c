@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fmt.c — text formats of the reports: local datetimes and CSV fields.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * forward.c — forward.csv: one row per `forward` span (the device-side
  * step). bubble_time is the idle gap until the next forward of the same

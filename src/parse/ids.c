@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ids.c — request ids: interning and resolution through `Link` rows.
  *

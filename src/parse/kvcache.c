@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kvcache.c — kvcache.csv: one row per KV cache event (KVCacheStatus,
  * Allocate, AppendSlot, Free). used = total − free; allocated =

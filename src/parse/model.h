@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model.h — the state shared by the report modules while records stream
  * through (owned by model.c; everything single-threaded).

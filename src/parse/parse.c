@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.c — the driver of `servprof parse`: discover the stores, open each
  * read-only, merge their records by time into the model (which feeds every

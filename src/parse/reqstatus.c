@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reqstatus.c — request_status.csv: the queue sizes over time. Each Queue /
  * Enqueue / Dequeue record carrying `QueueSize=` updates the size of its

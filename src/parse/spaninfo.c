@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spaninfo.c — span_info/NAME.csv (with --span): one row per span of the
  * `forward` span, the batch span and each name given, and the statistics

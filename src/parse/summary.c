@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * summary.c — the answer on the terminal before any file is opened: what
  * was read (stores, records, time span), what was written, and the

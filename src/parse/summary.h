@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* summary.h — the terminal summary (summary.c). */
 #ifndef SERVPROF_PARSE_SUMMARY_H
 #define SERVPROF_PARSE_SUMMARY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table.c — the row sink every report writes through: one call per row
  * writes the CSV line (when csv is on) and the profiler.db row (when db is

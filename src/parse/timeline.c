@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timeline.c — chrome_tracing.json in the Trace Event Format, streamed as
  * records arrive, and the same timeline as profiler.db tables (process,

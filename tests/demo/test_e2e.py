@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_e2e.py — the demo end to end, shorter: tiny-llm-server starts with a
 servprof config whose collection is off; servprof-load sends Poisson load;
 `servprof enable` turns collection on while it runs, `servprof disable` off

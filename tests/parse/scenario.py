@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scenario.py — the main hand-made scenario shared by the parse tests.
 
 Three processes on two hosts:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """profiler.db's timeline storage: `slice` is a view over slice_data and
 slice_args (long args texts stored once), and must read exactly like the
 table it replaced: the columns of parsing.md, every record with its args

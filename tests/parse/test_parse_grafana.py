@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dashboards/grafana-profiler.json: every panel's SQL runs against a real
 profiler.db (the scenario parsed by the CLI) and returns rows, with the
 columns the panel declares as time columns (the reference shipped queries

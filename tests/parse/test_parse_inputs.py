@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inputs that are not a clean, finished run: a store still being written
 (WAL, a writer holding it open), a truncated store, a file that is not
 SQLite, the reference's legacy Mstx table, missing domains, bad options."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The reports of `servprof parse` on the hand-made scenario (scenario.py).
 
 Every expected value is worked out by hand from the scenario's times (ms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_units.c — the parser's building blocks on their own: the args
  * scanner (keys, numbers, rid lists, escapes, malformed text), Link

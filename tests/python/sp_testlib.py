@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sp_testlib.py — what the Python binding's tests share.
 
 Import it before servprof: it puts the source tree's python/ folder first

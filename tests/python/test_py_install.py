@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_install.py — `pip install ./python` works with no network.
 
 pip runs with --no-index and with proxies pointing at a closed port, so any

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_cli.py — `servprof config init|check`, `servprof enable|disable`."""
 import json
 import os

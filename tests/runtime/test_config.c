@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — every config key: valid values, each kind of invalid
  * value (one warning naming key, bad value and value used), missing keys

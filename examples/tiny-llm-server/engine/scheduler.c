@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scheduler.c — the engine thread: continuous batching over a paged KV cache
  * (see scheduler.h).
