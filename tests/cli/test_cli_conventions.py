@@ -46,8 +46,11 @@ OPT_RE = re.compile(r"^  (?:-(\w), )?\s*--([a-z][a-z-]*)(?:=(\S+?)(?:\.\.\.)?)?\
 
 def options(verb):
     out = sp(verb, "--help").stdout
+    if "\noptions:\n" not in out:
+        raise AssertionError("servprof %s --help has no 'options:' section: print the usage with "
+                             "cli_usage() from cli/opts.h\n%s" % (verb, out))
     opts = []
-    for line in out.split("options:\n", 1)[1].splitlines():
+    for line in out.split("\noptions:\n", 1)[1].splitlines():
         m = OPT_RE.match(line)
         if not m or m.group(2) in ("help", "version"):
             continue
