@@ -7,7 +7,8 @@
 #   scripts/build-wheel.sh [BUILD_DIR [OUT_DIR]]     (defaults: build, dist)
 #
 # Builds the library and the tool in BUILD_DIR (configuring it when needed;
-# a sanitizer build is refused: its library cannot load into python3), then
+# a sanitizer build is refused: its library cannot load into python3;
+# SERVPROF_WHEEL_PREBUILT=1 uses what BUILD_DIR holds, as the tests do), then
 # calls the package's own build backend (python/_backend, standard library
 # only: no pip, setuptools or network needed to build). Prints the wheel's
 # path. Install it with: python3 -m venv V && V/bin/pip install --no-index WHEEL
@@ -25,7 +26,9 @@ if [ -n "$san" ]; then
   echo "build-wheel.sh: $BUILD is a '$san' sanitizer build; a wheel needs a plain one" >&2
   exit 2
 fi
-cmake --build "$BUILD" -j2 --target servprof servprof_cli >/dev/null
+if [ "${SERVPROF_WHEEL_PREBUILT:-0}" != 1 ]; then
+  cmake --build "$BUILD" -j2 --target servprof servprof_cli >/dev/null
+fi
 lib=$(readlink -f "$BUILD/src/libservprof.so.0")
 cli=$(readlink -f "$BUILD/bin/servprof")
 mkdir -p "$OUT"

@@ -53,6 +53,16 @@ static int find_or_add(spp_sessions *ss, const char *name)
     return ss->n++;
 }
 
+/* Is name one of the ", "-separated items of list? */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 int spp_sessions_find(spp_paths *paths, const char *input, const char *only, spp_sessions *out)
 {
     memset(out, 0, sizeof *out);
@@ -71,7 +81,7 @@ int spp_sessions_find(spp_paths *paths, const char *input, const char *only, spp
                 paths->raw[kept++] = paths->raw[i];
                 continue;
             }
-            if (!strstr(names, name) && used < sizeof names)
+            if (!listed(names, name) && used < sizeof names)
                 used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                          used ? ", " : "", name);
             free(paths->raw[i]);
