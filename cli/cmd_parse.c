@@ -23,7 +23,9 @@ enum {
 };
 
 static const char *const formats[] = {"csv", "json", "db", NULL};
-static const char *const levels[] = {"debug", "info", "warning", "error", "none", NULL};
+/* fatal and critical: the reference tool's names, taken as error. */
+static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical",
+                                     "none", NULL};
 static const char *const flows[] = {"key", "all", NULL};
 
 static const cli_opt opts[] = {
@@ -97,7 +99,11 @@ int cmd_parse(int argc, char **argv)
             o.spans[o.nspans++] = p.value;
             break;
         case OPT_SESSION: o.session = p.value; break;
-        case OPT_LOG_LEVEL: spp_log_set_level(spp_log_level_from_name(p.value)); break;
+        case OPT_LOG_LEVEL:
+            spp_log_set_level(!strcmp(p.value, "fatal") || !strcmp(p.value, "critical")
+                                  ? SPP_ERROR
+                                  : spp_log_level_from_name(p.value));
+            break;
         case OPT_FLOWS: o.flows_all = !strcmp(p.value, "all"); break;
         case OPT_PROGRESS: o.progress = 1; break;
         case OPT_NO_PROGRESS: o.progress = 0; break;
