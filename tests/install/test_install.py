@@ -5,7 +5,7 @@
   - a C program compiled with `pkg-config --cflags --libs servprof` (shared,
     and `--static`) runs and records a row;
   - a CMake project with find_package(servprof) links servprof::servprof and
-    servprof::servprof_static, and both programs run;
+    servprof::servprof_static (and, from C++, servprof::servprof), and each runs;
   - the same program with -DSERVPROF_DISABLE compiles and links with no
     library and references no servprof symbol; every function of servprof.h
     has its no-op twin (all_calls_off.c calls each, -Werror);
@@ -133,13 +133,18 @@ class Installed(unittest.TestCase):
         cflags = " ".join(SAN_FLAGS)
         run([CMAKE, "-S", CONSUMER, "-B", build, "-DCMAKE_PREFIX_PATH=" + self.prefix,
              "-DCMAKE_C_COMPILER=" + CC, "-DCMAKE_C_FLAGS=" + cflags,
-             "-DCMAKE_EXE_LINKER_FLAGS=" + cflags])
+             "-DCMAKE_CXX_FLAGS=" + cflags, "-DCMAKE_EXE_LINKER_FLAGS=" + cflags])
         run([CMAKE, "--build", build, "-j2"])
         shared = os.path.join(build, "consumer_shared")
         static = os.path.join(build, "consumer_static")
         self.assertIn("libservprof.so.0", run(["readelf", "-d", shared]).stdout)
         self.assertNotIn("libservprof.so", run(["readelf", "-d", static]).stdout)
-        for exe in (shared, static):
+        exes = [shared, static]
+        cxx = os.path.join(build, "consumer_cxx")
+        if shutil.which("c++") or shutil.which("g++"):
+            self.assertTrue(os.path.exists(cxx), "a C++ compiler is here: consumer_cxx is built")
+            exes.append(cxx)
+        for exe in exes:
             version, written = self.run_consumer(exe)
             self.assertEqual(version, self.project_version())
             self.assertGreaterEqual(written, 1)
