@@ -3,8 +3,9 @@ fresh session, compare two stores row by row, compare the reports that
 `servprof parse` makes of them.
 
 The reports of two recordings of one scenario differ in what depends on
-the moment (timestamps, durations, pids): those columns are found by
-recording the native scenario twice and are the only ones left out.
+the moment (timestamps, durations, pids): those columns, named for times
+or processes or seen to differ between two native recordings, are the only
+ones left out.
 """
 
 import csv
@@ -62,12 +63,20 @@ def parse(test, store):
     return reports
 
 
+TIME_WORDS = ("time", "latency", "tpot", "timestamp")
+PER_RUN = ("pid", "tid", "prof_id", "hostuid")
+
+
 def moving_columns(a, b):
-    """{csv: set of column indexes whose values differ between a and b}."""
+    """{csv: set of column indexes that depend on the moment of recording}:
+    those named for times or processes, and those whose values differ
+    between a and b (two native recordings of the scenario)."""
     moving = {}
     for name, rows in a.items():
         other = b.get(name, [])
-        cols = set()
+        head = rows[0] if rows else []
+        cols = {i for i, h in enumerate(head)
+                if any(w in h.lower() for w in TIME_WORDS) or h.lower() in PER_RUN}
         for r1, r2 in zip(rows[1:], other[1:]):
             cols |= {i for i, (x, y) in enumerate(zip(r1, r2)) if x != y}
         moving[name] = cols

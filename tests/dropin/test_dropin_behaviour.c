@@ -171,6 +171,19 @@ static int metric_on(void) { return atomic_load(&metric_starts) >= 1; }
 static int metric_off(void) { return atomic_load(&metric_stops) >= 1; }
 static int is_off(void) { return !IsEnable(0); }
 
+/* The runtime wrote "enable": 0 back into the file (after a limit). */
+static int file_says_off(void)
+{
+    char text[1024] = "";
+    FILE *f = fopen(cfg, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    return strstr(text, "\"enable\": 0") != NULL;
+}
+
 /* ---- the store ---------------------------------------------------------- */
 
 /* The one store of this process under session folder sess. */
@@ -399,6 +412,7 @@ int main(void)
     CHECK(wait_for(is_off));
     CHECK(wait_for(stopped2));
     CHECK_INT(atomic_load(&metric_stops), 0);
+    CHECK(wait_for(file_says_off)); /* else our edit could race the runtime's */
     write_config("\"enable\": 0, \"metric_enable\": 0");
     CHECK(wait_for(metric_off));
     CHECK_INT(atomic_load(&starts), 2);
