@@ -556,7 +556,7 @@ SERVPROF_API int servprof__msg_fuzz(const uint8_t *data, size_t size)
         sp_sb_put(&b, "}", 1);
         if (!b.oom) {
             json_error_t err;
-            json_t *j = json_loadb(b.p, b.len, 0, &err);
+            json_t *j = json_loadb(b.p, b.len, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &err);
             if (!j)
                 abort(); /* the decoder wrote text that is not JSON */
             json_decref(j);
