@@ -191,6 +191,39 @@ static int read_string(scan *s, sp_sbuf *out)
     return -1; /* no closing quote */
 }
 
+/* A string at s->p with no escape, no control byte and no byte >= 0x80
+ * is already what sp_json_str would write: copied as it stands, quotes
+ * included. Returns 0 (and moves nothing) for any other string. */
+static int copy_plain_string(scan *s, sp_sbuf *out)
+{
+    const char *q = s->p + 1;
+    while (q < s->end) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"') {
+            q++;
+            sp_sb_put(out, s->p, (size_t)(q - s->p));
+            s->p = q;
+            return 1;
+        }
+        if (c == '\\' || c < 0x20 || c >= 0x80)
+            return 0;
+        q++;
+    }
+    return 0;
+}
+
+/* A string written as JSON to out: as it stands when plain, else decoded
+ * and escaped again the way native strings are. */
+static int copy_string(scan *s, sp_sbuf *out)
+{
+    if (s->p < s->end && *s->p == '"' && copy_plain_string(s, out))
+        return 0;
+    if (read_string(s, s->str))
+        return -1;
+    sp_json_str(out, s->str->p ? s->str->p : "", s->str->len);
+    return 0;
+}
+
 static int is_digit(char c)
 {
     return c >= '0' && c <= '9';
@@ -249,8 +282,13 @@ static int read_number(scan *s, sp_sbuf *out)
     memcpy(tmp, start, n);
     tmp[n] = 0;
     if (integral) {
-        /* Up to 18 digits always fit int64; longer ones are checked. */
+        /* Up to 18 digits always fit int64 and print as written (JSON has
+         * no leading zeros), but for "-0"; longer ones are checked. */
         size_t digits = n - (tmp[0] == '-');
+        if (digits <= 18 && strcmp(tmp, "-0") != 0) {
+            sp_sb_put(out, start, n);
+            return 0;
+        }
         if (digits <= 18) {
             sp_json_int(out, strtoll(tmp, NULL, 10));
             return 0;
@@ -293,9 +331,8 @@ static int read_container(scan *s, sp_sbuf *out, int depth)
     for (;;) {
         skip_ws(s);
         if (is_obj) {
-            if (read_string(s, s->str))
+            if (copy_string(s, out))
                 return -1;
-            sp_json_str(out, s->str->p ? s->str->p : "", s->str->len);
             skip_ws(s);
             if (s->p >= s->end || *s->p != ':')
                 return -1;
@@ -327,10 +364,7 @@ static int read_value(scan *s, sp_sbuf *out, int depth)
         return -1;
     switch (*s->p) {
     case '"':
-        if (read_string(s, s->str))
-            return -1;
-        sp_json_str(out, s->str->p ? s->str->p : "", s->str->len);
-        return 0;
+        return copy_string(s, out);
     case '{':
     case '[':
         return read_container(s, out, depth);
@@ -389,9 +423,19 @@ static void legacy_to_json(sp_msg *m, const char *t, size_t n)
     sp_sb_put(&m->text, "}", 1);
 }
 
-/* The member whose key was decoded into m->key and whose value starts at
- * vstart (its normalized text in m->val). Returns 1 when it is taken out
- * of the members. */
+/* Whether the key decoded into m->key names a member taken out of the
+ * args ("type"; "name" and "domain" when the record takes them). */
+static int is_special(const sp_msg *m)
+{
+    const char *k = m->key.p ? m->key.p : "";
+    size_t kn = m->key.len;
+    return (kn == 4 && !memcmp(k, "type", 4)) ||
+           (m->take && ((kn == 4 && !memcmp(k, "name", 4)) || (kn == 6 && !memcmp(k, "domain", 6))));
+}
+
+/* A special member whose value starts at vstart (its normalized text in
+ * m->val). Returns 1 when it was taken out of the members; 0 when it
+ * stays one after all (a name or domain that is not a string). */
 static int special_member(sp_msg *m, const char *vstart, const char *end)
 {
     const char *k = m->key.p ? m->key.p : "";
@@ -456,22 +500,47 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *t, size_t n)
     } else {
         for (;;) {
             skip_ws(&s);
+            const char *kstart = s.p;
             if (read_string(&s, &m->key))
                 goto bad;
+            /* a key read as it stands (no escape, plain ASCII) */
+            int plain_key = (size_t)(s.p - kstart) == m->key.len + 2;
+            for (size_t i = 0; plain_key && i < m->key.len; i++)
+                plain_key = (unsigned char)m->key.p[i] >= 0x20 && (unsigned char)m->key.p[i] < 0x80;
             skip_ws(&s);
             if (s.p >= s.end || *s.p != ':')
                 goto bad;
             s.p++;
             skip_ws(&s);
             const char *vstart = s.p;
-            sp_sb_clear(&m->val);
-            if (read_value(&s, &m->val, 1))
-                goto bad;
-            if (!special_member(m, vstart, s.end)) {
+            size_t member_at = b->len;
+            if (is_special(m)) {
+                sp_sb_clear(&m->val);
+                if (read_value(&s, &m->val, 1))
+                    goto bad;
+                if (!special_member(m, vstart, s.end)) {
+                    sp_sb_put(b, ",", 1);
+                    sp_json_str(b, m->key.p ? m->key.p : "", m->key.len);
+                    sp_sb_put(b, ":", 1);
+                    sp_sb_put(b, m->val.p, m->val.len);
+                }
+            } else if (plain_key) { /* the common case: straight into b */
+                b->len = member_at;
+                sp_sb_put(b, ",", 1);
+                sp_sb_put(b, kstart, m->key.len + 2);
+                sp_sb_put(b, ":", 1);
+                if (read_value(&s, b, 1)) {
+                    b->len = member_at;
+                    goto bad;
+                }
+            } else {
                 sp_sb_put(b, ",", 1);
                 sp_json_str(b, m->key.p ? m->key.p : "", m->key.len);
                 sp_sb_put(b, ":", 1);
-                sp_sb_put(b, m->val.p, m->val.len);
+                if (read_value(&s, b, 1)) {
+                    b->len = member_at; /* no half member */
+                    goto bad;
+                }
             }
             skip_ws(&s);
             if (s.p >= s.end)
