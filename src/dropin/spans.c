@@ -139,34 +139,33 @@ static void record(slot *s, const char *name, const char *domain, const char *ms
     servprof_span_at(r, name && *name ? name : s->name, s->start_ns, end);
 }
 
-DROPIN_API void SpanEndEx(const char *name, const char *domain, const char *msg,
-                          SpanHandle spanHandle)
+/* Ends span h with a message (take: the legacy form), once. */
+static void end_with(SpanHandle h, const char *name, const char *domain, const char *msg,
+                     int take)
 {
-    if (!spanHandle)
+    if (!h)
         return; /* begun while collection was off */
-    slot *s = find(spanHandle);
+    slot *s = find(h);
     if (!s)
         return;
     if (s->state != OPEN) {
         servprof__count(SERVPROF__COUNT_DOUBLE_END, 1);
         return;
     }
-    record(s, name, domain, msg ? msg : "", 0);
+    record(s, name, domain, msg, take);
+}
+
+DROPIN_API void SpanEndEx(const char *name, const char *domain, const char *msg,
+                          SpanHandle spanHandle)
+{
+    end_with(spanHandle, name, domain, msg ? msg : "", 0);
 }
 
 /* The legacy end: name, domain and attributes inside msg. */
 DROPIN_API void MarkSpanAttr(const char *msg, SpanHandle spanHandle)
 {
-    if (!msg || !spanHandle)
-        return; /* as the reference */
-    slot *s = find(spanHandle);
-    if (!s)
-        return;
-    if (s->state != OPEN) {
-        servprof__count(SERVPROF__COUNT_DOUBLE_END, 1);
-        return;
-    }
-    record(s, NULL, NULL, msg, 1);
+    if (msg) /* NULL is ignored, as the reference does */
+        end_with(spanHandle, NULL, NULL, msg, 1);
 }
 
 DROPIN_API void EndSpan(SpanHandle spanHandle)
