@@ -351,8 +351,14 @@ int main(void)
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
 
-    /* A fork child records into its own store of the same session. */
-    pid_t child = fork();
+    /* A fork child records into its own store of the same session. (Not
+     * under TSan, which cannot start threads in the child of a process
+     * that has threads: the child's writer is one.) */
+    const char *san = getenv("SERVPROF_SANITIZE");
+    int fork_ok = !(san && !strcmp(san, "thread"));
+    pid_t child = fork_ok ? fork() : -1;
+    if (!fork_ok)
+        fprintf(stderr, "TSan build: the fork case is skipped\n");
     if (child == 0) {
         MarkEventEx("inChild", "Request", "{\"type\":0}");
         StopServerProfiler(); /* drains and closes the child's store */
@@ -361,7 +367,9 @@ int main(void)
         _exit(0);
     }
     int status = 0;
-    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (fork_ok)
+        CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
 
     /* Live disable: the stop callback fires, the path is the folder again. */
     write_config("\"enable\": 0, \"profiler_level\": \"DETAILED\"");
@@ -400,9 +408,11 @@ int main(void)
     CHECK(sqlite3_step(st) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "toy-7b"));
     sqlite3_finalize(st);
     sqlite3_close(db);
-    sqlite3 *cdb = open_store(sess, (int)child);
-    CHECK_INT(count_rows(cdb, "name = 'inChild'"), 1);
-    sqlite3_close(cdb);
+    if (fork_ok) {
+        sqlite3 *cdb = open_store(sess, (int)child);
+        CHECK_INT(count_rows(cdb, "name = 'inChild'"), 1);
+        sqlite3_close(cdb);
+    }
 
     /* profiler_step_num: counted from the first step value of the session. */
     write_config("\"enable\": 1, \"profiler_level\": \"INFO\", \"profiler_step_num\": 3,"
