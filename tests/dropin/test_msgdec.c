@@ -36,8 +36,8 @@ static const tcase cases[] = {
     {"{\"a\": NaN, \"b\": -Infinity, \"c\": Infinity}", 0, ",\"a\":null,\"b\":null,\"c\":null",
      -1, NULL, NULL, 0},
     /* integers beyond int64 kept as written; -0 and exponents normalized */
-    {"{\"big\": 1180591620717411303424, \"m\": -9223372036854775808, \"e\": 1e2}", 0,
-     ",\"big\":1180591620717411303424,\"m\":-9223372036854775808,\"e\":100", -1, NULL, NULL, 0},
+    {"{\"big\": 1180591620717411303424, \"m\": -9223372036854775808, \"e\": 1e2, \"o\": 1e999, \"z\": -0}", 0,
+     ",\"big\":1180591620717411303424,\"m\":-9223372036854775808,\"e\":100,\"o\":null,\"z\":0", -1, NULL, NULL, 0},
     /* true / false / null, an empty object and array, escapes kept escaped */
     {"{\"t\":true,\"f\":false,\"n\":null,\"o\":{},\"l\":[],\"q\":\"a\\\"b\\\\c\\n\"}", 0,
      ",\"t\":true,\"f\":false,\"n\":null,\"o\":{},\"l\":[],\"q\":\"a\\\"b\\\\c\\n\"", -1, NULL, NULL,
