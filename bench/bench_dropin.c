@@ -14,7 +14,8 @@
  *     docs/benchmarks.md for the whole, measured against the real header;
  *  3. on: MarkEventEx with a 3-attribute JSON message (what the Python
  *     package and the C++ header send), into a buffer that holds them all;
- *  4. on, paced: one thread at RATE records/s for SECONDS; prints the rate
+ *  4. on, paced: one new thread (default 4 MiB buffer, as bench_writer's
+ *     paced phase) at RATE records/s for SECONDS; prints the rate
  *     that reached the store, Meta dropped_records (goal: 0) and the CPU
  *     the rest of the process (the writer, decoding the messages) used.
  * Verifies as it goes: rows stored = calls made, in phases 3 and 4.
@@ -23,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <glob.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +43,7 @@ static void (*MarkEventEx)(const char *, const char *, const char *);
 static void (*StartServerProfiler)(void);
 static void (*StopServerProfiler)(void);
 static const char *(*GetProfPath)(void);
+static int (*GetTorchProfStepNum)(void);
 
 static const char MSG[] = "{\"rid\": \"req-1\", \"QueueSize=\": 3, \"scope#QueueName\": \"WAITING\", "
                           "\"type\": 0}";
@@ -87,7 +90,37 @@ __attribute__((noinline)) static bool empty(uint32_t level)
 
 static char dir[128], cfg[160];
 
-static void write_config(int enable)
+typedef struct paced {
+    long rate;
+    int seconds;
+    long made;
+    int64_t wall, cpu;
+} paced;
+
+/* One thread at p->rate records/s for p->seconds: a batch per ms, on
+ * absolute deadlines. */
+static void *paced_main(void *arg)
+{
+    paced *p = arg;
+    long total = p->rate * p->seconds, per_tick = p->rate / 1000;
+    int64_t start = mono_ns(), c0 = cpu_ns();
+    for (long tick = 0; p->made < total; tick++) {
+        int64_t due = start + tick * 1000000;
+        while (mono_ns() < due) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+        for (long i = 0; i < per_tick && p->made < total; i++, p->made++)
+            MarkEventEx("Enqueue", "Schedule", MSG);
+    }
+    p->wall = mono_ns() - start;
+    p->cpu = cpu_ns() - c0;
+    return NULL;
+}
+
+/* buffer_kb: per-thread buffer; marker: torch_prof_step_num, which
+ * GetTorchProfStepNum() reads back once the watcher took the file. */
+static void write_config(int enable, int buffer_kb, int marker)
 {
     FILE *f = fopen(cfg, "w");
     if (!f) {
@@ -95,7 +128,8 @@ static void write_config(int enable)
         exit(1);
     }
     fprintf(f, "{\"enable\": %d, \"prof_dir\": \"%s/prof\", \"profiler_level\": \"INFO\", "
-            "\"buffer_size_kb\": 65536}\n", enable, dir);
+            "\"buffer_size_kb\": %d, \"torch_prof_step_num\": %d}\n", enable, dir, buffer_kb,
+            marker);
     fclose(f);
 }
 
@@ -142,14 +176,16 @@ int main(int argc, char **argv)
     *(void **)&StartServerProfiler = dlsym(h, "StartServerProfiler");
     *(void **)&StopServerProfiler = dlsym(h, "StopServerProfiler");
     *(void **)&GetProfPath = dlsym(h, "GetProfPath");
-    if (!IsEnable || !IsValidDomain || !MarkEventEx || !StartServerProfiler || !GetProfPath)
+    *(void **)&GetTorchProfStepNum = dlsym(h, "GetTorchProfStepNum");
+    if (!IsEnable || !IsValidDomain || !MarkEventEx || !StartServerProfiler || !GetProfPath ||
+        !GetTorchProfStepNum)
         return 1;
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/servprof-bench-dropin-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return 1;
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
-    write_config(0);
+    write_config(0, 65536, 0);
     setenv("SERVICE_PROF_CONFIG_PATH", cfg, 1);
 
     /* 1 and 2: collection off */
@@ -208,30 +244,31 @@ int main(int argc, char **argv)
     printf("     stored %lld of %lld, dropped %lld%s\n", stored, (long long)burst * REPS, lost,
            stored == (long long)burst * REPS ? "" : "  <-- MISMATCH");
 
-    /* 4: paced, one thread */
+    /* 4: paced, one new thread with the default 4 MiB buffer (as
+     * bench_writer's paced phase), once the watcher read that config */
+    write_config(0, 4096, 7);
+    for (int i = 0; i < 2000 && GetTorchProfStepNum() != 7; i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    if (GetTorchProfStepNum() != 7)
+        fprintf(stderr, "the config with a 4 MiB buffer was not taken in 10 s\n");
     StartServerProfiler();
     snprintf(sess, sizeof sess, "%s", GetProfPath());
-    long total = rate * seconds, made = 0;
-    long per_tick = rate / 1000; /* one batch per ms, on absolute deadlines */
-    int64_t start = mono_ns(), p0 = process_cpu_ns(), c0 = cpu_ns();
-    for (long tick = 0; made < total; tick++) {
-        int64_t due = start + tick * 1000000;
-        while (mono_ns() < due) {
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
-        }
-        for (long i = 0; i < per_tick && made < total; i++, made++)
-            MarkEventEx("Enqueue", "Schedule", MSG);
-    }
-    int64_t wall = mono_ns() - start, prod = cpu_ns() - c0;
+    paced p = {rate, seconds, 0, 0, 0};
+    pthread_t th;
+    int64_t p0 = process_cpu_ns();
+    pthread_create(&th, NULL, paced_main, &p);
+    pthread_join(th, NULL);
     StopServerProfiler();
-    int64_t rest = process_cpu_ns() - p0 - prod;
+    int64_t rest = process_cpu_ns() - p0 - p.cpu;
+    long total = rate * seconds;
     store_counts(sess, &rows, &dropped);
-    printf("paced: %ld records at %ld/s for %d s: offered %.2f M/s, stored %lld, dropped %lld%s\n",
-           total, rate, seconds, total / (wall / 1e9) / 1e6, rows, dropped,
+    printf("paced: %ld records at %ld/s for %d s, 4 MiB buffer: offered %.2f M/s, stored %lld, "
+           "dropped %lld%s\n", total, rate, seconds, total / (p.wall / 1e9) / 1e6, rows, dropped,
            rows + dropped == total ? "" : "  <-- rows + dropped != records");
     printf("       producer CPU %.2f s; the rest of the process (writer, decoding) %.2f s, "
-           "%.0f ns per record\n", prod / 1e9, rest / 1e9, (double)rest / total);
+           "%.0f ns per record\n", p.cpu / 1e9, rest / 1e9, (double)rest / total);
     if (sink == 42)
         printf(" ");
     if (!getenv("KEEP_TMP")) {
