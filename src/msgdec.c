@@ -69,6 +69,18 @@ void sp_msg_free(sp_msg *m)
 /* The scanner                                                          */
 /* ------------------------------------------------------------------ */
 
+/* sp_sb_put, inline when the buffer has room (the common case: the
+ * decoder reserves room for the whole text first). */
+static inline void put(sp_sbuf *b, const char *s, size_t n)
+{
+    if (__builtin_expect(b->len + n + 1 <= b->cap && !b->oom, 1)) {
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+    } else {
+        sp_sb_put(b, s, n);
+    }
+}
+
 typedef struct scan {
     const char *p, *end;
     sp_sbuf *str; /* a decoded string */
@@ -122,7 +134,7 @@ static void put_utf8(sp_sbuf *b, unsigned cp)
         u[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    sp_sb_put(b, u, n);
+    put(b, u, n);
 }
 
 /* A \u escape at s->p (after the backslash and 'u'): one code point, a
@@ -157,7 +169,7 @@ static int read_string(scan *s, sp_sbuf *out)
     while (s->p < s->end) {
         char c = *s->p;
         if (c == '"') {
-            sp_sb_put(out, run, (size_t)(s->p - run));
+            put(out, run, (size_t)(s->p - run));
             s->p++;
             return 0;
         }
@@ -165,20 +177,20 @@ static int read_string(scan *s, sp_sbuf *out)
             s->p++;
             continue;
         }
-        sp_sb_put(out, run, (size_t)(s->p - run));
+        put(out, run, (size_t)(s->p - run));
         if (s->end - s->p < 2)
             return -1;
         char e = s->p[1];
         s->p += 2;
         switch (e) {
-        case '"': sp_sb_put(out, "\"", 1); break;
-        case '\\': sp_sb_put(out, "\\", 1); break;
-        case '/': sp_sb_put(out, "/", 1); break;
-        case 'b': sp_sb_put(out, "\b", 1); break;
-        case 'f': sp_sb_put(out, "\f", 1); break;
-        case 'n': sp_sb_put(out, "\n", 1); break;
-        case 'r': sp_sb_put(out, "\r", 1); break;
-        case 't': sp_sb_put(out, "\t", 1); break;
+        case '"': put(out, "\"", 1); break;
+        case '\\': put(out, "\\", 1); break;
+        case '/': put(out, "/", 1); break;
+        case 'b': put(out, "\b", 1); break;
+        case 'f': put(out, "\f", 1); break;
+        case 'n': put(out, "\n", 1); break;
+        case 'r': put(out, "\r", 1); break;
+        case 't': put(out, "\t", 1); break;
         case 'u':
             if (unicode_escape(s, out))
                 return -1;
@@ -201,7 +213,7 @@ static int copy_plain_string(scan *s, sp_sbuf *out)
         unsigned char c = (unsigned char)*q;
         if (c == '"') {
             q++;
-            sp_sb_put(out, s->p, (size_t)(q - s->p));
+            put(out, s->p, (size_t)(q - s->p));
             s->p = q;
             return 1;
         }
@@ -245,7 +257,7 @@ static int read_number(scan *s, sp_sbuf *out)
     if (s->p < s->end && *s->p == '-')
         s->p++;
     if (literal(s, "Infinity", 8)) { /* Python's json.dumps(float('-inf')) */
-        sp_sb_put(out, "null", 4);
+        put(out, "null", 4);
         return 0;
     }
     if (s->p >= s->end || !is_digit(*s->p))
@@ -277,7 +289,7 @@ static int read_number(scan *s, sp_sbuf *out)
     char small[64], *tmp = small;
     if (n >= sizeof small) { /* a long literal: read from the scratch string */
         sp_sb_clear(s->str);
-        sp_sb_put(s->str, start, n);
+        put(s->str, start, n);
         tmp = (char *)sp_sb_cstr(s->str);
         if (s->str->oom)
             return -1;
@@ -290,13 +302,13 @@ static int read_number(scan *s, sp_sbuf *out)
         /* Up to 18 digits always fit int64 and print as written (JSON has
          * no leading zeros), but for "-0". */
         if (strcmp(tmp, "-0") != 0)
-            sp_sb_put(out, start, n);
+            put(out, start, n);
         else
             sp_json_int(out, 0);
         return 0;
     }
     if (!isfinite(strtod(tmp, NULL))) {
-        sp_sb_put(out, "null", 4); /* 1e999: no double holds it; as a native inf */
+        put(out, "null", 4); /* 1e999: no double holds it; as a native inf */
         return 0;
     }
     if (integral) { /* 19 digits or more: int64 when it fits */
@@ -304,7 +316,7 @@ static int read_number(scan *s, sp_sbuf *out)
         long long v = strtoll(tmp, &e, 10);
         if ((v == LLONG_MAX || v == LLONG_MIN) && strcmp(tmp, v < 0 ? "-9223372036854775808"
                                                                      : "9223372036854775807")) {
-            sp_sb_put(out, start, n); /* beyond int64: as written */
+            put(out, start, n); /* beyond int64: as written */
             return 0;
         }
         sp_json_int(out, v);
@@ -323,12 +335,12 @@ static int read_container(scan *s, sp_sbuf *out, int depth)
         return -1;
     char close = *s->p == '{' ? '}' : ']';
     int is_obj = close == '}';
-    sp_sb_put(out, s->p, 1);
+    put(out, s->p, 1);
     s->p++;
     skip_ws(s);
     if (s->p < s->end && *s->p == close) {
         s->p++;
-        sp_sb_put(out, &close, 1);
+        put(out, &close, 1);
         return 0;
     }
     for (;;) {
@@ -340,7 +352,7 @@ static int read_container(scan *s, sp_sbuf *out, int depth)
             if (s->p >= s->end || *s->p != ':')
                 return -1;
             s->p++;
-            sp_sb_put(out, ":", 1);
+            put(out, ":", 1);
             skip_ws(s);
         }
         if (read_value(s, out, depth + 1))
@@ -350,13 +362,13 @@ static int read_container(scan *s, sp_sbuf *out, int depth)
             return -1;
         if (*s->p == close) {
             s->p++;
-            sp_sb_put(out, &close, 1);
+            put(out, &close, 1);
             return 0;
         }
         if (*s->p != ',')
             return -1;
         s->p++;
-        sp_sb_put(out, ",", 1);
+        put(out, ",", 1);
     }
 }
 
@@ -374,27 +386,27 @@ static int read_value(scan *s, sp_sbuf *out, int depth)
     case 't':
         if (!literal(s, "true", 4))
             return -1;
-        sp_sb_put(out, "true", 4);
+        put(out, "true", 4);
         return 0;
     case 'f':
         if (!literal(s, "false", 5))
             return -1;
-        sp_sb_put(out, "false", 5);
+        put(out, "false", 5);
         return 0;
     case 'n':
         if (!literal(s, "null", 4))
             return -1;
-        sp_sb_put(out, "null", 4);
+        put(out, "null", 4);
         return 0;
     case 'N':
         if (!literal(s, "NaN", 3)) /* Python's json.dumps(float('nan')) */
             return -1;
-        sp_sb_put(out, "null", 4);
+        put(out, "null", 4);
         return 0;
     case 'I':
         if (!literal(s, "Infinity", 8))
             return -1;
-        sp_sb_put(out, "null", 4);
+        put(out, "null", 4);
         return 0;
     default:
         return read_number(s, out);
@@ -411,27 +423,25 @@ static void legacy_to_json(sp_msg *m, const char *t, size_t n)
     sp_sb_clear(&m->text);
     if (n > 0 && t[n - 1] == ',')
         n--; /* the reference's parser drops the trailing comma */
-    sp_sb_put(&m->text, "{", 1);
+    put(&m->text, "{", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         if (t[i] != '^') {
             run++;
             continue;
         }
-        sp_sb_put(&m->text, t + i - run, run);
-        sp_sb_put(&m->text, "\"", 1);
+        put(&m->text, t + i - run, run);
+        put(&m->text, "\"", 1);
         run = 0;
     }
-    sp_sb_put(&m->text, t + n - run, run);
-    sp_sb_put(&m->text, "}", 1);
+    put(&m->text, t + n - run, run);
+    put(&m->text, "}", 1);
 }
 
 /* Whether the key decoded into m->key names a member taken out of the
  * args ("type"; "name" and "domain" when the record takes them). */
-static int is_special(const sp_msg *m)
+static int is_special(const sp_msg *m, const char *k, size_t kn)
 {
-    const char *k = m->key.p ? m->key.p : "";
-    size_t kn = m->key.len;
     return (kn == 4 && !memcmp(k, "type", 4)) ||
            (m->take && ((kn == 4 && !memcmp(k, "name", 4)) || (kn == 6 && !memcmp(k, "domain", 6))));
 }
@@ -439,10 +449,9 @@ static int is_special(const sp_msg *m)
 /* A special member whose value starts at vstart (its normalized text in
  * m->val). Returns 1 when it was taken out of the members; 0 when it
  * stays one after all (a name or domain that is not a string). */
-static int special_member(sp_msg *m, const char *vstart, const char *end)
+static int special_member(sp_msg *m, const char *k, size_t kn, const char *vstart,
+                          const char *end)
 {
-    const char *k = m->key.p ? m->key.p : "";
-    size_t kn = m->key.len;
     if (kn == 4 && !memcmp(k, "type", 4)) {
         /* The writer writes "type" first, as for native records. */
         if (m->val.len == 1 && m->val.p[0] >= '0' && m->val.p[0] <= '3')
@@ -469,7 +478,7 @@ static int special_member(sp_msg *m, const char *vstart, const char *end)
     const char *clean = sp_utf8_clean(&tmp, dst->p ? dst->p : "", dst->len, &cn);
     if (clean != dst->p && dst->len) {
         sp_sb_clear(dst);
-        sp_sb_put(dst, clean, cn);
+        put(dst, clean, cn);
     }
     sp_sb_free(&tmp);
     sp_sb_cstr(dst);
@@ -489,6 +498,7 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *t, size_t n)
         n--;
     if (n == 0)
         return; /* no attributes (the Python package sends "" then) */
+    sp_sb_reserve(b, n + 16); /* room for about the whole text, once */
     if (t[0] != '{') {
         legacy_to_json(m, t, n);
         t = m->text.p;
@@ -503,13 +513,29 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *t, size_t n)
     } else {
         for (;;) {
             skip_ws(&s);
-            const char *kstart = s.p;
-            if (read_string(&s, &m->key))
-                goto bad;
-            /* a key read as it stands (no escape, plain ASCII) */
-            int plain_key = (size_t)(s.p - kstart) == m->key.len + 2;
-            for (size_t i = 0; plain_key && i < m->key.len; i++)
-                plain_key = (unsigned char)m->key.p[i] >= 0x20 && (unsigned char)m->key.p[i] < 0x80;
+            /* the key: as it stands when plain (no escape, printable
+             * ASCII), else decoded into m->key */
+            const char *k = NULL;
+            size_t kn = 0;
+            int plain_key = 0;
+            if (s.p < s.end && *s.p == '"') {
+                const char *q = s.p + 1;
+                while (q < s.end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 &&
+                       (unsigned char)*q < 0x80)
+                    q++;
+                if (q < s.end && *q == '"') {
+                    plain_key = 1;
+                    k = s.p + 1;
+                    kn = (size_t)(q - k);
+                    s.p = q + 1;
+                }
+            }
+            if (!plain_key) {
+                if (read_string(&s, &m->key))
+                    goto bad;
+                k = m->key.p ? m->key.p : "";
+                kn = m->key.len;
+            }
             skip_ws(&s);
             if (s.p >= s.end || *s.p != ':')
                 goto bad;
@@ -517,29 +543,29 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *t, size_t n)
             skip_ws(&s);
             const char *vstart = s.p;
             size_t member_at = b->len;
-            if (is_special(m)) {
+            if (is_special(m, k, kn)) {
                 sp_sb_clear(&m->val);
                 if (read_value(&s, &m->val, 1))
                     goto bad;
-                if (!special_member(m, vstart, s.end)) {
-                    sp_sb_put(b, ",", 1);
-                    sp_json_str(b, m->key.p ? m->key.p : "", m->key.len);
-                    sp_sb_put(b, ":", 1);
-                    sp_sb_put(b, m->val.p, m->val.len);
+                if (!special_member(m, k, kn, vstart, s.end)) {
+                    put(b, ",", 1);
+                    sp_json_str(b, k, kn);
+                    put(b, ":", 1);
+                    put(b, m->val.p, m->val.len);
                 }
             } else if (plain_key) { /* the common case: straight into b */
                 b->len = member_at;
-                sp_sb_put(b, ",", 1);
-                sp_sb_put(b, kstart, m->key.len + 2);
-                sp_sb_put(b, ":", 1);
+                put(b, ",", 1);
+                put(b, k - 1, kn + 2);
+                put(b, ":", 1);
                 if (read_value(&s, b, 1)) {
                     b->len = member_at;
                     goto bad;
                 }
             } else {
-                sp_sb_put(b, ",", 1);
-                sp_json_str(b, m->key.p ? m->key.p : "", m->key.len);
-                sp_sb_put(b, ":", 1);
+                put(b, ",", 1);
+                sp_json_str(b, k, kn);
+                put(b, ":", 1);
                 if (read_value(&s, b, 1)) {
                     b->len = member_at; /* no half member */
                     goto bad;
@@ -562,7 +588,7 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *t, size_t n)
         return;
 bad:
     m->malformed = 1;
-    sp_sb_put(b, ",\"raw\":", 7);
+    put(b, ",\"raw\":", 7);
     sp_json_str(b, orig, orig_n);
 }
 
@@ -623,9 +649,9 @@ SERVPROF_API int servprof__msg_fuzz(const uint8_t *data, size_t size)
         sp_sbuf b = {0};
         sp_msg_reset(&m);
         m.take = take;
-        sp_sb_put(&b, "{\"type\":0", 9);
+        put(&b, "{\"type\":0", 9);
         sp_msg_decode(&m, &b, (const char *)data, size);
-        sp_sb_put(&b, "}", 1);
+        put(&b, "}", 1);
         if (!b.oom) {
             json_error_t err;
             json_t *j = json_loadb(b.p, b.len, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &err);
