@@ -86,6 +86,37 @@ print(json.dumps(seen))
         self.assertTrue(seen[0][3].startswith(prof + os.sep), seen)  # the session folder
         self.assertEqual(seen[1][3], prof)
 
+    def test_one_runtime_with_servprofs_own_api(self):
+        """A process using servprof's Python binding and the reference ABI at
+        once has one runtime: one session, one store holding both."""
+        code = r'''
+import ctypes, json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SERVPROF_SOURCE"], "python"))
+import servprof
+from servprof import Level, Profiler
+lib = ctypes.cdll.LoadLibrary("libms_service_profiler.so")
+lib.MarkEventEx.argtypes = (ctypes.c_char_p,) * 3
+lib.IsEnable.argtypes = (ctypes.c_ulong,); lib.IsEnable.restype = ctypes.c_bool
+lib.StopServerProfiler.restype = None
+assert servprof.start() is True
+assert lib.IsEnable(20), "the ABI does not see the session the binding started"
+Profiler(Level.INFO).domain("Request").res("r1").event("native")
+lib.MarkEventEx(b"dropin", b"Request", json.dumps({"rid": "r1", "type": 0}).encode())
+path = servprof.store_path()
+lib.StopServerProfiler()  # the ABI stops the binding's session
+assert servprof.store_path() is None, "still collecting after StopServerProfiler"
+print(path)
+'''
+        d = D.T.tmpdir(self, prefix="servprof-dropin-")
+        cfg = D.T.write_config(d, enable=0)
+        out = D.T.run([sys.executable, "-B", "-c", code], env={"SERVICE_PROF_CONFIG_PATH": cfg})
+        stores = D.T.stores(d)
+        self.assertEqual(len(stores), 1, stores)
+        self.assertEqual(stores[0], out.stdout.strip().splitlines()[-1])
+        rows = D.T.rows(stores[0])
+        self.assertEqual([(r["name"], r["args"]) for r in rows],
+                         [("native", '{"type":0,"rid":"r1"}'), ("dropin", '{"type":0,"rid":"r1"}')])
+
 
 if __name__ == "__main__":
     unittest.main()
