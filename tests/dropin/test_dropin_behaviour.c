@@ -12,7 +12,8 @@
  *  - NULL, malformed and over-long messages; a span ended twice, one never
  *    ended, an unknown handle; all kept or counted in Meta;
  *  - many threads at once; a fork child recording into its own store;
- *  - profiler_step_num counted from SetProfilerCurrentStep's first value.
+ *  - profiler_step_num counted from SetProfilerCurrentStep's first value;
+ *    timelimit.
  *
  * Waits are on conditions, polled with a bound (never a bare sleep).
  */
@@ -169,6 +170,8 @@ static int started1(void) { return atomic_load(&starts) >= 1; }
 static int stopped1(void) { return atomic_load(&stops) >= 1; }
 static int started2(void) { return atomic_load(&starts) >= 2; }
 static int stopped2(void) { return atomic_load(&stops) >= 2; }
+static int started3(void) { return atomic_load(&starts) >= 3; }
+static int stopped3(void) { return atomic_load(&stops) >= 3; }
 static int metric_on(void) { return atomic_load(&metric_starts) >= 1; }
 static int metric_off(void) { return atomic_load(&metric_stops) >= 1; }
 static int is_off(void) { return !IsEnable(0); }
@@ -433,6 +436,14 @@ int main(void)
     CHECK_INT(atomic_load(&starts), 2);
     CHECK_INT(atomic_load(&stops), 2);
     CHECK_INT(atomic_load(&metric_starts), 1);
+
+    /* timelimit stops a session as for native callers: the stop callback
+     * fires and "enable": 0 is written back. */
+    write_config("\"enable\": 1, \"profiler_level\": \"INFO\", \"timelimit\": 1");
+    CHECK(wait_for(started3));
+    CHECK(wait_for(stopped3));
+    CHECK(wait_for(file_says_off));
+    CHECK(!IsEnable(0));
     CHECK_INT(atomic_load(&wrong_thread), 0);
 
     if (!getenv("KEEP_TMP")) {
