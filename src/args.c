@@ -63,6 +63,11 @@ void sp_sb_put(sp_sbuf *b, const char *s, size_t n)
     }
 }
 
+void sp_sb_reserve(sp_sbuf *b, size_t n)
+{
+    (void)grow(b, n);
+}
+
 static inline void putc_(sp_sbuf *b, char c)
 {
     if (b->len + 2 <= b->cap || grow(b, 1))
