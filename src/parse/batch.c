@@ -186,11 +186,11 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     v[C_NAME] = spp_v_text(r->name, -1);
     v[C_START_DT] = spp_v_text(sdt, -1);
     v[C_END_DT] = spp_v_text(edt, -1);
-    v[C_DUR] = spp_v_ms((double)r->dur / 1e6);
+    v[C_DUR] = spp_v_ns(r->dur);
     v[C_PROF] = spp_v_text(r->store->prof_id, -1);
     v[C_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
-    v[C_START] = spp_v_ms((double)r->ts / 1e6);
-    v[C_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    v[C_START] = spp_v_ns(r->ts);
+    v[C_END] = spp_v_ns(r->ts + r->dur);
     char type_buf[64];
     spp_pending *sched = NULL;
     if (a->rid_kind == 2 || a->rid_kind == 1) {

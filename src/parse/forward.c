@@ -45,7 +45,7 @@ static void release(spp_model *m, spp_store_state *st, int64_t next_start)
     if (!p)
         return;
     if (next_start >= 0)
-        p->vals[F_BUBBLE] = spp_v_ms((double)(next_start - p->end) / 1e6);
+        p->vals[F_BUBBLE] = spp_v_ns(next_start - p->end);
     spp_table_row(&m->out, &m->t_forward, p->vals);
     spp_pending_free(p);
     st->fwd_held = NULL;
@@ -64,10 +64,10 @@ void spp_forward_record(spp_model *m, const spp_rec *r)
     spp_fmt_datetime(r->ts + r->dur, edt);
     int64_t first = host_first(m, r->store->hostname, r->ts);
     v[F_NAME] = spp_v_text(r->name, -1);
-    v[F_REL] = spp_v_ms((double)(r->ts - first) / 1e6);
+    v[F_REL] = spp_v_ns(r->ts - first);
     v[F_START_DT] = spp_v_text(sdt, -1);
     v[F_END_DT] = spp_v_text(edt, -1);
-    v[F_DUR] = spp_v_ms((double)r->dur / 1e6);
+    v[F_DUR] = spp_v_ns(r->dur);
     if (a->rid_kind)
         v[F_SIZE] = spp_v_int(m->nroots);
     else if (!isnan(a->batch_size))
@@ -88,8 +88,8 @@ void spp_forward_record(spp_model *m, const spp_rec *r)
     v[F_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
     v[F_PROF] = spp_v_text(r->store->prof_id, -1);
     v[F_HOST] = spp_v_text(r->store->hostname, -1);
-    v[F_START] = spp_v_ms((double)r->ts / 1e6);
-    v[F_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    v[F_START] = spp_v_ns(r->ts);
+    v[F_END] = spp_v_ns(r->ts + r->dur);
     st->fwd_held = spp_pending_new(v, F_N);
     st->fwd_held->end = r->ts + r->dur;
 }

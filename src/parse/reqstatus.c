@@ -44,8 +44,8 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     spp_fmt_datetime(r->ts, dt);
     spp_val v[8] = {
         spp_v_text(r->store->hostname, -1), spp_v_int(r->pid), spp_v_text(dt, -1),
-        spp_v_ms((double)(r->ts - m->origin_ns) / 1e6), n(st->waiting), n(st->running), n(st->swapped),
-        spp_v_ms((double)r->ts / 1e6),
+        spp_v_ns(r->ts - m->origin_ns), n(st->waiting), n(st->running), n(st->swapped),
+        spp_v_ns(r->ts),
     };
     spp_table_row(&m->out, &m->t_reqstatus, v);
 }
