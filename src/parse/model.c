@@ -429,6 +429,7 @@ void spp_model_finish(spp_model *m)
 
 void spp_model_close(spp_model *m)
 {
+    spp_reqorder_free(m);
     spp_table_close(&m->out, &m->t_request);
     spp_table_close(&m->out, &m->t_batch);
     spp_table_close(&m->out, &m->t_forward);

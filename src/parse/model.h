@@ -17,6 +17,7 @@ enum spp_kind {
 typedef struct spp_req spp_req;
 typedef struct spp_timeline spp_timeline;
 typedef struct spp_stats spp_stats;
+typedef struct spp_reqorder spp_reqorder;
 
 /* Per-store state of the reports (index = store index). */
 typedef struct spp_store_state {
@@ -83,7 +84,10 @@ typedef struct spp_model {
     int nspan_names;
     /* requests */
     spp_req *done_head, *done_tail; /* ended, finalized after a grace period */
+    spp_req *live_head, *live_tail; /* every request with state, oldest first seen first */
+    spp_reqorder *reqorder;         /* finished rows waiting for start order (reqorder.c) */
     long long nrequests;
+    long long nincomplete;          /* rows cut by the collection window (complete = 0) */
     struct spp_reqsum *fin;  /* one per finished request: summary, buckets */
     int nfin, capfin;
     double out_tokens;
@@ -130,6 +134,11 @@ void spp_request_init(spp_model *m);
 void spp_request_link(spp_model *m, int kept, int absorbed);
 void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_request_flush(spp_model *m, int all);
+
+/* reqorder.c: request.csv rows released in start order */
+void spp_reqorder_push(spp_model *m, int64_t key, const spp_val *vals, int n);
+void spp_reqorder_release(spp_model *m, int64_t bound);
+void spp_reqorder_free(spp_model *m);
 
 /* batch.c forward.c kvcache.c reqstatus.c spaninfo.c */
 void spp_batch_init(spp_model *m);
