@@ -195,7 +195,7 @@ class Engine:
                      "num_prompt_tokens": r.prompt_tokens, "num_computed_tokens": r.computed}
                     for r, t, n in batch]
             kinds = {t for _, t, _ in batch}
-            btype = "Prefill,Decode" if len(kinds) == 2 else ("Prefill" if PREFILL in kinds
+            btype = "Prefill, Decode" if len(kinds) == 2 else ("Prefill" if PREFILL in kinds
                                                               else "Decode")
             sched.res(rids).attr("batch_type", btype).attr("batch_size", len(batch))
         if not batch:

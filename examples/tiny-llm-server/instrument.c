@@ -87,7 +87,7 @@ void ins_queue(const char *event, const char *queue, const tl_request *r, int qu
 static const char *batch_type(const tl_batch *b)
 {
     if (b->n_prefill && b->n_decode)
-        return "Prefill,Decode";
+        return "Prefill, Decode";
     return b->n_prefill ? "Prefill" : "Decode";
 }
 

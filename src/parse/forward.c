@@ -3,7 +3,9 @@
  * step). bubble_time is the idle gap until the next forward of the same
  * prof_id, so each row is held until that next forward starts (one row per
  * process held at a time); forward_iter counts from 1 per prof_id;
- * relative_start_time counts from the first forward of the host.
+ * relative_start_time counts from the first forward of the host. batch_type
+ * is the record's own, else its entries' (type, else iter), else the type
+ * of the schedule step that ran the same requests (batch.c), else empty.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -76,13 +78,22 @@ void spp_forward_record(spp_model *m, const spp_rec *r)
         spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
         v[F_TYPE] = spp_v_text(type_buf, -1);
     } else if (a->rid_kind == 2 && a->nrids) {
-        int pre = 0, dec = 0;
-        for (int i = 0; i < a->nrids; i++) {
-            int is_pre = a->rids[i].type >= 0 ? a->rids[i].type == 0 : a->rids[i].iter == 0;
+        /* From the entries when each says what it is; else from the schedule
+         * step this forward runs (same requests); else unknown: a missing
+         * iter is never taken for a decode. */
+        int pre = 0, dec = 0, told = 1;
+        for (int i = 0; i < a->nrids && told; i++) {
+            const spp_rident *e = &a->rids[i];
+            told = e->type >= 0 || e->iter >= 0;
+            int is_pre = e->type >= 0 ? e->type == 0 : e->iter == 0;
             pre += is_pre;
             dec += !is_pre;
         }
-        v[F_TYPE] = spp_v_text(pre && dec ? "Prefill,Decode" : pre ? "Prefill" : "Decode", -1);
+        const char *step = told ? NULL : spp_batch_step_type(m);
+        if (told)
+            v[F_TYPE] = spp_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
+        else if (step)
+            v[F_TYPE] = spp_v_text(step, -1);
     }
     v[F_ITER] = spp_v_int(++st->fwd_iter);
     v[F_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();

@@ -430,6 +430,9 @@ void spp_model_finish(spp_model *m)
 void spp_model_close(spp_model *m)
 {
     spp_reqorder_free(m);
+    for (int i = 0; i < m->nstep_types; i++)
+        free(m->step_types[i].roots);
+    free(m->step_types);
     spp_table_close(&m->out, &m->t_request);
     spp_table_close(&m->out, &m->t_batch);
     spp_table_close(&m->out, &m->t_forward);

@@ -27,6 +27,8 @@ typedef struct spp_store_state {
     /* batch rows waiting for the next KVCacheStatus of this process */
     struct spp_pending *pend_head, *pend_tail;
     int npend;
+    double last_kv[6];     /* the last KVCacheStatus of this process */
+    int have_last_kv;
     /* forward: the last row, waiting for the next forward's start */
     struct spp_pending *fwd_held;
     long long fwd_iter;
@@ -39,6 +41,13 @@ typedef struct spp_store_state {
     char **sched_fifo;
     int sched_n, sched_head;
 } spp_store_state;
+
+/* A schedule step's requests (id roots) and batch type (batch.c). */
+struct spp_step_type {
+    int *roots;
+    int nroots;
+    char type[24];
+};
 
 typedef struct spp_model {
     const spp_opts *opts;
@@ -97,6 +106,11 @@ typedef struct spp_model {
     int nfwd_hosts;
     spp_timeline *tl;
     spp_stats *stats;
+    /* The last schedule steps' request sets and batch types (batch.c), so
+     * that a forward whose rid list says nothing about its type (no iter,
+     * no type: vLLM-style workers) takes the type of the step it runs. */
+    struct spp_step_type *step_types;
+    int nstep_types, step_types_next;
 } spp_model;
 
 /* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
@@ -111,6 +125,7 @@ typedef struct spp_pending {
     spp_val *vals;         /* owned strings */
     int64_t start, end;
     int store;
+    int kv_set;            /* batch rows: KV columns already filled */
     const char *block_end; /* end of the one allocation holding the row (pending.c) */
 } spp_pending;
 
@@ -145,6 +160,9 @@ void spp_batch_init(spp_model *m);
 void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_batch_kv(spp_model *m, int store, const double kv[6]);
 void spp_batch_finish(spp_model *m);
+/* Batch type of the latest schedule step that ran exactly the requests of
+ * the record being handled (m->roots), or NULL. */
+const char *spp_batch_step_type(spp_model *m);
 void spp_forward_init(spp_model *m);
 void spp_forward_record(spp_model *m, const spp_rec *r);
 void spp_forward_finish(spp_model *m);

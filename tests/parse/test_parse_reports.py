@@ -74,7 +74,7 @@ class Reports(unittest.TestCase):
                          ("2", "1", "1"))
         self.assertEqual((mixed["prefill_scheduled_tokens"], mixed["decode_scheduled_tokens"],
                           mixed["total_scheduled_tokens"]), ("20", "1", "21"))
-        self.assertEqual(mixed["batch_type"], "Prefill,Decode")
+        self.assertEqual(mixed["batch_type"], "Prefill, Decode")
         self.assertAlmostEqual(float(mixed["during_time(ms)"]), 1.0)
         self.assertEqual(b[0]["batch_type"], "Prefill")
         self.assertEqual(b[0]["batch_size"], "1")
