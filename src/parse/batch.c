@@ -27,17 +27,19 @@
 #define SCHED_FIFO 64
 #define STEP_TYPES 64 /* schedule steps remembered for their forwards */
 
-enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_PSIZE, C_DSIZE,
-       C_PTOK, C_DTOK, C_TTOK, C_KV0, C_DP = C_KV0 + 6, C_START, C_END, C_ACC, C_ACCPOS, C_N };
+/* The reference's column order; ours (accepted_ratio*) after it. */
+enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_KV0,
+       C_PSIZE = C_KV0 + 6, C_DSIZE, C_PTOK, C_DTOK, C_TTOK, C_DP, C_START, C_END, C_ACC, C_ACCPOS, C_N };
 
 static const spp_col cols[C_N] = {
     {"name", "TEXT"}, {"res_list", "TEXT"}, {"start_datetime", "TEXT"}, {"end_datetime", "TEXT"},
     {"during_time(ms)", "REAL"}, {"batch_type", "TEXT"}, {"prof_id", "TEXT"}, {"batch_size", "INTEGER"},
+    {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
+    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
+    {"kvcache_usage_rate", "REAL"},
     {"prefill_batch_size", "INTEGER"}, {"decode_batch_size", "INTEGER"},
     {"prefill_scheduled_tokens", "INTEGER"}, {"decode_scheduled_tokens", "INTEGER"},
-    {"total_scheduled_tokens", "INTEGER"}, {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
-    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
-    {"kvcache_usage_rate", "REAL"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
+    {"total_scheduled_tokens", "INTEGER"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
     {"end_time(ms)", "REAL"}, {"accepted_ratio", "REAL"}, {"accepted_ratio_per_pos", "TEXT"},
 };
 

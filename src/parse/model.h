@@ -22,8 +22,9 @@ typedef struct spp_reqorder spp_reqorder;
 /* Per-store state of the reports (index = store index). */
 typedef struct spp_store_state {
     int64_t first_ts;
-    /* request_status: current queue sizes */
+    /* request_status: current queue sizes (NAN: not reported yet), first row */
     double waiting, running, swapped;
+    int64_t rs_first;
     /* batch rows waiting for the next KVCacheStatus of this process */
     struct spp_pending *pend_head, *pend_tail;
     int npend;

@@ -179,7 +179,8 @@ static void write_row(spp_model *m, spp_req *q)
     }
     if (ft >= 0 && q->first_step_start >= 0)
         prefill = ms(ft - q->first_step_start);
-    double wait = q->nwait ? ms(q->queue_wait) : NAN;
+    /* Still waiting when the records end: how long is not known. */
+    double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
     char dt[40];
     if (have_start)
         spp_fmt_datetime(start, dt);
