@@ -152,8 +152,9 @@ void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_request_flush(spp_model *m, int all);
 
 /* reqorder.c: request.csv rows released in start order */
-void spp_reqorder_push(spp_model *m, int64_t key, const spp_val *vals, int n);
+void spp_reqorder_push(spp_model *m, int64_t key, int64_t key2, const spp_val *vals, int n);
 void spp_reqorder_release(spp_model *m, int64_t bound);
+void spp_reqorder_release_all(spp_model *m);
 void spp_reqorder_free(spp_model *m);
 
 /* batch.c forward.c kvcache.c reqstatus.c spaninfo.c */

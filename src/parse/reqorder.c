@@ -4,25 +4,30 @@
  *
  * A request's row is known only some time after its end (request.c), so
  * rows finish in end order. Each finished row waits in a min-heap keyed by
- * its start (ties: the order they finished). A row can go out once no
+ * its start (ties: by their first record, then the order they finished;
+ * rows with no start: by id). A row can go out once no
  * request can still produce an earlier start: every request that has
  * state (request.c keeps them on a list in creation order) will start no
  * earlier than it was first seen, and a request not seen yet will start no
  * earlier than the record being read. So the bound is the oldest living
  * request's first record, else the stream's current time; rows below it
- * are released in order. Memory is the rows finished while an older
+ * are released in order. A row with no start (its httpReq was not
+ * recorded) goes last, as in the reference's sort, at the end of input
+ * (few: only requests cut by the collection window). Memory is the rows
+ * finished while an older
  * request is still going; beyond MAX_HELD rows the earliest goes out
  * anyway (order is then kept only within the window; a request hanging
  * for the whole run must not hold every row in memory).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "model.h"
 
 #define MAX_HELD 200000
 
 typedef struct held {
-    int64_t key;
+    int64_t key, key2;   /* start (INT64_MAX: none), then first record */
     long long seq;
     spp_pending *row;
 } held;
@@ -35,7 +40,16 @@ struct spp_reqorder {
 
 static int before(const held *a, const held *b)
 {
-    return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+    if (a->key != b->key)
+        return a->key < b->key;
+    if (a->key == INT64_MAX) { /* no start: by id, as the reference's group-by leaves them */
+        int c = strcmp(a->row->vals[0].s, b->row->vals[0].s);
+        if (c)
+            return c < 0;
+    }
+    if (a->key2 != b->key2)
+        return a->key2 < b->key2;
+    return a->seq < b->seq;
 }
 
 static void sift_up(held *h, int i)
@@ -78,7 +92,7 @@ static void pop_write(spp_model *m)
     spp_pending_free(p);
 }
 
-void spp_reqorder_push(spp_model *m, int64_t key, const spp_val *vals, int n)
+void spp_reqorder_push(spp_model *m, int64_t key, int64_t key2, const spp_val *vals, int n)
 {
     if (!m->reqorder)
         m->reqorder = calloc(1, sizeof *m->reqorder);
@@ -87,7 +101,7 @@ void spp_reqorder_push(spp_model *m, int64_t key, const spp_val *vals, int n)
         o->cap = o->cap ? o->cap * 2 : 256;
         o->h = realloc(o->h, (size_t)o->cap * sizeof *o->h);
     }
-    o->h[o->n] = (held){key, o->seq++, spp_pending_new(vals, n)};
+    o->h[o->n] = (held){key, key2, o->seq++, spp_pending_new(vals, n)};
     sift_up(o->h, o->n++);
     if (o->n > MAX_HELD)
         pop_write(m);
@@ -97,6 +111,13 @@ void spp_reqorder_release(spp_model *m, int64_t bound)
 {
     spp_reqorder *o = m->reqorder;
     while (o && o->n && o->h[0].key < bound)
+        pop_write(m);
+}
+
+void spp_reqorder_release_all(spp_model *m)
+{
+    spp_reqorder *o = m->reqorder;
+    while (o && o->n)
         pop_write(m);
 }
 

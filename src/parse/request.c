@@ -194,7 +194,7 @@ static void write_row(spp_model *m, spp_req *q)
         have_start ? spp_v_ns(start) : spp_v_null(), spp_v_ms(tpot), spp_v_ms(prefill),
         spp_v_ms(decode), spp_v_int(q->preempted), spp_v_int(complete),
     };
-    spp_reqorder_push(m, have_start ? start : q->first_seen, v, NCOLS);
+    spp_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
     if (m->nfin == m->capfin) {
         m->capfin = m->capfin ? m->capfin * 2 : 1024;
         m->fin = realloc(m->fin, (size_t)m->capfin * sizeof *m->fin);
@@ -429,6 +429,6 @@ void spp_request_flush(spp_model *m, int all)
         if (d && d != DONE)
             finalize(m, d);
     }
-    spp_reqorder_release(m, INT64_MAX);
+    spp_reqorder_release_all(m);
     spp_reqorder_free(m);
 }
