@@ -160,5 +160,28 @@ class Parity(unittest.TestCase):
         ])
 
 
+class MsRounding(unittest.TestCase):
+    """(ms) columns are rounded to the µs from the integer ns (half away from
+    zero), not from a double of epoch ms (whose ulp is 0.24 µs)."""
+
+    def test_rounding_from_integer_ns(self):
+        from fixtures import Store, T0
+        with tempfile.TemporaryDirectory() as tmp:
+            st = Store(os.path.join(tmp, "in", "ms_service_h-1.db"), "h", 1)
+            # 1000.0005 ms after T0: exactly half a µs -> up; 2000.000499 ms -> down;
+            # durations 1500 ns -> 0.002 ms, 1499 ns -> 0.001 ms
+            rl = '{"type":2,"rid":[{"rid":"a","iter":0}]}'
+            st.raw("BatchSchedule", T0 + 1_000_000_500, 1_500, "BatchSchedule", rl)
+            st.raw("BatchSchedule", T0 + 2_000_000_499, 1_499, "BatchSchedule", rl)
+            st.close()
+            run_parse(os.path.join(tmp, "in"), os.path.join(tmp, "out"), "--format", "csv")
+            cols, got = rows(os.path.join(tmp, "out", "batch.csv"))
+            b = [dict(zip(cols, r)) for r in got]
+            self.assertEqual([r["start_time(ms)"] for r in b], ["1700000001000.001", "1700000002000.000"])
+            # ends: 1000.002000 and 2000.001998 ms
+            self.assertEqual([r["end_time(ms)"] for r in b], ["1700000001000.002", "1700000002000.002"])
+            self.assertEqual([r["during_time(ms)"] for r in b], ["0.002", "0.001"])
+
+
 if __name__ == "__main__":
     unittest.main()
