@@ -230,6 +230,21 @@ static void finalize(spp_model *m, spp_req *q)
     free(q);
 }
 
+/* Takes q off the done list (it is absorbed into another request). */
+static void done_unlink(spp_model *m, spp_req *q)
+{
+    spp_req **pp = &m->done_head, *prev = NULL;
+    while (*pp && *pp != q) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = q->next;
+        if (m->done_tail == q)
+            m->done_tail = prev;
+    }
+}
+
 void spp_request_link(spp_model *m, int kept, int absorbed)
 {
     spp_req *a = spp_ids_data(m->ids, absorbed);
@@ -238,8 +253,12 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     spp_ids_set_data(m->ids, absorbed, NULL);
     spp_req *k = spp_ids_data(m->ids, kept);
     if (k == DONE) {
+        /* rare: the request already ended under its other id */
+        if (a->queued)
+            done_unlink(m, a);
+        flow_end(m, a);
         live_remove(m, a);
-        free(a); /* rare: the request already ended under its other id */
+        free(a);
         return;
     }
     if (!k) {
@@ -269,17 +288,7 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     if (isnan(k->hit)) k->hit = a->hit;
     flow_end(m, a);
     if (a->queued) {
-        /* Unlink a from the done list. */
-        spp_req **pp = &m->done_head, *prev = NULL;
-        while (*pp && *pp != a) {
-            prev = *pp;
-            pp = &(*pp)->next;
-        }
-        if (*pp) {
-            *pp = a->next;
-            if (m->done_tail == a)
-                m->done_tail = prev;
-        }
+        done_unlink(m, a);
         if (!k->queued) {
             k->queued = 1;
             k->next = NULL;

@@ -183,5 +183,28 @@ class MsRounding(unittest.TestCase):
             self.assertEqual([r["during_time(ms)"] for r in b], ["0.002", "0.001"])
 
 
+class LinkAfterEnd(unittest.TestCase):
+    """A Link that joins an id whose request already ended and was written
+    (10 s of stream earlier) with an id that has an ended state of its own:
+    the second state is dropped, not written twice, not used after free
+    (the ASan build checks the latter)."""
+
+    def test_link_to_a_finished_request(self):
+        from fixtures import Store
+        with tempfile.TemporaryDirectory() as tmp:
+            st = Store(os.path.join(tmp, "in", "ms_service_h-1.db"), "h", 1)
+            st.event("httpReq", 0, "Request", rid="front")
+            st.event("httpRes", 1, "Request", rid="front")
+            for i in range(1100):  # stream time passes: "front" is written and closed
+                st.event("CpuUsage", 2 + i * 11, "host", **{"usage=": 1.0})
+            st.event("httpRes", 12200, "Request", rid="engine")   # an ended state under the other id
+            st.link(12201, "front", "engine")
+            st.close()
+            run_parse(os.path.join(tmp, "in"), os.path.join(tmp, "out"), "--format", "csv")
+            cols, got = rows(os.path.join(tmp, "out", "request.csv"))
+            self.assertEqual([r[0] for r in got], ["front"])
+            self.assertEqual(dict(zip(cols, got[0]))["execution_time(ms)"], "1.000")
+
+
 if __name__ == "__main__":
     unittest.main()
