@@ -27,10 +27,7 @@ import os
 import sqlite3
 
 from fixtures import T0, Store, ns
-
-
-def q(name, size):
-    return {"scope#QueueName": name, "QueueSize=": size}
+from scenario import q
 
 
 def steps(*entries):
@@ -39,6 +36,14 @@ def steps(*entries):
 
 def workers(*ids):
     return [{"rid": r} for r in ids]
+
+
+def step(s, sched, kv_at, exec_, entries, free, free_before):
+    """One scheduler step as a MindIE-style server records it: the schedule
+    span, its KVCacheStatus, then the execution span (times in ms)."""
+    s.span("BatchSchedule", sched[0], sched[1], "BatchSchedule", rid=steps(*entries))
+    s.event("KVCacheStatus", kv_at, "KVCache", **kv(free, free_before))
+    s.span("modelExec", exec_[0], exec_[1], "Execute", rid=steps(*entries))
 
 
 def kv(free, before):
@@ -100,30 +105,15 @@ def build(root):
     s.event("Enqueue", 2, "Schedule", rid="e2", **q("WAITING", 2))
     s.event("CacheHitRate", 2.5, "Schedule", rid="e1", hitCache=0.5)
     s.event("Dequeue", 3, "Schedule", rid="e1", **q("WAITING", 1))
-    # step 1: e1 prefill
-    s.span("BatchSchedule", 3.0, 3.4, "BatchSchedule", rid=steps(("e1", 0)))
-    s.event("KVCacheStatus", 3.5, "KVCache", **kv(90, 100))
-    s.span("modelExec", 3.6, 8.2, "Execute", rid=steps(("e1", 0)))
-    # step 2: e1 decode, e2 prefill
+    step(s, (3.0, 3.4), 3.5, (3.6, 8.2), [("e1", 0)], 90, 100)                  # 1: e1 prefill
     s.event("Dequeue", 8.5, "Schedule", rid="e2", **q("WAITING", 0))
-    s.span("BatchSchedule", 8.5, 8.9, "BatchSchedule", rid=steps(("e1", 1), ("e2", 0)))
-    s.event("KVCacheStatus", 9.0, "KVCache", **kv(85, 90))
-    s.span("modelExec", 9.1, 14.3, "Execute", rid=steps(("e1", 1), ("e2", 0)))
-    # e2 preempted: back to WAITING, its blocks freed
-    s.event("Enqueue", 14.5, "Schedule", rid="e2", **q("WAITING", 1))
-    # step 3: e1 decode
-    s.span("BatchSchedule", 15.0, 15.2, "BatchSchedule", rid=steps(("e1", 2)))
-    s.event("KVCacheStatus", 15.3, "KVCache", **kv(88, 85))
-    s.span("modelExec", 15.4, 18.6, "Execute", rid=steps(("e1", 2)))
-    # step 4: e2 prefilled again, e3 (begun before collection) decoding
+    step(s, (8.5, 8.9), 9.0, (9.1, 14.3), [("e1", 1), ("e2", 0)], 85, 90)       # 2: e1 decode, e2 prefill
+    s.event("Enqueue", 14.5, "Schedule", rid="e2", **q("WAITING", 1))           # e2 preempted
+    step(s, (15.0, 15.2), 15.3, (15.4, 18.6), [("e1", 2)], 88, 85)              # 3: e1 decode, e2's blocks back
     s.event("Dequeue", 19, "Schedule", rid="e2", **q("WAITING", 0))
-    s.span("BatchSchedule", 19.0, 19.4, "BatchSchedule", rid=steps(("e2", 0), ("e3", 5)))
-    s.event("KVCacheStatus", 19.5, "KVCache", **kv(80, 88))
-    s.span("modelExec", 19.6, 24.0, "Execute", rid=steps(("e2", 0), ("e3", 5)))
-    # step 5: both decode
-    s.span("BatchSchedule", 25.0, 25.2, "BatchSchedule", rid=steps(("e2", 1), ("e3", 6)))
-    s.event("KVCacheStatus", 25.3, "KVCache", **kv(80, 80))
-    s.span("modelExec", 25.4, 28.0, "Execute", rid=steps(("e2", 1), ("e3", 6)))
+    # 4: e2 prefilled again, e3 (begun before collection) decoding; 5: both decode
+    step(s, (19.0, 19.4), 19.5, (19.6, 24.0), [("e2", 0), ("e3", 5)], 80, 88)
+    step(s, (25.0, 25.2), 25.3, (25.4, 28.0), [("e2", 1), ("e3", 6)], 80, 80)
     s.link(26.2, "http-4", "e4")
     s.event("Enqueue", 26.5, "Schedule", rid="e4", **q("WAITING", 1))
     s.link(29, "http-3", "e3")  # recorded again at its end, as the demo does
