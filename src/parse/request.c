@@ -137,6 +137,13 @@ static int64_t first_token(const spp_req *q)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
+/* A duration known as integer ns (printed exactly, see spp_v_ns), or
+ * empty when `known` is NAN. */
+static spp_val ns_or_null(double known, int64_t ns)
+{
+    return isnan(known) ? spp_v_null() : spp_v_ns(ns);
+}
+
 static int64_t min_set(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : a < b ? a : b; }
 static int64_t max_set(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -189,10 +196,10 @@ static void write_row(spp_model *m, spp_req *q)
         spp_v_text(name, -1), have_start ? spp_v_text(dt, -1) : spp_v_null(),
         isnan(q->recv) ? spp_v_null() : spp_v_int((long long)q->recv),
         isnan(q->reply) ? spp_v_null() : spp_v_int((long long)q->reply),
-        spp_v_ms(exec), spp_v_ms(wait), spp_v_ms(ttft),
+        ns_or_null(exec, q->end - start), ns_or_null(wait, q->queue_wait), ns_or_null(ttft, ft - start),
         isnan(q->hit) ? spp_v_text("N/A", 3) : spp_v_real(q->hit),
-        have_start ? spp_v_ns(start) : spp_v_null(), spp_v_ms(tpot), spp_v_ms(prefill),
-        spp_v_ms(decode), spp_v_int(q->preempted), spp_v_int(complete),
+        have_start ? spp_v_ns(start) : spp_v_null(), spp_v_ms(tpot), ns_or_null(prefill, ft - q->first_step_start),
+        ns_or_null(decode, q->end - ft), spp_v_int(q->preempted), spp_v_int(complete),
     };
     spp_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
     if (m->nfin == m->capfin) {
