@@ -207,7 +207,8 @@ int spp_ids_get(spp_ids *ids, const char *s, int n);
 int spp_ids_find(spp_ids *ids, const char *s, int n);
 int spp_ids_root(spp_ids *ids, int node);
 /* Records that `from` is the same request as `to`; returns the root kept
- * (to's), and in *absorbed the root that disappeared (-1 if none). */
+ * (from's: reports name the request by the upstream id), and in *absorbed
+ * the root that disappeared (-1 if none). */
 int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed);
 const char *spp_ids_name(spp_ids *ids, int node);
 int spp_ids_name_len(spp_ids *ids, int node);
@@ -237,6 +238,19 @@ static inline spp_val spp_v_null(void) { spp_val v = {0}; return v; }
 static inline spp_val spp_v_int(long long i) { spp_val v = {0}; v.kind = SPP_INT; v.i = i; return v; }
 static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_REAL; v.d = d; return v; }
 static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
+/* A `(ms)` value known as integer nanoseconds: the CSV prints it correctly
+ * rounded to the microsecond from the integer (n = 1 marks it; a double of
+ * epoch milliseconds cannot hold every microsecond exactly), profiler.db
+ * gets the nearest double of milliseconds. */
+static inline spp_val spp_v_ns(int64_t ns)
+{
+    spp_val v = {0};
+    v.kind = SPP_MS;
+    v.i = ns;
+    v.n = 1;
+    v.d = (double)(ns / 1000000) + (double)(ns % 1000000) / 1e6;
+    return v;
+}
 static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
 /* stdio buffer of each output file: one write() per this many bytes. */

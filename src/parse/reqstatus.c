@@ -3,7 +3,9 @@
  * reqstatus.c — request_status.csv: the queue sizes over time. Each Queue /
  * Enqueue / Dequeue record carrying `QueueSize=` updates the size of its
  * queue (scope#QueueName, else status: WAITING, RUNNING, SWAPPED) for its
- * process and writes one row with the three current sizes.
+ * process and writes one row with the three current sizes (empty for a
+ * queue not reported yet). relative_timestamp counts from the process's
+ * first such row, as the reference's does.
  */
 #include <string.h>
 
@@ -20,8 +22,10 @@ void spp_reqstatus_init(spp_model *m)
     spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
                    sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
-    for (int i = 0; i < m->nstores; i++)
-        m->st[i].waiting = m->st[i].running = m->st[i].swapped = 0;
+    for (int i = 0; i < m->nstores; i++) {
+        m->st[i].waiting = m->st[i].running = m->st[i].swapped = NAN;
+        m->st[i].rs_first = -1;
+    }
 }
 
 static spp_val n(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
@@ -43,10 +47,12 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         return; /* PENDING and others: not a column of this report */
     char dt[40];
     spp_fmt_datetime(r->ts, dt);
+    if (st->rs_first < 0)
+        st->rs_first = r->ts;
     spp_val v[8] = {
         spp_v_text(r->store->hostname, -1), spp_v_int(r->pid), spp_v_text(dt, -1),
-        spp_v_ms((double)(r->ts - m->origin_ns) / 1e6), n(st->waiting), n(st->running), n(st->swapped),
-        spp_v_ms((double)r->ts / 1e6),
+        spp_v_ns(r->ts - st->rs_first), n(st->waiting), n(st->running), n(st->swapped),
+        spp_v_ns(r->ts),
     };
     spp_table_row(&m->out, &m->t_reqstatus, v);
 }

@@ -233,9 +233,13 @@ static int open_csv(spp_out *o, spp_table *t)
 }
 
 /* Milliseconds with microsecond precision, exactly: integer arithmetic. */
-static void put_ms(FILE *f, double ms)
+static void put_ms(FILE *f, const spp_val *v)
 {
-    long long us = llround(ms * 1000.0);
+    long long us;
+    if (v->n == 1) /* exact nanoseconds: round half away from zero in integers */
+        us = v->i >= 0 ? (v->i + 500) / 1000 : -((-v->i + 500) / 1000);
+    else
+        us = llround(v->d * 1000.0);
     if (us < 0) {
         putc_unlocked('-', f);
         us = -us;
@@ -331,7 +335,7 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
             switch (v[i].kind) {
             case SPP_INT: spp_put_int(f, v[i].i); break;
             case SPP_REAL: put_real(f, v[i].d); break;
-            case SPP_MS: put_ms(f, v[i].d); break;
+            case SPP_MS: put_ms(f, &v[i]); break;
             case SPP_TEXT: spp_csv_field(f, v[i].s, v[i].n); break;
             default: break;
             }
