@@ -23,6 +23,7 @@ typedef struct spp_store_state {
     int64_t first_ts;
     /* request_status: current queue sizes */
     double waiting, running, swapped;
+    double pending; /* profiler.db's request_status.PENDING (reqstatus.c) */
     /* batch rows waiting for the next KVCacheStatus of this process */
     struct spp_pending *pend_head, *pend_tail;
     int npend;

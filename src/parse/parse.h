@@ -245,6 +245,8 @@ typedef struct spp_table {
     const char *db_name;    /* e.g. "request"; NULL: csv only */
     const spp_col *cols;
     int ncols;
+    int ncsv;               /* the first ncsv columns go to the CSV, the rest to profiler.db only
+                             * (spp_table_init sets ncols; a report lowers it after the init) */
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */
