@@ -8,8 +8,6 @@ filter on the real time columns.
 (The first version of this test substituted 0 and 99999999999999 and passed
 by accident: four panels compared a text column `time` with numbers, which
 holds for those two bounds only.)"""
-import json
-import math
 import os
 import sqlite3
 import sys
@@ -18,19 +16,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import servelike  # noqa: E402
+from dashqueries import check_our_dashboard, our_targets, with_range  # noqa: E402
 from fixtures import run_parse  # noqa: E402
-
-DASH = os.path.join(os.environ.get("SERVPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", "..")),
-                    "dashboards", "grafana-profiler.json")
-
-
-def with_range(sql, from_ms, to_ms):
-    """What Grafana substitutes: the time range in ms since the epoch."""
-    return sql.replace("$__from", str(from_ms)).replace("$__to", str(to_ms))
-
-
-def is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 class Grafana(unittest.TestCase):
@@ -44,9 +31,7 @@ class Grafana(unittest.TestCase):
         cls.from_ms, cls.to_ms = first // 1_000_000, -(-last // 1_000_000) + 1
         run_parse(inp, out, "--format", "db")
         cls.db = sqlite3.connect(os.path.join(out, "profiler.db"))
-        with open(DASH) as f:
-            cls.dash = json.load(f)
-        cls.targets = [(p, t) for p in cls.dash["panels"] for t in p["targets"]]
+        cls.dash, cls.targets = our_targets()
 
     @classmethod
     def tearDownClass(cls):
@@ -67,27 +52,8 @@ class Grafana(unittest.TestCase):
         self.assertGreaterEqual(len(self.targets), 10)
 
     def test_every_panel_with_the_runs_range(self):
-        lo, hi = self.from_ms / 1000.0, self.to_ms / 1000.0
-        for p, t in self.targets:
-            for key in ("rawQueryText", "queryText"):
-                with self.subTest(panel=p["title"], key=key):
-                    cols, rows = self.run_target(t, key, self.from_ms, self.to_ms)
-                    self.assertGreater(len(rows), 0, t[key])
-                    times = t.get("timeColumns", [])
-                    for tc in times:
-                        i = cols.index(tc)
-                        # seconds since the epoch, as the plugin expects, inside the run
-                        self.assertTrue(all(is_number(r[i]) and lo <= r[i] <= hi for r in rows),
-                                        (tc, rows[0][i], lo, hi))
-                    values = [i for i, c in enumerate(cols) if c not in times]
-                    # every value is a number or empty, and each value column has numbers
-                    # (the table panel's id and datetime columns are texts)
-                    for i in values:
-                        got = [r[i] for r in rows if r[i] is not None]
-                        if p["type"] == "timeseries":
-                            self.assertTrue(got and all(is_number(v) for v in got), (cols[i], rows[:3]))
-                        else:
-                            self.assertTrue(got, cols[i])
+        # rows; time columns in seconds inside the range; each value column has numbers
+        check_our_dashboard(self, self.db, self.from_ms, self.to_ms)
 
     def test_a_narrower_range_filters(self):
         mid = (self.from_ms + self.to_ms) // 2
