@@ -1,7 +1,10 @@
 /*
  * table.c — the row sink every report writes through: one call per row
  * writes the CSV line (when csv is on) and the profiler.db row (when db is
- * on), so the two can never disagree.
+ * on), so the two can never disagree. A report may give profiler.db columns
+ * the CSV has not (the reference's, after the CSV's: ncsv), and dbcompat.c
+ * may append virtual generated columns to a table's CREATE (computed when
+ * read; the rows here never carry them).
  *
  * CSV files are opened on the first row, so a report whose data never came
  * leaves no empty file behind; spp_table_close() then prints the one line
