@@ -27,43 +27,62 @@
 
 #include "dbcompat.h"
 
-/* "x" GENERATED ALWAYS AS (expr) VIRTUAL, for the column lists below. */
-#define GEN(name, type, expr) ", " name " " type " GENERATED ALWAYS AS (" expr ") VIRTUAL"
 /* milliseconds (REAL, µs precision) to whole microseconds */
 #define MS_TO_US(col) "CAST(round(\"" col "\" * 1000) AS INTEGER)"
 
-static const struct { const char *table, *sql; } columns[] = {
+/* One reference column computed from one of ours: added to `table` when
+ * the table has `from` and no column named `name` yet (a report that comes
+ * to carry the reference's column itself, or drops ours, must not break
+ * its CREATE TABLE). */
+static const struct compat_col {
+    const char *table, *name, *type, *expr, *from;
+} columns[] = {
     /* The reference's dashboard orders batches by `start_time` (its own
      * profiler.db lacks the column: it renames it start_time(ms) while it
      * holds µs). Here: µs since the epoch, as its parser's start_time. */
-    {"batch", GEN("start_time", "INTEGER", MS_TO_US("start_time(ms)"))
-              GEN("end_time", "INTEGER", MS_TO_US("end_time(ms)"))
-              GEN("during_time", "REAL", "\"during_time(ms)\"")},
+    {"batch", "start_time", "INTEGER", MS_TO_US("start_time(ms)"), "start_time(ms)"},
+    {"batch", "end_time", "INTEGER", MS_TO_US("end_time(ms)"), "end_time(ms)"},
+    {"batch", "during_time", "REAL", "\"during_time(ms)\"", "during_time(ms)"},
     /* Its request table holds these in ms without the suffix (its view
      * request_data adds it). */
-    {"request", GEN("execution_time", "REAL", "\"execution_time(ms)\"")
-                GEN("queue_wait_time", "REAL", "\"queue_wait_time(ms)\"")
-                GEN("first_token_latency", "REAL", "\"first_token_latency(ms)\"")},
+    {"request", "execution_time", "REAL", "\"execution_time(ms)\"", "execution_time(ms)"},
+    {"request", "queue_wait_time", "REAL", "\"queue_wait_time(ms)\"", "queue_wait_time(ms)"},
+    {"request", "first_token_latency", "REAL", "\"first_token_latency(ms)\"", "first_token_latency(ms)"},
     /* Its forward table: the same values in ms without the suffix. */
-    {"forward", GEN("relative_start_time", "REAL", "\"relative_start_time(ms)\"")
-                GEN("during_time", "REAL", "\"during_time(ms)\"")
-                GEN("bubble_time", "REAL", "\"bubble_time(ms)\"")
-                GEN("start_time", "REAL", "\"start_time(ms)\"")
-                GEN("end_time", "REAL", "\"end_time(ms)\"")},
+    {"forward", "relative_start_time", "REAL", "\"relative_start_time(ms)\"", "relative_start_time(ms)"},
+    {"forward", "during_time", "REAL", "\"during_time(ms)\"", "during_time(ms)"},
+    {"forward", "bubble_time", "REAL", "\"bubble_time(ms)\"", "bubble_time(ms)"},
+    {"forward", "start_time", "REAL", "\"start_time(ms)\"", "start_time(ms)"},
+    {"forward", "end_time", "REAL", "\"end_time(ms)\"", "end_time(ms)"},
+    /* Its kvcache table keeps the datetime as start_datetime (its CSV
+     * calls it start_time): for a kvcache.csv that does the same. */
+    {"kvcache", "start_datetime", "TEXT", "start_time", "start_time"},
     /* Timeline tables: the reference's track is our lane (tid), unique
      * across processes; sort indexes are the ones chrome_tracing.json gives. */
-    {"process", GEN("process_sort_index", "INTEGER", "pid")},
-    {"thread", GEN("track_id", "INTEGER", "tid") GEN("thread_sort_index", "INTEGER", "tid")},
-    {"counter", GEN("args", "TEXT", "json_object(series, value)")},
-    {"flow", GEN("track_id", "INTEGER", "tid")},
+    {"process", "process_sort_index", "INTEGER", "pid", "pid"},
+    {"thread", "track_id", "INTEGER", "tid", "tid"},
+    {"thread", "thread_sort_index", "INTEGER", "tid", "tid"},
+    {"counter", "args", "TEXT", "json_object(series, value)", "series"},
+    {"flow", "track_id", "INTEGER", "tid", "tid"},
 };
 
-const char *spp_dbcompat_columns(const char *table)
+static int has_col(const spp_col *cols, int ncols, const char *name)
 {
-    for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
-        if (strcmp(columns[i].table, table) == 0)
-            return columns[i].sql;
-    return "";
+    for (int i = 0; i < ncols; i++)
+        if (sqlite3_stricmp(cols[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols)
+{
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
+        const struct compat_col *c = &columns[i];
+        if (strcmp(c->table, table) == 0 && has_col(cols, ncols, c->from) && !has_col(cols, ncols, c->name))
+            sqlite3_str_appendf(s, ", \"%w\" %s GENERATED ALWAYS AS (%s) VIRTUAL", c->name, c->type, c->expr);
+    }
+    return sqlite3_str_finish(s); /* NULL when empty */
 }
 
 void spp_dbcompat_time(int64_t ns, char *buf)
@@ -159,11 +178,28 @@ static const char *const views[] = {
     " CAST(swapped AS REAL) AS swapped, CAST(running AS REAL) AS running FROM request_status ORDER BY time",
 };
 
+/* Whether table has a stored column named col (any case). */
+static int table_has(sqlite3 *db, const char *table, const char *col)
+{
+    sqlite3_stmt *st;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2 COLLATE NOCASE", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
+        has = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    return has;
+}
+
 /* "CREATE VIEW view AS SELECT <table's stored columns> FROM table", a
  * column renamed when it is `from` (to `to`). The stored columns are the
  * report's (PRAGMA table_info leaves generated columns out). */
 static char *info_view_sql(sqlite3 *db, const char *view, const char *table, const char *from, const char *to)
 {
+    if (from && table_has(db, table, to))
+        from = NULL; /* the table has the reference's name already */
     sqlite3_str *s = sqlite3_str_new(db);
     sqlite3_str_appendf(s, "CREATE VIEW \"%w\" AS SELECT ", view);
     char *q = sqlite3_mprintf("PRAGMA table_info(\"%w\")", table);

@@ -6,12 +6,14 @@
 
 #include "parse.h"
 
-/* The reference's columns of table `table` that we compute from ours, as
- * text to append to its CREATE TABLE column list: ", name TYPE GENERATED
- * ALWAYS AS (...) VIRTUAL" each (empty string when none). Virtual
- * generated columns are computed when read: nothing is stored, and they
- * come after the stored columns, so the page writer never sees them. */
-const char *spp_dbcompat_columns(const char *table);
+/* The reference's columns of table `table` (stored columns cols) that we
+ * compute from ours, as text to append to its CREATE TABLE column list:
+ * ", name TYPE GENERATED ALWAYS AS (...) VIRTUAL" each, or NULL when none.
+ * Virtual generated columns are computed when read: nothing is stored, and
+ * they come after the stored columns, so the page writer never sees them.
+ * A column is left out when the table already has one of that name or
+ * lacks the one it is computed from. The caller frees with sqlite3_free. */
+char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols);
 
 /* The reference's time text, "YYYY-MM-DD HH:MM:SS:ffffff" (a colon before
  * the microseconds, as its parser writes it), in UTC (docs/parse.md says

@@ -179,8 +179,8 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
     /* The reference's names for columns we hold under other names:
      * virtual generated columns (dbcompat.c), computed when read, so the
      * page writer never sees them (they come after the stored ones). */
-    const char *extra = spp_dbcompat_columns(db_name);
-    size_t cap = 256 + (size_t)ncols * 96 + strlen(extra);
+    char *extra = spp_dbcompat_columns(db_name, cols, ncols);
+    size_t cap = 256 + (size_t)ncols * 96 + (extra ? strlen(extra) : 0);
     char *create = malloc(cap), *ins = malloc(cap);
     char q[160];
     quote_ident(q, sizeof q, db_name);
@@ -191,7 +191,8 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         n += (size_t)snprintf(create + n, cap - n, "%s%s %s", i ? ", " : "", q, cols[i].sqltype);
         m += (size_t)snprintf(ins + m, cap - m, "%s?", i ? ", " : "");
     }
-    snprintf(create + n, cap - n, "%s)", extra);
+    snprintf(create + n, cap - n, "%s)", extra ? extra : "");
+    sqlite3_free(extra);
     snprintf(ins + m, cap - m, ")");
     if (sqlite3_exec(o->db_conn, create, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(o->db_conn, ins, -1, &t->ins, NULL) != SQLITE_OK) {
