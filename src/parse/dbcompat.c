@@ -20,10 +20,7 @@
  * room or is wrong, and every remaining difference: docs/parse.md
  * (profiler.db) and docs/compat.md.
  */
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dbcompat.h"
 
@@ -87,32 +84,7 @@ char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols)
 
 void spp_dbcompat_time(int64_t ns, char *buf)
 {
-    /* gmtime_r + strftime cost ~2,500 instructions: the formatted second is
-     * kept (as fmt.c does; the parse formats from one thread), only the
-     * microseconds change between rows of the same second. */
-    static int64_t cached_sec = INT64_MIN;
-    static char cached[24];
-    int64_t sec = ns / 1000000000, rem = ns % 1000000000;
-    if (rem < 0) {
-        rem += 1000000000;
-        sec--;
-    }
-    if (sec != cached_sec) {
-        time_t t = (time_t)sec;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(cached, sizeof cached, "%Y-%m-%d %H:%M:%S", &tm);
-        cached_sec = sec;
-    }
-    size_t n = strlen(cached);
-    memcpy(buf, cached, n);
-    buf[n] = ':';
-    int us = (int)(rem / 1000);
-    for (int i = 6; i >= 1; i--) {
-        buf[n + (size_t)i] = (char)('0' + us % 10);
-        us /= 10;
-    }
-    buf[n + 7] = 0;
+    spp_fmt_datetime_utc(ns, buf, ':');
 }
 
 /* The time text of the reference's curve views, from its `timestamp`:

@@ -216,6 +216,8 @@ int spp_ids_count(spp_ids *ids);
 /* ---------------------------------------------------------------- fmt */
 /* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
 void spp_fmt_datetime(int64_t ns, char *buf);
+/* The same in UTC with us_sep before the microseconds (27 bytes). */
+void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep);
 /* Length of the valid UTF-8 sequence at p (before e): 1..4, or 0 if invalid. */
 int spp_utf8_len(const char *p, const char *e);
 /* Writes v in decimal (no locale, no printf). */
