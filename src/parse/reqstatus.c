@@ -4,7 +4,7 @@
  * queue (scope#QueueName, else status: WAITING, RUNNING, SWAPPED) for its
  * process and writes one row with the three current sizes.
  *
- * profiler.db gets four more columns (db_only, not in the CSV), the
+ * profiler.db gets four more columns (after the CSV's: ncsv), the
  * reference's request_status as its dashboard and tests read it:
  * `timestamp` (its time text, UTC: dbcompat.c), `QueueSize=` and `status`
  * (the size and name of the queue this record changed), and `PENDING` (the
