@@ -26,6 +26,7 @@ typedef struct spp_store_state {
     /* request_status: current queue sizes (NAN: not reported yet), first row */
     double waiting, running, swapped;
     int64_t rs_first;
+    double pending; /* profiler.db's request_status.PENDING (reqstatus.c) */
     /* batch rows waiting for the next KVCacheStatus of this process */
     struct spp_pending *pend_head, *pend_tail;
     int npend;

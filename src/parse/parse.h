@@ -219,6 +219,8 @@ int spp_ids_count(spp_ids *ids);
 /* ---------------------------------------------------------------- fmt */
 /* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
 void spp_fmt_datetime(int64_t ns, char *buf);
+/* The same in UTC with us_sep before the microseconds (27 bytes). */
+void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep);
 /* Length of the valid UTF-8 sequence at p (before e): 1..4, or 0 if invalid. */
 int spp_utf8_len(const char *p, const char *e);
 /* Writes v in decimal (no locale, no printf). */
@@ -261,6 +263,8 @@ typedef struct spp_table {
     const char *db_name;    /* e.g. "request"; NULL: csv only */
     const spp_col *cols;
     int ncols;
+    int ncsv;               /* the first ncsv columns go to the CSV, the rest to profiler.db only
+                             * (spp_table_init sets ncols; a report lowers it after the init) */
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */

@@ -5,6 +5,9 @@ servprof config whose collection is off; servprof-load sends Poisson load;
 again; a client leaves mid-stream while collection is on; the server stops;
 `servprof parse` writes the reports. Then:
   - every report is non-empty (CSV rows, timeline events, profiler.db rows);
+  - every panel of both Grafana dashboards (ours and the reference's, see
+    tests/parse/dashqueries.py) returns rows with times inside the run and
+    numbers, on this profiler.db with the run's own time range;
   - the requests that ended while collection was on — as the server told
     each client in its last event ("profiled" >= 1) — are exactly the
     request.csv rows with a reply size (so the counts are equal);
@@ -20,11 +23,15 @@ import socket
 import sqlite3
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
 from demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parse"))
+from dashqueries import check_dashboards  # noqa: E402
 
 
 def rows(path):
@@ -105,6 +112,8 @@ class EndToEnd(unittest.TestCase):
         for table in ["request", "batch", "forward", "kvcache"]:
             with self.subTest(table=table):
                 self.assertGreater(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0], 0)
+        # Every panel of our Grafana dashboard and of the reference's, with the run's own time range.
+        check_dashboards(self, db, kv_in_utc=time.localtime().tm_gmtoff == 0)
         db.close()
 
         # The requests that ended while collection was on are request.csv's.

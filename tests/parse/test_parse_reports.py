@@ -145,7 +145,7 @@ class Reports(unittest.TestCase):
         row = db.execute("SELECT count, p50 FROM first_token_latency").fetchall()
         self.assertEqual(len(row), 1)
         self.assertEqual(row[0][0], 3)
-        self.assertAlmostEqual(row[0][1], 11.0)  # median of 7, 11, 30
+        self.assertAlmostEqual(row[0][1], 11000.0)  # median of 7, 11, 30 ms, in µs (the reference's unit)
         names = dict(db.execute("SELECT prof_id, process_name FROM process WHERE prof_id <> ''"))
         self.assertEqual(names["ms_service_hostA-200"], "forward")
         db.close()
