@@ -111,9 +111,7 @@ typedef struct acc_ctx { spp_model *m; spp_store_state *st; double *acc; } acc_c
 static void acc_member(spp_str key, double v, void *c)
 {
     acc_ctx *a = c;
-    char buf[512];
-    int n = spp_str_copy(key, buf, sizeof buf);
-    int node = spp_ids_find(a->m->ids, buf, n);
+    int node = spp_ids_find_str(a->m->ids, key);
     if (node < 0 || isnan(v))
         return;
     int root = spp_ids_root(a->m->ids, node);

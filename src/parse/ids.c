@@ -122,6 +122,25 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
 int spp_ids_get(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
 int spp_ids_find(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
 
+/* An id as the args text holds it: unescaped whole (no length cut, so two
+ * long ids never merge); the text is never longer unescaped. */
+static int lookup_str(spp_ids *ids, spp_str s, int create)
+{
+    if (!s.esc)
+        return lookup(ids, s.p, s.n, create);
+    char small[512], *buf = s.n < (int)sizeof small ? small : malloc((size_t)s.n + 1);
+    if (!buf)
+        return -1;
+    int n = spp_str_copy(s, buf, s.n + 1);
+    int found = lookup(ids, buf, n, create);
+    if (buf != small)
+        free(buf);
+    return found;
+}
+
+int spp_ids_get_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 1); }
+int spp_ids_find_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 0); }
+
 int spp_ids_root(spp_ids *ids, int i)
 {
     while (ids->nodes[i].parent != i) {

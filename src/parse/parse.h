@@ -105,6 +105,7 @@ typedef struct spp_store {
     struct spp_rawrow *raw_row; /* the raw scan's current row (owned) */
     int raw_where;        /* the raw scan skips rows whose timestamp is not > 0 (the SQL's WHERE) */
     int raw_path;         /* how slice was read: 0 SQLite, 1 raw scan, 2 raw then handed to SQLite */
+    long long absurd_dur; /* records whose duration was absurd, read as events (store.c) */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;
@@ -113,6 +114,10 @@ typedef struct spp_store {
 const char *spp_store_thread_name(const spp_store *s, long long tid);
 
 enum { SPP_READ_DIRECT = 0, SPP_READ_REORDER, SPP_READ_SORTED };
+/* Longest duration a record may have: 1e17 ns, about 3.2 years. Longer
+ * ones (and ones ending past INT64_MAX ns) are read as events and counted,
+ * so that no report's timestamp + duration can overflow. */
+#define SPP_MAX_DUR_NS 100000000000000000LL
 
 typedef struct spp_rec {
     int64_t ts, dur;      /* ns since epoch; dur 0 for events */
@@ -185,8 +190,15 @@ void spp_args_free(spp_args *a);
 /* Decodes text (len bytes). Never fails: unknown keys are skipped; a
  * malformed text leaves valid = 0 and what was decoded before the error. */
 void spp_args_decode(spp_args *a, const char *text, int len);
-/* Copies s into buf (unescaping), NUL-terminated; returns length. */
+/* Copies s into buf (unescaping), NUL-terminated; returns length. The
+ * unescaped text is never longer than s.n (cap = s.n + 1 holds it whole).
+ * \u0000 and unpaired surrogates become U+FFFD; surrogate pairs become one
+ * 4-byte UTF-8 sequence. */
 int spp_str_copy(spp_str s, char *buf, int cap);
+/* Values of numeric keys found out of range (beyond 2^53, infinite, or an
+ * int key beyond int) and treated as absent, since the last reset. */
+long long spp_args_range_errors(void);
+void spp_args_range_reset(void);
 /* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
 double spp_json_object_number(spp_str obj, const char *key, int keylen);
 /* Calls fn(key, value) for each member of a flat object (NAN when not a number). */
@@ -203,6 +215,9 @@ void spp_ids_free(spp_ids *ids);
 int spp_ids_get(spp_ids *ids, const char *s, int n);
 /* Node of id s, or -1 when never seen. */
 int spp_ids_find(spp_ids *ids, const char *s, int n);
+/* The same for an id as decoded from args (escapes resolved, any length). */
+int spp_ids_get_str(spp_ids *ids, spp_str s);
+int spp_ids_find_str(spp_ids *ids, spp_str s);
 int spp_ids_root(spp_ids *ids, int node);
 /* Records that `from` is the same request as `to`; returns the root kept
  * (to's), and in *absorbed the root that disappeared (-1 if none). */

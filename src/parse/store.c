@@ -330,6 +330,18 @@ static void step(spp_store *s)
     fail(s, "read error", NULL);
 }
 
+/* A duration no report can use: longer than SPP_MAX_DUR_NS, or one whose
+ * end would be past INT64_MAX ns (year 2262), so that timestamp + duration
+ * overflows. Such a record is read as an event (duration 0) and counted
+ * (spp_store.absurd_dur); the driver prints the count. */
+static int dur_absurd(int64_t ts, int64_t dur)
+{
+    return dur > SPP_MAX_DUR_NS || (ts > 0 && dur > INT64_MAX - ts);
+}
+
+/* Twice v without overflow (windows are doubled lateness). */
+static int64_t twice(int64_t v) { return v > INT64_MAX / 2 ? INT64_MAX : 2 * v; }
+
 /* The first pass, as an aggregate: SQLite calls this once per row of the
  * scan inside a single sqlite3_step, which costs about half of stepping a
  * `SELECT timestamp` row by row through the API (callgrind). */
@@ -358,8 +370,11 @@ static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
 {
     late_acc *a = sqlite3_user_data(c);
     int64_t ts = sqlite3_value_int64(argv[0]);
-    if (ts > 0 && argc > 1 && sqlite3_value_int64(argv[1]) > a->maxdur)
-        a->maxdur = sqlite3_value_int64(argv[1]);
+    if (ts > 0 && argc > 1) {
+        int64_t dur = sqlite3_value_int64(argv[1]);
+        if (!dur_absurd(ts, dur) && dur > a->maxdur)
+            a->maxdur = dur;
+    }
     late_add(a, ts);
 }
 
@@ -437,7 +452,7 @@ static const char *choose_mode(spp_store *s, int *plain)
         rc = sqlite3_step(st);
         sqlite3_finalize(st);
         if (acc.n + acc.bad >= PREFIX_ROWS) {
-            int64_t w = 2 * (acc.late > acc.maxdur ? acc.late : acc.maxdur);
+            int64_t w = twice(acc.late > acc.maxdur ? acc.late : acc.maxdur);
             s->mode = SPP_READ_REORDER;
             s->one_pass = 1;
             s->lateness = w > WINDOW0_NS ? w : WINDOW0_NS;
@@ -613,6 +628,10 @@ static void read_cur(spp_store *s, spp_rec *r)
         const spp_rawrow *w = s->raw_row;
         r->ts = w->ts;
         r->dur = w->dur < 0 ? 0 : w->dur;
+        if (dur_absurd(r->ts, r->dur)) {
+            s->absurd_dur++;
+            r->dur = 0;
+        }
         r->name = w->name;
         r->cat = w->cat;
         r->args = w->args;
@@ -653,6 +672,10 @@ static void read_cur(spp_store *s, spp_rec *r)
     }
     if (r->dur < 0)
         r->dur = 0;
+    if (dur_absurd(r->ts, r->dur)) {
+        s->absurd_dur++;
+        r->dur = 0;
+    }
 }
 
 /* One-pass mode: a row earlier than one already handed out ends the store
@@ -673,8 +696,8 @@ static int one_pass_check(spp_store *s, const spp_rec *r)
         end_cursor(s);
         return 0;
     }
-    if (s->maxts > r->ts && (s->maxts - r->ts) * 2 > s->lateness)
-        s->lateness = (s->maxts - r->ts) * 2;
+    if (s->maxts > r->ts && twice(s->maxts - r->ts) > s->lateness)
+        s->lateness = twice(s->maxts - r->ts);
     return 1;
 }
 
