@@ -50,6 +50,7 @@
 #include "parse.h"
 #include "rawscan.h"
 #include "reorder.h"
+#include "walcheck.h"
 
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
 #define REORDER_MAX_BYTES (128LL << 20)
@@ -133,8 +134,8 @@ static unsigned be32(const unsigned char *p)
     return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
 }
 
-/* 0 ok; -1 with *why set. */
-static int check_header(const char *path, const char **why)
+/* 0 ok; -1 with *why set. *psz: the page size. */
+static int check_header(const char *path, const char **why, unsigned *psz_out)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -158,8 +159,16 @@ static int check_header(const char *path, const char **why)
     if (psz == 1)
         psz = 65536;
     unsigned pages = be32(h + 28);
-    /* The in-header size is valid only when the change counter matches. */
-    if (sok && pages && be32(h + 24) == be32(h + 92) &&
+    *psz_out = psz;
+    /* The in-header size is valid only when the change counter matches,
+     * and says nothing when a WAL is there: committed pages may live in
+     * the -wal file only (a recorder whose disk filled up before the
+     * checkpoint copied them back). SQLite then decides what is there. */
+    char wal[4096];
+    struct stat wst;
+    int has_wal = snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && stat(wal, &wst) == 0 &&
+                  wst.st_size > 0;
+    if (sok && pages && !has_wal && be32(h + 24) == be32(h + 92) &&
         (long long)st.st_size < (long long)pages * psz) {
         *why = "truncated (shorter than its header says)";
         return -1;
@@ -526,13 +535,32 @@ static void open_raw(spp_store *s, int where)
     spp_log(SPP_DEBUG, "store %s: slice read from its b-tree pages (raw scan)", s->path);
 }
 
+/* A WAL SQLite will not read whole: said by name, with what is lost. 1 if so. */
+static int warn_wal(const char *path, unsigned psz)
+{
+    spp_wal_info w;
+    if (!spp_wal_check(path, psz, &w))
+        return 0;
+    if (!w.header_ok)
+        OPEN_WARN("store %s: its WAL file (%s-wal, %lld bytes, %lld frames, about %lld rows) has a damaged header, "
+                  "so SQLite ignores all of it; only what was already copied into the main file is read",
+                  path, path, w.size, w.frames, w.lost_rows);
+    else
+        OPEN_WARN("store %s: its WAL file (%s-wal) is damaged at frame %lld of %lld (checksum mismatch); SQLite "
+                  "reads only the %lld frame(s) committed before it: the other %lld frame(s), about %lld rows, "
+                  "are not read", path, path, w.damaged_at, w.frames, w.used, w.frames - w.used, w.lost_rows);
+    return 1;
+}
+
 spp_store *spp_store_open(const char *path, int index)
 {
     const char *why = NULL;
-    if (check_header(path, &why) != 0) {
+    unsigned psz = 0;
+    if (check_header(path, &why, &psz) != 0) {
         OPEN_WARN("store %s: %s; skipped", path, why);
         return NULL;
     }
+    int wal_damaged = warn_wal(path, psz);
     spp_store *s = calloc(1, sizeof *s);
     s->index = index;
     s->path = strdup(path);
@@ -561,7 +589,11 @@ spp_store *spp_store_open(const char *path, int index)
         return NULL;
     }
     if (slice != 1 && mstx != 1) {
-        OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
+        if (wal_damaged)
+            OPEN_WARN("store %s: no 'slice' or 'Mstx' table can be read: the tables are in its damaged WAL "
+                      "(above); skipped", path);
+        else
+            OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
         spp_store_close(s);
         return NULL;
     }
