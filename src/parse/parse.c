@@ -47,6 +47,7 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     spp_timeline_close(m->tl, stores, n);
     m->tl = NULL;
     spp_model_close(m);
+    m->out.discard = 1; /* the exact run writes them again */
     spp_out_close(&m->out);
     spp_stats_free(m->stats);
     free(m->fin);

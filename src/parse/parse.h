@@ -281,6 +281,7 @@ typedef struct spp_out {
      * converting the rare values that need SQLite's affinity rules. */
     struct spp_bt *bt;
     int db_lost;            /* profiler.db failed (reported once, file removed) */
+    int discard;            /* spp_out_close removes this run's outputs instead of committing them */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
@@ -291,6 +292,9 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
 void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
 /* Closes the CSV; a report with no rows prints its skip line. */
 void spp_table_close(spp_out *o, spp_table *t);
-int spp_out_close(spp_out *o); /* commits profiler.db */
+/* Finishes profiler.db, then renames every output of the run from its
+ * temporary name to its own (dwrite.c, staging); with o->discard set the
+ * temporary files are removed instead. 0, or -1 if anything failed. */
+int spp_out_close(spp_out *o);
 
 #endif
