@@ -235,7 +235,9 @@ void spp_fmt_datetime(int64_t ns, char *buf);
 int spp_utf8_len(const char *p, const char *e);
 /* Writes v in decimal (no locale, no printf). */
 void spp_put_int(FILE *f, long long v);
-/* Appends a CSV field (quoted when needed). */
+/* Appends a CSV text field (quoted when needed; a text a spreadsheet would
+ * run as a formula, starting with = + - @ tab or CR and not a number, gets
+ * a leading ', quoted). */
 void spp_csv_field(FILE *f, const char *s, int n);
 
 /* --------------------------------------------------------------- table */

@@ -147,8 +147,40 @@ static void test_long_ids(void)
     spp_ids_free(ids);
 }
 
+/* One CSV field as spp_csv_field writes it. */
+static const char *csv_of(const char *s)
+{
+    static char out[256];
+    memset(out, 0, sizeof out);
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    spp_csv_field(f, s, (int)strlen(s));
+    fclose(f);
+    return out;
+}
+
+/* Issue 19 item 9: text a spreadsheet would run gets a leading quote;
+ * numbers and ordinary text are written as they are. */
+static void test_csv_injection(void)
+{
+    CHECK_STR(csv_of("=cmd|' /C calc'!A0"), "\"'=cmd|' /C calc'!A0\"");
+    CHECK_STR(csv_of("@SUM(A1)"), "\"'@SUM(A1)\"");
+    CHECK_STR(csv_of("+1+2"), "\"'+1+2\"");
+    CHECK_STR(csv_of("-2+3,x"), "\"'-2+3,x\"");
+    CHECK_STR(csv_of("\tx"), "\"'\tx\"");
+    CHECK_STR(csv_of("\rx"), "\"'\rx\"");
+    CHECK_STR(csv_of("=\"q\""), "\"'=\"\"q\"\"\"");
+    CHECK_STR(csv_of("-3"), "-3");
+    CHECK_STR(csv_of("+1.5e3"), "+1.5e3");
+    CHECK_STR(csv_of("-0.25"), "-0.25");
+    CHECK_STR(csv_of("req-1=2"), "req-1=2");
+    CHECK_STR(csv_of("a,b"), "\"a,b\"");
+    CHECK_STR(csv_of(""), "");
+    CHECK_STR(csv_of("-"), "\"'-\"");
+}
+
 int main(void)
 {
+    test_csv_injection();
     test_ranges();
     test_strings();
     test_long_ids();
