@@ -4,6 +4,7 @@
  * queue (scope#QueueName, else status: WAITING, RUNNING, SWAPPED) for its
  * process and writes one row with the three current sizes.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "model.h"
@@ -14,8 +15,16 @@ static const spp_col cols[] = {
     {"swapped", "INTEGER"}, {"timestamp(ms)", "REAL"},
 };
 
+/* Why the report may be empty when records with QueueSize= did come: their
+ * queue names (shown, the first one) are none of the three columns. One
+ * parse at a time; reset by init. */
+static char unknown_why[256];
+static long long unknown_n;
+
 void spp_reqstatus_init(spp_model *m)
 {
+    unknown_why[0] = 0;
+    unknown_n = 0;
     spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
                    sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
@@ -38,8 +47,19 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         st->running = a->queue_size;
     else if (q.n == 7 && !memcmp(q.p, "SWAPPED", 7))
         st->swapped = a->queue_size;
-    else
-        return; /* PENDING and others: not a column of this report */
+    else {
+        /* PENDING and others: not a column of this report. Said if no
+         * other row comes (the skip line would claim no QueueSize=). */
+        if (!unknown_n++) {
+            char name[64];
+            spp_str_copy(q, name, sizeof name);
+            snprintf(unknown_why, sizeof unknown_why, "records with QueueSize= were found, but for no queue it "
+                     "reports (WAITING, RUNNING, SWAPPED): the first named '%s' (%s)", name,
+                     a->queue_name.p ? "scope#QueueName" : "status");
+            m->t_reqstatus.needs = unknown_why;
+        }
+        return;
+    }
     char dt[40];
     spp_fmt_datetime(r->ts, dt);
     spp_val v[8] = {
