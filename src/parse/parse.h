@@ -5,7 +5,7 @@
  *
  *   discover.c   finds raw stores (ms_service_*.db) and activity stores
  *   store.c      opens one store read-only and yields its records in time order
- *                (the `slice` table, or the legacy `Mstx` table)
+ *                (the `slice` table, or the legacy `Mstx` table); walcheck.c its WAL
  *   reorder.c    the bounded buffer that puts rowid order back in time order
  *   merge.c      k-way merge of the stores' cursors by timestamp
  *   args.c       decodes the few keys the reports need from a record's args JSON
@@ -16,6 +16,7 @@
  *   reqstatus.c  request_status.csv; spaninfo.c span_info/NAME.csv + statistics
  *   timeline.c   chrome_tracing.json, streamed, and device-activity lanes
  *   table.c      one row sink for a report: CSV file and/or profiler.db table
+ *   dwrite.c     output files (O_DIRECT, under temporary names until the parse ends)
  *   pending.c    report rows held back for a look-ahead
  *   dbout.c      profiler.db: indexes, time-bucket tables
  *   stats.c      percentiles; summary.c the terminal summary; progress.c
@@ -147,6 +148,10 @@ int spp_store_peek(spp_store *s, spp_rec *rec);
 /* Moves to the next record (invalidates strings of the previous one). */
 void spp_store_next(spp_store *s);
 void spp_store_close(spp_store *s);
+/* The legacy Mstx message (pseudo-JSON, `^` for `"`) of n bytes as a JSON
+ * object in s->legacy_buf: fills r's args, args_len, name and cat (valid
+ * until the next call on s). Exposed for the fuzz target. */
+void spp_legacy_decode(spp_store *s, const char *msg, int n, spp_rec *r);
 
 /* --------------------------------------------------------------- merge */
 typedef struct spp_merge {

@@ -651,6 +651,20 @@ static int convert_legacy(spp_store *s, const char *msg, int n)
     return (int)(o - s->legacy_buf);
 }
 
+void spp_legacy_decode(spp_store *s, const char *msg, int n, spp_rec *r)
+{
+    r->args_len = convert_legacy(s, msg, n);
+    r->args = s->legacy_buf;
+    spp_str v;
+    s->legacy_name[0] = s->legacy_cat[0] = 0;
+    if (spp_json_object_string(r->args, r->args_len, "name", &v))
+        spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
+    if (spp_json_object_string(r->args, r->args_len, "domain", &v))
+        spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
+    r->name = s->legacy_name;
+    r->cat = s->legacy_cat;
+}
+
 /* Fills r from the cursor's current row. */
 static void read_cur(spp_store *s, spp_rec *r)
 {
@@ -684,17 +698,7 @@ static void read_cur(spp_store *s, spp_rec *r)
     } else {
         int64_t end = sqlite3_column_int64(st, 1);
         r->dur = end > r->ts ? end - r->ts : 0;
-        const char *m = text_or(st, 2, "");
-        r->args_len = convert_legacy(s, m, sqlite3_column_bytes(st, 2));
-        r->args = s->legacy_buf;
-        spp_str v;
-        s->legacy_name[0] = s->legacy_cat[0] = 0;
-        if (spp_json_object_string(r->args, r->args_len, "name", &v))
-            spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
-        if (spp_json_object_string(r->args, r->args_len, "domain", &v))
-            spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
-        r->name = s->legacy_name;
-        r->cat = s->legacy_cat;
+        spp_legacy_decode(s, text_or(st, 2, ""), sqlite3_column_bytes(st, 2), r);
         r->pid = sqlite3_column_int64(st, 3);
         r->tid = sqlite3_column_int64(st, 4);
     }
