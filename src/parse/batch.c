@@ -142,8 +142,12 @@ static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
             have = 1;
             sa += acc[i];
             sd += st->spec_drafted[i];
-            if ((int)st->spec_drafted[i] > maxd)
-                maxd = (int)st->spec_drafted[i];
+            /* only positions 1..64 are reported: clamped before the cast
+             * (a double beyond int is undefined behaviour to convert) */
+            double dd = st->spec_drafted[i];
+            int d = dd > 64 ? 64 : dd < 0 ? 0 : (int)dd;
+            if (d > maxd)
+                maxd = d;
         }
         if (have && sd > 0) {
             p->vals[C_ACC] = spp_v_real(sa / sd);
