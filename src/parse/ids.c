@@ -94,7 +94,7 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
     unsigned h = hash(s, n) & (ids->nslots - 1);
     while (ids->slots[h]) {
         node *nd = &ids->nodes[ids->slots[h] - 1];
-        if (nd->len == n && !memcmp(ids->arena + nd->name, s, (size_t)n))
+        if (nd->len == n && (n == 0 || !memcmp(ids->arena + nd->name, s, (size_t)n)))
             return ids->slots[h] - 1;
         h = (h + 1) & (ids->nslots - 1);
     }
@@ -108,7 +108,8 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
         ids->acap = (ids->acap + (size_t)n + 1) * 2;
         ids->arena = realloc(ids->arena, ids->acap);
     }
-    memcpy(ids->arena + ids->used, s, (size_t)n);
+    if (n) /* s may be NULL for the empty id */
+        memcpy(ids->arena + ids->used, s, (size_t)n);
     ids->arena[ids->used + (size_t)n] = 0;
     int i = ids->n++;
     ids->nodes[i] = (node){i, (int)ids->used, n, NULL};

@@ -107,6 +107,8 @@ typedef struct spp_store {
     int raw_where;        /* the raw scan skips rows whose timestamp is not > 0 (the SQL's WHERE) */
     int raw_path;         /* how slice was read: 0 SQLite, 1 raw scan, 2 raw then handed to SQLite */
     long long absurd_dur; /* records whose duration was absurd, read as events (store.c) */
+    int64_t last_ts;      /* timestamp of the last record handed out (time order is checked) */
+    int disordered;       /* a damaged file broke time order: the store ended there */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;

@@ -52,8 +52,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         spp_rec r;
         int64_t last = INT64_MIN;
         for (long n = 0; s && n < 200000 && spp_store_peek(s, &r); n++) {
-            if (r.ts < last || r.dur < 0 || r.dur > SPP_MAX_DUR_NS || r.ts > INT64_MAX - r.dur)
-                abort(); /* out of time order, or a duration the reports cannot add */
+            if (r.ts < last || r.dur < 0 || r.dur > SPP_MAX_DUR_NS || r.ts > INT64_MAX - r.dur) {
+                /* out of time order, or a duration the reports cannot add */
+                fprintf(stderr, "run %d record %ld: ts %lld after %lld, dur %lld (mode %d, raw path %d)\n", run, n,
+                        (long long)r.ts, (long long)last, (long long)r.dur, s->mode, s->raw_path);
+                abort();
+            }
             if (!s->violated)
                 last = r.ts;
             spp_args_decode(&a, r.args, r.args_len);
