@@ -13,32 +13,17 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, T0, ns, read_csv, run_parse  # noqa: E402
+from fixtures import Store, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
 
 BIN = os.environ.get("SERVPROF_BIN", "servprof")
 SLOW = 10 if os.environ.get("SERVPROF_SANITIZE") else 1
 
 
-def simple_request(s, rid, start, end):
-    s.event("httpReq", start, "Request", rid=rid)
-    s.event("httpRes", end, "Request", rid=rid, **{"recvTokenSize=": 10, "replyTokenSize=": 4})
-
-
-class Case(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.inp = os.path.join(self.tmp.name, "in")
-        self.out = os.path.join(self.tmp.name, "out")
-        os.makedirs(self.inp)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Case(TempCase):
     def assert_no_sanitizer_report(self, p):
         for word in ("LeakSanitizer", "AddressSanitizer", "runtime error:", "ThreadSanitizer"):
             self.assertNotIn(word, p.stderr)
