@@ -560,7 +560,7 @@ spp_store *spp_store_open(const char *path, int index)
         OPEN_WARN("store %s: %s; skipped", path, why);
         return NULL;
     }
-    int wal_damaged = warn_wal(path, psz);
+    int wal_damaged = !quiet_open && warn_wal(path, psz); /* the rerun does not read the WAL twice */
     spp_store *s = calloc(1, sizeof *s);
     s->index = index;
     s->path = strdup(path);
