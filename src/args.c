@@ -214,7 +214,9 @@ void sp_json_double(sp_sbuf *b, double v)
     }
     /* Integral values print as integers ("3", not "3.0"), as a JSON reader
      * reads them back to the same double either way. */
-    if (v == (double)(int64_t)v && fabs(v) < 9007199254740992.0) {
+    /* The range test first: converting a double beyond int64_t is
+     * undefined behaviour (clang's float-cast-overflow check). */
+    if (fabs(v) < 9007199254740992.0 && v == (double)(int64_t)v) {
         if (v == 0 && signbit(v))
             sp_sb_put(b, "-0.0", 4);
         else

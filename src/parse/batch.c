@@ -138,9 +138,7 @@ typedef struct acc_ctx { spp_model *m; spp_store_state *st; double *acc; } acc_c
 static void acc_member(spp_str key, double v, void *c)
 {
     acc_ctx *a = c;
-    char buf[512];
-    int n = spp_str_copy(key, buf, sizeof buf);
-    int node = spp_ids_find(a->m->ids, buf, n);
+    int node = spp_ids_find_str(a->m->ids, key);
     if (node < 0 || isnan(v))
         return;
     int root = spp_ids_root(a->m->ids, node);
@@ -171,8 +169,12 @@ static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
             have = 1;
             sa += acc[i];
             sd += st->spec_drafted[i];
-            if ((int)st->spec_drafted[i] > maxd)
-                maxd = (int)st->spec_drafted[i];
+            /* only positions 1..64 are reported: clamped before the cast
+             * (a double beyond int is undefined behaviour to convert) */
+            double dd = st->spec_drafted[i];
+            int d = dd > 64 ? 64 : dd < 0 ? 0 : (int)dd;
+            if (d > maxd)
+                maxd = d;
         }
         if (have && sd > 0) {
             p->vals[C_ACC] = spp_v_real(sa / sd);

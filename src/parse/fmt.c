@@ -62,8 +62,62 @@ void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep)
 /* Bytes that make a CSV field need quotes. */
 static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
 
+/* A decimal number as a spreadsheet reads one ([+-]digits[.digits][e[+-]digits]). */
+static int is_number(const char *s, int n)
+{
+    int i = 0, d = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, d++;
+    if (i < n && s[i] == '.')
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            d++;
+    if (!d)
+        return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int e = 0;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, e++;
+        if (!e)
+            return 0;
+    }
+    return i == n;
+}
+
+/* CSV injection (OWASP): a spreadsheet runs a text cell that starts with
+ * = + - @ tab or CR as a formula (`=cmd|' /C calc'!A0`); such a cell gets a
+ * leading ' (shown by no spreadsheet, and the text stays readable).
+ * Numbers (-3, +1.5e3) are left alone: they are no formula. Ids come from
+ * the profiled server's clients, so they are untrusted. */
+static int formula_like(const char *s, int n)
+{
+    if (n == 0)
+        return 0;
+    switch (s[0]) {
+    case '=': case '@': case '\t': case '\r': return 1;
+    case '+': case '-': return !is_number(s, n);
+    default: return 0;
+    }
+}
+
 void spp_csv_field(FILE *f, const char *s, int n)
 {
+    if (__builtin_expect(n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
+                                   s[0] == '\r'), 0) && formula_like(s, n)) {
+        putc_unlocked('"', f);
+        putc_unlocked('\'', f);
+        for (int i = 0; i < n; i++) {
+            if (s[i] == '"')
+                putc_unlocked('"', f);
+            putc_unlocked(s[i], f);
+        }
+        putc_unlocked('"', f);
+        return;
+    }
     int i = 0;
     while (i < n && !csv_special[(unsigned char)s[i]])
         i++;

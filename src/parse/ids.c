@@ -97,7 +97,7 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
     unsigned h = hash(s, n) & (ids->nslots - 1);
     while (ids->slots[h]) {
         node *nd = &ids->nodes[ids->slots[h] - 1];
-        if (nd->len == n && !memcmp(ids->arena + nd->name, s, (size_t)n))
+        if (nd->len == n && (n == 0 || !memcmp(ids->arena + nd->name, s, (size_t)n)))
             return ids->slots[h] - 1;
         h = (h + 1) & (ids->nslots - 1);
     }
@@ -111,7 +111,8 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
         ids->acap = (ids->acap + (size_t)n + 1) * 2;
         ids->arena = realloc(ids->arena, ids->acap);
     }
-    memcpy(ids->arena + ids->used, s, (size_t)n);
+    if (n) /* s may be NULL for the empty id */
+        memcpy(ids->arena + ids->used, s, (size_t)n);
     ids->arena[ids->used + (size_t)n] = 0;
     int i = ids->n++;
     ids->nodes[i] = (node){i, (int)ids->used, n, NULL};
@@ -124,6 +125,25 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
 
 int spp_ids_get(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
 int spp_ids_find(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
+
+/* An id as the args text holds it: unescaped whole (no length cut, so two
+ * long ids never merge); the text is never longer unescaped. */
+static int lookup_str(spp_ids *ids, spp_str s, int create)
+{
+    if (!s.esc)
+        return lookup(ids, s.p, s.n, create);
+    char small[512], *buf = s.n < (int)sizeof small ? small : malloc((size_t)s.n + 1);
+    if (!buf)
+        return -1;
+    int n = spp_str_copy(s, buf, s.n + 1);
+    int found = lookup(ids, buf, n, create);
+    if (buf != small)
+        free(buf);
+    return found;
+}
+
+int spp_ids_get_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 1); }
+int spp_ids_find_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 0); }
 
 int spp_ids_root(spp_ids *ids, int i)
 {

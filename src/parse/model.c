@@ -98,11 +98,7 @@ enum spp_kind spp_kind_of(const char *name, const spp_args *a)
 
 static int node_of(spp_model *m, spp_str s)
 {
-    char buf[512];
-    if (!s.esc)
-        return spp_ids_get(m->ids, s.p, s.n);
-    int n = spp_str_copy(s, buf, sizeof buf);
-    return spp_ids_get(m->ids, buf, n);
+    return spp_ids_get_str(m->ids, s);
 }
 
 static void push_root(spp_model *m, int root)

@@ -75,13 +75,13 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }
+    spp_dw_stage_begin(); /* every output under a temporary name until spp_out_close */
     if (db) {
         char path[4096];
         /* A fresh database per run: stale rows would mix runs. It is built
-         * as profiler.db.partial and renamed at the end, so an interrupted
-         * run leaves no profiler.db that looks complete. */
-        snprintf(path, sizeof path, "%s/profiler.db", dir);
-        unlink(path);
+         * as profiler.db.partial and renamed at the end with the other
+         * outputs (dwrite.c, staging), so an interrupted run leaves the
+         * previous profiler.db as it was, never one that looks complete. */
         snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
         unlink(path);
         o->bt = spp_bt_open(path, DB_PAGE);
@@ -372,16 +372,16 @@ void spp_table_close(spp_out *o, spp_table *t)
             /* Half a report would pass for a short run: it goes. */
             spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
                     strerror(errno));
-            unlink(t->csv_path);
+            spp_dw_stage_add(NULL, t->csv_path); /* nor an earlier run's under its name */
             o->failed = 1;
         }
         t->csv = NULL;
     } else if (t->rows == 0 && t->csv_name) {
-        /* A file of that name from an earlier run would pass for this run's. */
+        /* A file of that name from an earlier run would pass for this
+         * run's: removed at the commit (spp_out_close). */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", o->dir, t->csv_name);
-        if (unlink(path) == 0)
-            spp_log(SPP_INFO, "removed %s of an earlier run", path);
+        spp_dw_stage_add(NULL, path);
         if (t->needs)
             spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
@@ -485,10 +485,7 @@ int spp_out_close(spp_out *o)
         for (int i = 0; i < nidx; i++)
             free(idx[i]);
         free(idx);
-        if (!o->db_lost && rename(partial, path) != 0) {
-            snprintf(why, sizeof why, "cannot rename it to %s: %s", path, strerror(errno));
-            db_fail(o, why);
-        }
+        spp_dw_stage_add(o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
         spp_bt_free(o->bt);
         o->bt = NULL;
     }
@@ -496,5 +493,9 @@ int spp_out_close(spp_out *o)
         sqlite3_close(o->db_conn);
         o->db_conn = NULL;
     }
+    if (o->discard)
+        spp_dw_stage_discard();
+    else if (spp_dw_stage_commit() != 0)
+        o->failed = 1;
     return o->failed ? -1 : 0;
 }

@@ -144,8 +144,9 @@ class WriteErrors(unittest.TestCase):
             s.event("httpRes", 5, "Request", rid="a")
             s.close()
             os.makedirs(out)
-            os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json"))
-            os.symlink("/dev/full", os.path.join(out, "request.csv"))
+            # outputs are written under a temporary name, renamed when complete
+            os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json.partial"))
+            os.symlink("/dev/full", os.path.join(out, "request.csv.partial"))
             p = run_parse(inp, out, check=False)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertRegex(p.stderr, r"writing \S*chrome_tracing.json failed: No space left on device")
@@ -154,6 +155,7 @@ class WriteErrors(unittest.TestCase):
             # an incomplete report or trace is not left to pass for a short run
             self.assertFalse(os.path.lexists(os.path.join(out, "chrome_tracing.json")))
             self.assertFalse(os.path.lexists(os.path.join(out, "request.csv")))
+            self.assertFalse(os.path.lexists(os.path.join(out, "request.csv.partial")))
             db = sqlite3.connect(os.path.join(out, "profiler.db"))  # the other outputs are complete
             try:
                 self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 2)
