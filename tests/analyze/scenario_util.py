@@ -24,7 +24,7 @@ def profile(server_args, load_args, seconds, workdir=None):
         load = subprocess.run([LOAD, "--port", str(s.port), "--duration", str(seconds), "--quiet",
                                "--timeout", str(int(60 * SLACK)), *load_args],
                               capture_output=True, text=True, timeout=(seconds + 120) * SLACK)
-        assert load.returncode == 0, load.stderr
+        assert load.returncode == 0, load.stdout + load.stderr
         assert s.stop() == 0, s.output()
     return prof
 
