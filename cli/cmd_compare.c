@@ -5,9 +5,11 @@
  * tripped), 3 at least one --fail-if gate tripped, 1 an input could not be
  * analyzed, 2 usage (including a malformed --fail-if).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_opt.h"
 #include "commands.h"
@@ -87,6 +89,14 @@ int cmd_compare(int argc, char **argv)
     if (!a.input || !b.input) {
         fprintf(stderr, "servprof compare: two inputs A and B are required\n");
         goto out;
+    }
+    const char *in[2] = {a.input, b.input};
+    for (int k = 0; k < 2; k++) {
+        struct stat st;
+        if (stat(in[k], &st) != 0) {
+            fprintf(stderr, "servprof compare: input %s: %s\n", in[k], strerror(errno));
+            goto out;
+        }
     }
     char err[600];
     json_t *doc = sc_compare(&a, &b, &o, err, sizeof err);
