@@ -331,7 +331,7 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
 {
     spp_opts po = {0};
     po.input = o->input;
-    po.output = ".";
+    po.output = "."; /* every output is off: nothing is written there (it exists: no folder made) */
     po.progress = 0;
     int level = spp_log_level();
     if (!o->verbose && level < SPP_WARNING)
