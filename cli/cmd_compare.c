@@ -18,7 +18,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: servprof compare A B [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
-          "                        [--min-effect PCT]\n"
+          "                        [--min-effect PCT] [--min-abs-ms MS]\n"
           "  A, B: raw stores or parse output folders (as for analyze). Compares request latencies,\n"
           "  throughput, step and span metrics; significance by a bootstrap interval of B - A.\n"
           "  --fail-if METRIC>LIMIT or METRIC<LIMIT (also >=, <=); LIMIT is a change in % (+5%)\n"
@@ -76,6 +76,16 @@ int cmd_compare(int argc, char **argv)
                 goto out;
             }
             o.min_effect = d / 100;
+        } else if ((m = cli_opt(argc, argv, &i, "--min-abs-ms", NULL, &v, "compare"))) {
+            char *e;
+            double d = m < 0 ? 0 : strtod(v, &e);
+            if (m < 0)
+                goto out;
+            if (e == v || *e || d < 0 || d > 1e6) {
+                fprintf(stderr, "servprof compare: --min-abs-ms '%s' is not valid; accepted: milliseconds >= 0\n", v);
+                goto out;
+            }
+            o.min_abs_ms = d;
         } else if (x[0] != '-' && !a.input) {
             a.input = x;
         } else if (x[0] != '-' && !b.input) {
