@@ -18,7 +18,7 @@ typedef struct sc_opts {
     int resamples;        /* bootstrap resamples (default 400) */
     int max_sample;       /* values drawn per run and resample, at most (default 4000) */
     double confidence;    /* of the interval (default 0.95) */
-    double min_effect;    /* |change| below this share is never called significant (default 0.05) */
+    double min_effect;    /* |change| below this share is never called significant (default 0.10) */
     double min_abs_ms;    /* nor a change of a time below this many ms (default 0.05) */
     unsigned long long seed; /* of the resampling (fixed: repeatable results) */
 } sc_opts;

@@ -1,12 +1,12 @@
 """test_compare_runs.py — servprof compare on real demo runs: two runs that
-differ by a known server setting (host time per step 1.5 ms -> 4 ms) name
+differ by a known server setting (host time per step 3 ms -> 8 ms) name
 its effect (TPOT) first, significant, and a --fail-if gate on it exits 3;
 two runs of the same setting flag nothing and pass the gate. The same
 arrivals (fixed seed), a small model and a light load (mostly one request
 at a time, so batching does not depend on timing) keep run-to-run noise
 low; the step time is dominated by the planted sleep (longer in sanitizer
 builds, where the model is several times slower: there the same-setting
-check also uses --min-effect 10 --min-abs-ms 5, as a user on a noisy
+check also uses --min-effect 20 --min-abs-ms 5, as a user on a noisy
 machine would: a descheduled engine thread queues requests for a few ms)."""
 import json
 import os
@@ -21,8 +21,8 @@ TSAN = su.demo_util.SANITIZE == "thread"
 SLOW = 3.0 if su.demo_util.SANITIZE else 1.0
 # Under TSan a small-model step takes ~25 ms, with +-30% run to run: the
 # planted sleep must dwarf it, and the requests are short.
-DELAY_SCALE = {"": 1, "thread": 40}.get(su.demo_util.SANITIZE, 3)
-MIN_EFFECT = (["--min-effect", "20" if TSAN else "10", "--min-abs-ms", "5"] if su.demo_util.SANITIZE else [])
+DELAY_SCALE = {"": 1, "thread": 20}.get(su.demo_util.SANITIZE, 2)
+MIN_EFFECT = ["--min-effect", "20", "--min-abs-ms", "5"] if su.demo_util.SANITIZE else []
 LOAD = ["--vocab", "1024", "--rate", "%g" % (6 / SLOW), "--seed", "3", "--prompt-len", "16:32" if TSAN else "32:64",
         "--output-len", "4:8" if TSAN else "16:32", "--prefix-fraction", "0"]
 SECONDS = 6
@@ -35,9 +35,9 @@ def server(delay_us):
 class CompareRuns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.a = su.profile(server(1500), LOAD, SECONDS)
-        cls.same = su.profile(server(1500), LOAD, SECONDS)
-        cls.slower = su.profile(server(4000), LOAD, SECONDS)
+        cls.a = su.profile(server(3000), LOAD, SECONDS)
+        cls.same = su.profile(server(3000), LOAD, SECONDS)
+        cls.slower = su.profile(server(8000), LOAD, SECONDS)
 
     def compare(self, b, *extra):
         p = subprocess.run([su.CLI, "compare", self.a, b, "--format", "json", *extra], capture_output=True,
