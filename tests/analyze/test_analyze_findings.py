@@ -110,6 +110,31 @@ class Findings(unittest.TestCase):
         self.assertAlmostEqual(f["kv_pressure"]["figure"]["value"], 0.5)
         self.assertEqual(len([e for e in f["kv_pressure"]["examples"] if e["rid"]]), 3)
 
+    def test_underfilled_batches_while_requests_wait(self):
+        s = self.store("fill")
+        # four requests in one step: the engine can batch 4
+        for i in range(4):
+            s.event("httpReq", 0, "Request", rid="b%d" % i)
+            s.event("Enqueue", 0.1, "Schedule", rid="b%d" % i, **fixture.q(i + 1))
+            s.event("Dequeue", 0.2, "Schedule", rid="b%d" % i, **fixture.q(3 - i))
+        fixture.step(s, (0.2, 0.3), (0.3, 4.3), [("b%d" % i, 0, 0, 50) for i in range(4)], 50)
+        for i in range(4):
+            s.event("detokenize", 4.3, "Request", rid="b%d" % i)
+            s.event("httpRes", 4.5, "Request", rid="b%d" % i, **{"recvTokenSize=": 50, "replyTokenSize=": 1})
+        # then ten arrive together and are served one at a time: batches of 1 while the rest wait
+        end = 10.0
+        for i in range(10):
+            end = serve(s, "w%d" % i, 10.0, queue=max(0.5, end - 10.0))
+        s.close()
+        d = analyze(os.path.join(self.tmp, "fill"))
+        f = {x["id"]: x for x in d["findings"]}
+        self.assertIn("underfilled_batches", f)
+        self.assertIn("queueing", f)
+        # 1 step of 4 and 50 steps of 1: mean 54/51 against 4
+        self.assertAlmostEqual(f["underfilled_batches"]["figure"]["value"], (54 / 51) / 4, places=3)
+        self.assertEqual(f["underfilled_batches"]["threshold"]["op"], "<=")
+        self.assertEqual(d["findings"][0]["id"], "queueing")
+
 
 if __name__ == "__main__":
     unittest.main()
