@@ -16,6 +16,8 @@
 
 #define SERVPROF_VERBS(X)                                                                  \
     X(parse, cmd_parse, "parse raw stores into a timeline, CSV reports and profiler.db")  \
+    X(analyze, cmd_analyze, "summaries, time budget and ranked findings of a run")         \
+    X(compare, cmd_compare, "compare two runs; --fail-if gates CI")                        \
     X(config, cmd_config, "write a default config file, or check one as the library would") \
     X(enable, cmd_enable, "set \"enable\": 1 and report which processes started")          \
     X(disable, cmd_disable, "set \"enable\": 0 and report which processes stopped")        \

@@ -10,7 +10,8 @@
 #      the file (`servprof enable`), later OFF again (`servprof disable`),
 #      while the server keeps serving;
 #   4. stops the server, runs `servprof parse`, prints the summary, compares
-#      the profile with what the clients measured, and says where each output is.
+#      the profile with what the clients measured, prints what `servprof
+#      analyze` finds (ranked findings), and says where each output is.
 #
 # Environment: SERVPROF_DEMO_DIR (outputs; default ./demo-out, replaced on each
 # run), SERVPROF_DEMO_BUILD (build folder; default build-demo),
@@ -114,6 +115,9 @@ if full:
           f"({len(full)} requests)")
 PY
 
+say "what limits this run: servprof analyze -i $WORK/output -o $WORK/analysis"
+"$BIN/servprof" analyze -i "$WORK/output" -o "$WORK/analysis" --findings-only
+
 t_end=$(date +%s.%N)
 say "done in $(python3 -c "print(round($t_end - $t_start, 1))") s; outputs:"
 cat <<TXT
@@ -124,6 +128,7 @@ cat <<TXT
   per-step reports                       $WORK/output/batch.csv, forward.csv
   KV cache and queues                    $WORK/output/kvcache.csv, request_status.csv
   everything for SQL / Grafana           $WORK/output/profiler.db
+  summaries, windows, findings           $WORK/analysis/ (servprof analyze; analyze.json)
   what the clients measured              $WORK/client.csv, $WORK/load.txt
   server log                             $WORK/server.log
 TXT

@@ -369,6 +369,8 @@ static void decode_args(spp_model *m, const spp_rec *r)
 void spp_model_record(spp_model *m, const spp_rec *r)
 {
     m->nrec++;
+    if (spp_tap_now.record)
+        spp_tap_now.record(spp_tap_now.ctx, r);
     m->now_ns = r->ts;
     if (r->ts + r->dur > m->last_ns)
         m->last_ns = r->ts + r->dur;

@@ -297,6 +297,7 @@ typedef struct spp_table {
     char *csv_path;
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
     struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
+    const char *key;        /* db_name, else csv_name, even when that output is off: the tap's name */
 } spp_table;
 
 typedef struct spp_out {
@@ -325,5 +326,21 @@ void spp_table_close(spp_out *o, spp_table *t);
  * temporary name to its own (dwrite.c, staging); with o->discard set the
  * temporary files are removed instead. 0, or -1 if anything failed. */
 int spp_out_close(spp_out *o);
+
+/* ----------------------------------------------------------------- tap */
+/* A consumer inside the same process (servprof analyze) sees every report
+ * row and every record as the parse makes them, with or without files:
+ * row() gets the table (its key and columns) and the row's values, before
+ * they are written; record() gets each record in time order before the
+ * reports do. Strings are valid only during the call. One tap at a time
+ * (the parser is single-threaded and keeps it in a global). */
+typedef struct spp_tap {
+    void (*row)(void *ctx, const spp_table *t, const spp_val *vals);
+    void (*record)(void *ctx, const spp_rec *r);
+    void *ctx;
+} spp_tap;
+/* Installs tap (copied), or removes it with NULL. */
+void spp_set_tap(const spp_tap *tap);
+extern spp_tap spp_tap_now;
 
 #endif
