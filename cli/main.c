@@ -19,6 +19,7 @@ static const verb verbs[] = {
     {"enable", cmd_enable, "enable FILE        set \"enable\": 1, keeping the rest of the file"},
     {"disable", cmd_disable, "disable FILE       set \"enable\": 0, keeping the rest of the file"},
     {"stress", cmd_stress, "stress --threads N --rate R --seconds S"},
+    {"report", cmd_report, "report -i DIR [-o FILE.html] [--compare OTHER]   one HTML page: the run at a glance"},
 };
 
 static void usage(FILE *out)

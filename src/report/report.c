@@ -1,0 +1,224 @@
+/*
+ * report.c — the driver of `servprof report`: input folder in, one HTML file out.
+ *
+ * For each run (the input, and the --compare one):
+ *   1. find its profiler.db: the input itself, the input folder's profiler.db
+ *      (a parse output folder), or else the input is raw stores and they are
+ *      parsed once (profiler.db only) into a temporary folder, removed at the end;
+ *   2. get analyze's JSON document (report_analyze.c) — the figures, windows
+ *      and findings, computed once by analyze and shown here;
+ *   3. read the charts' series from profiler.db (report_db.c).
+ * With --compare, analyze's compare document of the two runs too. Everything
+ * goes into one JSON document that report_html.c writes into the page.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parse.h"
+#include "report.h"
+#include "report_analyze.h"
+#include "servprof.h"
+
+typedef struct run {
+    const char *input;
+    char db[4096];     /* its profiler.db */
+    char tmpdir[2048]; /* the temporary parse folder, "" if none */
+    json_t *analyze;
+} run;
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void run_cleanup(run *r)
+{
+    if (r->tmpdir[0])
+        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    r->tmpdir[0] = 0;
+    json_decref(r->analyze);
+    r->analyze = NULL;
+}
+
+/* Parses raw stores into a fresh temporary folder (profiler.db only). */
+static int parse_to_temp(run *r)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(r->tmpdir, sizeof r->tmpdir, "%s/servprof-report-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(r->tmpdir)) {
+        fprintf(stderr, "servprof report: cannot make a temporary folder %s: %s (set TMPDIR to a writable "
+                        "folder)\n", r->tmpdir, strerror(errno));
+        r->tmpdir[0] = 0;
+        return 1;
+    }
+    spp_opts po = {.input = r->input, .output = r->tmpdir, .db = 1, .progress = 0, .summary = 0};
+    int rc = spp_run(&po);
+    snprintf(r->db, sizeof r->db, "%s/profiler.db", r->tmpdir);
+    if (rc != 0 || access(r->db, R_OK) != 0) {
+        fprintf(stderr, "servprof report: parsing %s gave no profiler.db; no report written\n", r->input);
+        return rc == 2 ? 2 : 1;
+    }
+    return 0;
+}
+
+/* Step 1: where this run's profiler.db is. */
+static int find_db(run *r)
+{
+    struct stat sb;
+    if (stat(r->input, &sb) != 0) {
+        fprintf(stderr, "servprof report: input %s: %s\n", r->input, strerror(errno));
+        return 2;
+    }
+    const char *slash = strrchr(r->input, '/');
+    const char *leaf = slash ? slash + 1 : r->input;
+    if (S_ISREG(sb.st_mode) && strcmp(leaf, "profiler.db") == 0) {
+        snprintf(r->db, sizeof r->db, "%s", r->input);
+        return 0;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        snprintf(r->db, sizeof r->db, "%s/profiler.db", r->input);
+        if (access(r->db, R_OK) == 0)
+            return 0;
+    }
+    return parse_to_temp(r);
+}
+
+static int load_run(run *r, const char *analyze_json, const char *opt)
+{
+    int rc = find_db(r);
+    if (rc != 0)
+        return rc;
+    if (analyze_json) {
+        json_error_t e;
+        r->analyze = json_load_file(analyze_json, 0, &e);
+        if (!r->analyze) {
+            fprintf(stderr, "servprof report: %s %s: %s (line %d); no report written\n", opt, analyze_json, e.text,
+                    e.line);
+            return 1;
+        }
+    } else {
+        r->analyze = spr_analyze(r->input, r->db);
+        /* NULL: analyze failed and said why; the page still shows the charts. */
+    }
+    return 0;
+}
+
+/* Gives each of the slowest requests its TTFT parts: analyze's (queue,
+ * schedule, prefill, first-decode wait) when its breakdown holds the request,
+ * else request.csv's (prefill then runs up to the first token, and schedule
+ * is what is left of TTFT). Then drops analyze's per-request list from the
+ * page: one row per request would make a long run's page megabytes larger,
+ * and the page shows only the slowest. */
+static void attach_breakdown(json_t *db, json_t *analyze)
+{
+    json_t *bd = json_object_get(json_object_get(analyze, "ttft_breakdown"), "requests");
+    json_t *by_rid = json_object();
+    size_t i;
+    json_t *q;
+    json_array_foreach(bd, i, q) {
+        const char *rid = json_string_value(json_object_get(q, "rid"));
+        if (rid)
+            json_object_set(by_rid, rid, q);
+    }
+    json_array_foreach(json_object_get(db, "slowest"), i, q) {
+        const char *rid = json_string_value(json_object_get(q, "rid"));
+        json_t *a = rid ? json_object_get(by_rid, rid) : NULL;
+        if (a) {
+            static const char *const k[] = {"queue_ms", "schedule_ms", "prefill_ms", "first_decode_wait_ms"};
+            for (int c = 0; c < 4; c++)
+                json_object_set(q, k[c], json_object_get(a, k[c]) ? json_object_get(a, k[c]) : json_null());
+            json_object_set_new(q, "parts_from", json_string("analyze"));
+        } else {
+            double ttft = json_number_value(json_object_get(q, "ttft_ms"));
+            double rest = ttft - json_number_value(json_object_get(q, "queue_ms")) -
+                          json_number_value(json_object_get(q, "prefill_ms"));
+            json_object_set_new(q, "schedule_ms", json_real(rest > 0 ? rest : 0));
+            json_object_set_new(q, "parts_from", json_string("request.csv"));
+        }
+    }
+    json_decref(by_rid);
+    json_object_del(json_object_get(analyze, "ttft_breakdown"), "requests");
+}
+
+static json_t *run_json(run *r, const char *label, int buckets)
+{
+    json_t *db = spr_db_read(r->db, buckets);
+    if (!db)
+        return NULL;
+    attach_breakdown(db, r->analyze);
+    return json_pack("{s:s, s:s, s:O?, s:o}", "label", label, "input", r->input, "analyze", r->analyze, "db", db);
+}
+
+static const char *leaf_name(const char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    const char *s = p + n;
+    while (s > p && s[-1] != '/')
+        s--;
+    return s;
+}
+
+int spr_run(const spr_opts *o)
+{
+    run a = {.input = o->input}, b = {.input = o->compare};
+    json_t *doc = NULL, *runs = NULL, *cmp = NULL;
+    int rc = load_run(&a, o->analyze_json, "--analyze-json");
+    if (rc == 0 && o->compare)
+        rc = load_run(&b, o->compare_analyze_json, "--compare-analyze-json");
+    if (rc != 0)
+        goto out;
+    rc = 1;
+    runs = json_array();
+    json_t *ra = run_json(&a, "A", o->buckets);
+    if (!ra || json_array_append_new(runs, ra) != 0)
+        goto out;
+    if (o->compare) {
+        json_t *rb = run_json(&b, "B", o->buckets);
+        if (!rb || json_array_append_new(runs, rb) != 0)
+            goto out;
+        if (o->compare_json) {
+            json_error_t e;
+            cmp = json_load_file(o->compare_json, 0, &e);
+            if (!cmp) {
+                fprintf(stderr, "servprof report: --compare-json %s: %s (line %d); no report written\n",
+                        o->compare_json, e.text, e.line);
+                goto out;
+            }
+        } else {
+            cmp = spr_compare(a.input, a.db, b.input, b.db);
+        }
+    }
+    char title[512];
+    if (o->compare)
+        snprintf(title, sizeof title, "servprof report: %s vs %s", leaf_name(o->input), leaf_name(o->compare));
+    else
+        snprintf(title, sizeof title, "servprof report: %s", leaf_name(o->input));
+    doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
+                    spr_asset_uplot_version ? spr_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
+                    "compare", cmp);
+    runs = NULL;
+    if (!doc || spr_html_write(o->output, doc) != 0)
+        goto out;
+    rc = 0;
+    if (!o->quiet) {
+        struct stat sb;
+        long long kb = stat(o->output, &sb) == 0 ? (long long)(sb.st_size + 1023) / 1024 : -1;
+        printf("report: %s (%lld KiB)%s\n", o->output, kb,
+               a.analyze ? "" : " — without analyze's figures and findings (see the message above)");
+    }
+out:
+    json_decref(runs);
+    json_decref(cmp);
+    json_decref(doc);
+    run_cleanup(&a);
+    run_cleanup(&b);
+    return rc;
+}
