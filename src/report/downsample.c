@@ -174,8 +174,10 @@ json_t *spr_series_json(const spr_series *s, const char *const *names, int digit
     json_t *t = json_array();
     if (!o || !t)
         goto fail;
+    /* Times to the microsecond, the precision of profiler.db's (ms) columns
+     * (their last digits are the binary noise of ms since the epoch). */
     for (size_t i = 0; i < s->n; i++)
-        if (json_array_append_new(t, rounded(s->t[i], 9)) != 0)
+        if (json_array_append_new(t, rounded(round(s->t[i] * 1e6) / 1e6, 9)) != 0)
             goto fail;
     if (json_object_set_new(o, "t", t) != 0) {
         t = NULL;
