@@ -11,6 +11,8 @@ int cmd_enable(int argc, char **argv);  /* enable FILE */
 int cmd_disable(int argc, char **argv); /* disable FILE */
 int cmd_stress(int argc, char **argv);  /* stress --threads N --rate R --seconds S */
 int cmd_parse(int argc, char **argv);   /* parse --input-path DIR ... */
+int cmd_analyze(int argc, char **argv); /* analyze -i DIR ... */
+int cmd_compare(int argc, char **argv); /* compare A B ... */
 int cmd_report(int argc, char **argv);  /* report --input-path DIR [--output FILE.html] [--compare OTHER] */
 
 #endif

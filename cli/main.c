@@ -15,6 +15,8 @@ typedef struct verb {
 
 static const verb verbs[] = {
     {"parse", cmd_parse, "parse --input-path DIR [--output-path OUT] [--format csv json db] [--span NAME ...]"},
+    {"analyze", cmd_analyze, "analyze -i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]"},
+    {"compare", cmd_compare, "compare A B [--format text|json] [--fail-if EXPR ...]"},
     {"config", cmd_config, "config init FILE | config check FILE"},
     {"enable", cmd_enable, "enable FILE        set \"enable\": 1, keeping the rest of the file"},
     {"disable", cmd_disable, "disable FILE       set \"enable\": 0, keeping the rest of the file"},

@@ -275,7 +275,7 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
     spp_kvcache_init(m);
     spp_reqstatus_init(m);
     spp_spaninfo_init(m);
-    m->tl = spp_timeline_open(&m->out, opts->json, origin);
+    m->tl = spp_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
 }
 
@@ -371,6 +371,8 @@ static void decode_args(spp_model *m, const spp_rec *r)
 void spp_model_record(spp_model *m, const spp_rec *r)
 {
     m->nrec++;
+    if (spp_tap_now.record)
+        spp_tap_now.record(spp_tap_now.ctx, r);
     m->now_ns = r->ts;
     if (r->ts + r->dur > m->last_ns)
         m->last_ns = r->ts + r->dur;

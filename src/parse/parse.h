@@ -54,6 +54,7 @@ typedef struct spp_opts {
     int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
     int summary;              /* print the terminal summary */
     int flows_all;            /* --flows all: a flow step on every slice naming a request */
+    int tap_counters;         /* no json/db: still hand the timeline's counter rows to the tap */
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
@@ -253,6 +254,7 @@ typedef struct spp_table {
     char *csv_path;
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
     struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
+    const char *key;        /* db_name, else csv_name, even when that output is off: the tap's name */
 } spp_table;
 
 typedef struct spp_out {
@@ -277,5 +279,21 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
 /* Closes the CSV; a report with no rows prints its skip line. */
 void spp_table_close(spp_out *o, spp_table *t);
 int spp_out_close(spp_out *o); /* commits profiler.db */
+
+/* ----------------------------------------------------------------- tap */
+/* A consumer inside the same process (servprof analyze) sees every report
+ * row and every record as the parse makes them, with or without files:
+ * row() gets the table (its key and columns) and the row's values, before
+ * they are written; record() gets each record in time order before the
+ * reports do. Strings are valid only during the call. One tap at a time
+ * (the parser is single-threaded and keeps it in a global). */
+typedef struct spp_tap {
+    void (*row)(void *ctx, const spp_table *t, const spp_val *vals);
+    void (*record)(void *ctx, const spp_rec *r);
+    void *ctx;
+} spp_tap;
+/* Installs tap (copied), or removes it with NULL. */
+void spp_set_tap(const spp_tap *tap);
+extern spp_tap spp_tap_now;
 
 #endif

@@ -66,7 +66,8 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
     o->dir = dir;
     o->csv = csv;
     o->db = db;
-    if (mkdir_p(dir) != 0) {
+    /* Nothing written (a tap-only parse, servprof analyze): no folder. */
+    if ((csv || db) && mkdir_p(dir) != 0) {
         spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }
@@ -164,6 +165,7 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
                     const spp_col *cols, int ncols, const char *needs)
 {
     memset(t, 0, sizeof *t);
+    t->key = db_name ? db_name : csv_name;
     t->csv_name = o->csv ? csv_name : NULL;
     t->db_name = o->db ? db_name : NULL;
     t->cols = cols;
@@ -319,9 +321,21 @@ static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, si
     return rc;
 }
 
+spp_tap spp_tap_now;
+
+void spp_set_tap(const spp_tap *tap)
+{
+    if (tap)
+        spp_tap_now = *tap;
+    else
+        memset(&spp_tap_now, 0, sizeof spp_tap_now);
+}
+
 void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
 {
     t->rows++;
+    if (spp_tap_now.row)
+        spp_tap_now.row(spp_tap_now.ctx, t, v);
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
         for (int i = 0; i < t->ncols; i++) {

@@ -2,17 +2,18 @@
  * report.c — the driver of `servprof report`: input folder in, one HTML file out.
  *
  * For each run (the input, and the --compare one):
- *   1. find its profiler.db: the input itself, the input folder's profiler.db
- *      (a parse output folder), or else the input is raw stores and they are
- *      parsed once (profiler.db only) into a temporary folder, removed at the end;
- *   2. get analyze's JSON document (report_analyze.c) — the figures, windows
- *      and findings, computed once by analyze and shown here;
- *   3. read the charts' series from profiler.db (report_db.c).
+ *   1. raw stores, or a profiler.db (the input itself, or a parse output
+ *      folder's)?
+ *   2. analyze's JSON document (report_analyze.c): the figures, windows and
+ *      findings, computed once by analyze and shown here. For raw stores the
+ *      charts' rows come from that same parse (a second tap on it); nothing
+ *      is written to disk but the page;
+ *   3. for a profiler.db, the charts' rows are read back from its tables
+ *      (report_db.c). Either way report_rows.c makes the charts' data.
  * With --compare, analyze's compare document of the two runs too. Everything
  * goes into one JSON document that report_html.c writes into the page.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,49 +27,42 @@
 
 typedef struct run {
     const char *input;
-    char db[4096];     /* its profiler.db */
-    char tmpdir[2048]; /* the temporary parse folder, "" if none */
+    char db[4096];  /* its profiler.db, "" when the input is raw stores */
+    char dir[4096]; /* what analyze reads: the raw stores or the profiler.db's folder */
+    spr_rows *rows; /* the charts' rows */
     json_t *analyze;
 } run;
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
 static void run_cleanup(run *r)
 {
-    if (r->tmpdir[0])
-        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    r->tmpdir[0] = 0;
+    spr_rows_free(r->rows);
+    r->rows = NULL;
     json_decref(r->analyze);
     r->analyze = NULL;
 }
 
-/* Parses raw stores into a fresh temporary folder (profiler.db only). */
-static int parse_to_temp(run *r)
+/* Raw stores without analyze (--analyze-json, or analyze failed): one parse
+ * with every output off, the rows through the tap. */
+static int parse_rows(run *r)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(r->tmpdir, sizeof r->tmpdir, "%s/servprof-report-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(r->tmpdir)) {
-        fprintf(stderr, "servprof report: cannot make a temporary folder %s: %s (set TMPDIR to a writable "
-                        "folder)\n", r->tmpdir, strerror(errno));
-        r->tmpdir[0] = 0;
-        return 1;
-    }
-    spp_opts po = {.input = r->input, .output = r->tmpdir, .db = 1, .progress = 0, .summary = 0};
+    spp_tap tap = spr_rows_tap(r->rows);
+    spp_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1};
+    int level = spp_log_level();
+    if (level < SPP_WARNING)
+        spp_log_set_level(SPP_WARNING);
+    spp_set_tap(&tap);
     int rc = spp_run(&po);
-    snprintf(r->db, sizeof r->db, "%s/profiler.db", r->tmpdir);
-    if (rc != 0 || access(r->db, R_OK) != 0) {
-        fprintf(stderr, "servprof report: parsing %s gave no profiler.db; no report written\n", r->input);
+    spp_set_tap(NULL);
+    spp_log_set_level(level);
+    if (rc != 0) {
+        fprintf(stderr, "servprof report: no raw store under %s could be read; no report written\n", r->input);
         return rc == 2 ? 2 : 1;
     }
     return 0;
 }
 
-/* Step 1: where this run's profiler.db is. */
-static int find_db(run *r)
+/* Step 1: a profiler.db (the file itself, or a parse output folder's), or raw stores. */
+static int find_input(run *r)
 {
     struct stat sb;
     if (stat(r->input, &sb) != 0) {
@@ -79,21 +73,27 @@ static int find_db(run *r)
     const char *leaf = slash ? slash + 1 : r->input;
     if (S_ISREG(sb.st_mode) && strcmp(leaf, "profiler.db") == 0) {
         snprintf(r->db, sizeof r->db, "%s", r->input);
+        snprintf(r->dir, sizeof r->dir, "%.*s", slash ? (int)(slash - r->input) : 1, slash ? r->input : ".");
         return 0;
     }
+    snprintf(r->dir, sizeof r->dir, "%s", r->input);
     if (S_ISDIR(sb.st_mode)) {
         snprintf(r->db, sizeof r->db, "%s/profiler.db", r->input);
         if (access(r->db, R_OK) == 0)
             return 0;
     }
-    return parse_to_temp(r);
+    r->db[0] = 0;
+    return 0;
 }
 
 static int load_run(run *r, const char *analyze_json, const char *opt)
 {
-    int rc = find_db(r);
+    int rc = find_input(r);
     if (rc != 0)
         return rc;
+    r->rows = spr_rows_new();
+    if (!r->rows)
+        return 1;
     if (analyze_json) {
         json_error_t e;
         r->analyze = json_load_file(analyze_json, 0, &e);
@@ -103,10 +103,21 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
             return 1;
         }
     } else {
-        r->analyze = spr_analyze(r->input, r->db);
-        /* NULL: analyze failed and said why; the page still shows the charts. */
+        r->analyze = spr_analyze(r->input, r->dir, r->db[0] ? NULL : r->rows);
+        if (!r->analyze && !r->db[0]) {
+            /* Its parse may have stopped half way: start the rows again. */
+            spr_rows_free(r->rows);
+            r->rows = spr_rows_new();
+            if (!r->rows)
+                return 1;
+            return parse_rows(r);
+        }
+        if (r->analyze && !r->db[0])
+            return 0;
     }
-    return 0;
+    if (r->db[0])
+        return spr_db_read(r->db, r->rows) == 0 ? 0 : 1;
+    return parse_rows(r);
 }
 
 /* Gives each of the slowest requests its TTFT parts: analyze's (queue,
@@ -148,7 +159,7 @@ static void attach_breakdown(json_t *db, json_t *analyze)
 
 static json_t *run_json(run *r, const char *label, int buckets)
 {
-    json_t *db = spr_db_read(r->db, buckets);
+    json_t *db = spr_rows_json(r->rows, buckets);
     if (!db)
         return NULL;
     attach_breakdown(db, r->analyze);
@@ -193,7 +204,7 @@ int spr_run(const spr_opts *o)
                 goto out;
             }
         } else {
-            cmp = spr_compare(a.input, a.db, b.input, b.db);
+            cmp = spr_compare(a.input, a.dir, b.input, b.dir);
         }
     }
     char title[512];

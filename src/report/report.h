@@ -27,6 +27,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "parse.h"
+
 /* ------------------------------------------------------------ options */
 typedef struct spr_opts {
     const char *input;        /* --input-path: raw stores or a parse output folder */
@@ -82,13 +84,29 @@ spr_series *spr_downsample(const spr_series *s, int buckets);
  * Returns a new reference, NULL on out of memory. */
 json_t *spr_series_json(const spr_series *s, const char *const *names, int digits);
 
+/* --------------------------------------------------------------- rows */
+/* Collects the parser's report rows (request, batch, forward, counter; other
+ * tables are ignored) and turns them into the page's charts data. Not
+ * thread-safe; one per run. */
+typedef struct spr_rows spr_rows;
+/* Returns NULL on out of memory. Free with spr_rows_free (NULL is a no-op). */
+spr_rows *spr_rows_new(void);
+void spr_rows_free(spr_rows *r);
+/* One row of table `key` whose columns are cols (found by name). Values
+ * are copied as needed; they may be freed after the call. */
+void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, const spp_val *v);
+/* The "db" member of a run (schema in docs/report.md): step series, forwards,
+ * counters, latency CDFs, the slowest requests, the run's origin (t0_us) and
+ * length. Returns a new reference, NULL (message printed) on out of memory. */
+json_t *spr_rows_json(spr_rows *r, int buckets);
+/* The parser tap that feeds r (report_tap.c): for a parse run by analyze
+ * (sa_opts.also), so one parse of the raw stores serves both. */
+spp_tap spr_rows_tap(spr_rows *r);
+
 /* ----------------------------------------------------------- database */
-/* Everything the page takes from profiler.db for one run, as the "db" member
- * of a run (schema in docs/report.md): step series, KV, queues, forwards,
- * samplers' counters, latency CDFs, the slowest requests and the run's
- * time origin. Returns a new reference, or NULL with a message naming the
- * file and what failed. */
-json_t *spr_db_read(const char *profiler_db, int buckets);
+/* Feeds r with the report tables of a profiler.db made by servprof parse.
+ * Returns 0, or -1 with a message naming the file and what failed. */
+int spr_db_read(const char *profiler_db, spr_rows *r);
 
 /* -------------------------------------------------------------- html */
 /* Writes the page to path (through a temporary file renamed into place, so a

@@ -9,16 +9,19 @@
 
 #include <jansson.h>
 
-/* analyze's JSON document for a run. input is what the user named
- * (--input-path), profiler_db the profiler.db the report found or built for
- * it (so analyze need not parse the raw stores again). Returns a new
- * reference, or NULL with a message on stderr (the page then shows the
- * charts without analyze's part). */
-json_t *spr_analyze(const char *input, const char *profiler_db);
+#include "report.h"
 
-/* analyze's compare document of runs A and B (inputs and profiler.db files
- * as for spr_analyze). Returns a new reference, or NULL with a message on
+/* analyze's JSON document for a run. input is what the user named
+ * (--input-path); dir is what analyze reads: the raw stores, or the folder
+ * of the run's profiler.db. With raw stores and rows != NULL, rows is fed
+ * (through the parser's tap) by the very parse analyze runs: one parse for
+ * both. Returns a new reference, or NULL with a message on stderr (the page
+ * then shows the charts without analyze's part; rows may then be partial). */
+json_t *spr_analyze(const char *input, const char *dir, spr_rows *rows);
+
+/* analyze's compare document of runs A and B (inputs and dirs as for
+ * spr_analyze). Returns a new reference, or NULL with a message on
  * stderr (the page then has no compare table; the charts still overlay). */
-json_t *spr_compare(const char *input_a, const char *db_a, const char *input_b, const char *db_b);
+json_t *spr_compare(const char *input_a, const char *dir_a, const char *input_b, const char *dir_b);
 
 #endif

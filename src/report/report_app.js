@@ -50,8 +50,8 @@
   const pct = v => (v == null || !isFinite(v)) ? '–' : num(v * 100, 1) + ' %';
   const get = (o, path) => path.split('.').reduce((x, k) => (x == null ? undefined : x[k]), o);
   const an = run => run.analyze || null;
-  /* Seconds from the run's start (the page's origin, t0_ms) for an epoch-ns time. */
-  const relS = (run, ns) => (ns / 1e6 - run.db.t0_ms) / 1e3;
+  /* Seconds from the run's start (the page's origin, t0_us) for an epoch-ns time. */
+  const relS = (run, ns) => (ns / 1e3 - run.db.t0_us) / 1e6;
 
   /* ------------------------------------------------------- header/cards */
   function header() {
@@ -261,7 +261,8 @@
         if (!set[key]) return;
         const v = f ? set[key].map(x => x == null ? null : f(x)) : set[key];
         if (!v.some(x => x != null)) return;
-        series.push({ t: set.t, v, label: runLabel(label, ri), scale, color: PALETTE[ci % PALETTE.length], dash: runDash(ri) });
+        series.push({ t: set.t, v, label: runLabel(label, ri), scale, color: PALETTE[ci % PALETTE.length], dash: runDash(ri),
+          stepped: spec.stepped });
       });
     });
     if (!series.length) return false;
@@ -282,7 +283,7 @@
         for (const col of c.cols) {
           const v = f ? c.data[col].map(x => x == null ? null : f(x)) : c.data[col];
           series.push({ t: c.data.t, v, label: runLabel(`${name}: ${col}`, ri), scale: scaleOf ? scaleOf(name, col) : 'y',
-            color: PALETTE[ci++ % PALETTE.length], dash: runDash(ri) });
+            color: PALETTE[ci++ % PALETTE.length], dash: runDash(ri), stepped: spec.stepped });
         }
       }
     });
@@ -305,17 +306,17 @@
       ['queue P50', w => get(w, 'queue_ms.p50')], ['queue P99', w => get(w, 'queue_ms.p99')]]);
     budgetChart(box);
     const steps = r => r.db.steps;
-    if (!dbChart(box, { id: 'batch', title: 'Batch size per step', unit: 'requests',
+    if (!dbChart(box, { id: 'batch', title: 'Batch size per step', unit: 'requests', stepped: true,
       hint: '(min/max per time bucket)' }, steps, [
       ['batch_size', 'batch size'], ['prefill_batch', 'prefill'], ['decode_batch', 'decode']]))
       missing.push('batch size per step (no batch records)');
-    dbChart(box, { id: 'tokens', title: 'Scheduled tokens per step', unit: 'tokens' }, steps, [
+    dbChart(box, { id: 'tokens', title: 'Scheduled tokens per step', unit: 'tokens', stepped: true }, steps, [
       ['tokens', 'total'], ['prefill_tokens', 'prefill'], ['decode_tokens', 'decode']]);
     if (!counterChart(box, { id: 'kv', title: 'KV cache usage', unit: '%' }, ['KV cache usage'], null, x => x * 100) &&
         !dbChart(box, { id: 'kv', title: 'KV cache usage (at each step)', unit: '%' }, steps, [['kv_usage', 'usage']]))
       missing.push('KV cache usage (no KVCacheStatus records)');
     counterChart(box, { id: 'kvblocks', title: 'KV cache blocks', unit: 'blocks' }, ['KV cache blocks']);
-    if (!counterChart(box, { id: 'queues', title: 'Queue lengths', unit: 'requests' }, ['queue size']))
+    if (!counterChart(box, { id: 'queues', title: 'Queue lengths', unit: 'requests', stepped: true }, ['queue size']))
       missing.push('queue lengths (no Enqueue/Dequeue/Queue records with QueueSize)');
     if (!dbChart(box, { id: 'forward', title: 'Forward steps: duration and gap to the next', unit: 'ms' }, r => r.db.forward, [
       ['dur_ms', 'duration'], ['gap_ms', 'gap (bubble)']]))

@@ -121,8 +121,10 @@ class ReportCli(unittest.TestCase):
         for d in docs:
             for r in d["runs"]:
                 r.pop("input")
-        self.assertEqual(docs[0]["runs"], docs[1]["runs"])
-        self.assertEqual(docs[0]["runs"], docs[2]["runs"])
+        self.maxDiff = 2000
+        self.assertEqual(docs[0]["runs"][0]["db"], docs[1]["runs"][0]["db"])
+        self.assertEqual(docs[0]["runs"][0]["db"], docs[2]["runs"][0]["db"])
+        self.assertEqual(docs[0]["runs"][0]["analyze"]["findings"], docs[1]["runs"][0]["analyze"]["findings"])
 
     def test_page_values(self):
         r = report("-i", self.parsed, "-o", self.out("v.html"))
@@ -155,8 +157,17 @@ class ReportCli(unittest.TestCase):
         kv = counters["KV cache usage"]
         self.assertEqual(len(kv["cols"]), 2)
         self.assertTrue(all("· pid" in c for c in kv["cols"]), kv["cols"])
-        # Without analyze the page says so but still has its charts' data.
-        self.assertIsNone(d["runs"][0]["analyze"])
+        # analyze's document for the same profile: one computation, the same requests.
+        a = d["runs"][0]["analyze"]
+        self.assertEqual(a["schema"], "servprof-analyze/1")
+        self.assertEqual(a["input"], self.parsed)
+        self.assertEqual(a["headline"]["requests"], 3)
+        self.assertEqual(a["headline"]["e2e_ms"]["max"], slow[0]["e2e_ms"])
+        self.assertIn("ttft_breakdown", a)
+        for q in slow:  # analyze's TTFT parts, merged into the slowest rows
+            self.assertEqual(q["parts_from"], "analyze")
+            parts = q["queue_ms"] + q["schedule_ms"] + (q["prefill_ms"] or 0) + (q["first_decode_wait_ms"] or 0)
+            self.assertAlmostEqual(parts, q["ttft_ms"], delta=0.01)
 
     def test_self_contained(self):
         report("-i", self.parsed, "-o", self.out("s.html"))

@@ -1,0 +1,25 @@
+/*
+ * cli_opt.c — `--opt=value` / `--opt value` / `-o value` matching (cli_opt.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_opt.h"
+
+int cli_opt(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val, const char *verb)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(lng);
+    if (!strncmp(a, lng, n) && a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (strcmp(a, lng) != 0 && !(shrt && !strcmp(a, shrt)))
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "servprof %s: %s needs a value\n", verb, lng);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}

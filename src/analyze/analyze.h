@@ -1,0 +1,68 @@
+/*
+ * analyze.h — `servprof analyze` as a library call: summaries, per-window
+ * series, the engine's time budget, TTFT breakdown and ranked findings of
+ * one profile, returned as the JSON document docs/analyze.md specifies (the
+ * stable interface; the C structs behind it are not).
+ *
+ * Internal to the servprof tool (not libservprof API); linked as the static
+ * library servprof_analyze. Not thread-safe when the input is raw stores:
+ * the parser keeps state in globals, so one sa_analyze() on raw stores at a
+ * time per process.
+ */
+#ifndef SERVPROF_ANALYZE_H
+#define SERVPROF_ANALYZE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* The finding thresholds: X(id, name, default, meaning). Names are the
+ * keys of --threshold NAME=VALUE and of the JSON "thresholds" object. */
+#define SA_THRESHOLDS(X)                                                                            \
+    X(QUEUE_SHARE, "queue_share", 0.20, "queueing: mean queue wait / mean e2e at least this")       \
+    X(QUEUE_MIN_MS, "queue_min_ms", 5.0, "queueing: and the P90 queue wait at least this (ms)")     \
+    X(KV_USAGE_HIGH, "kv_usage_high", 0.90, "KV pressure: peak KV usage at least this")             \
+    X(PREEMPT_SHARE, "preempt_share", 0.02, "KV pressure: or this share of requests preempted")     \
+    X(INTERFERENCE_RATIO, "interference_ratio", 1.5,                                                \
+      "prefill interference: mixed step time / decode step time at least this")                     \
+    X(INTERFERENCE_SHARE, "interference_share", 0.05,                                               \
+      "prefill interference: and mixed steps at least this share of decode-carrying steps")          \
+    X(FILL_RATIO, "fill_ratio", 0.5, "under-filled batches: mean batch / largest batch at most this") \
+    X(STALL_FRAC, "stall_frac", 0.20, "host stalls: stalled share of the run at least this")         \
+    X(TOKENIZE_SHARE, "tokenize_share", 0.10, "slow tokenize: tokenize+detokenize / e2e at least this") \
+    X(DP_IMBALANCE, "dp_imbalance", 1.5, "dp imbalance: busiest / least busy rank's busy time")     \
+    X(IDLE_FRAC, "idle_frac", 0.50, "under-loaded: idle share of the run at least this")
+
+enum {
+#define SA_ENUM(id, name, def, doc) SA_T_##id,
+    SA_THRESHOLDS(SA_ENUM)
+#undef SA_ENUM
+    SA_NTHRESH
+};
+
+typedef struct sa_opts {
+    const char *input;          /* raw stores folder/file, or a parse output folder */
+    int nwindows;               /* time windows (default 10); ignored when window_s > 0 */
+    double window_s;            /* window width in seconds (0: use nwindows) */
+    int max_requests;           /* most rows in ttft_breakdown.requests (default 10000) */
+    double threshold[SA_NTHRESH];
+    int verbose;                /* 1: let the parser print its info lines */
+    /* servprof report: a second consumer of a raw-store parse. NULL, or a tap
+     * that also gets every row and record this parse's own tap sees; with
+     * tap_counters the parse also makes the timeline's counter rows for it. */
+    const struct spp_tap *also;
+    int tap_counters;
+} sa_opts;
+
+/* Fills the defaults. */
+void sa_opts_init(sa_opts *o);
+/* Applies "NAME=VALUE". Returns 0, or -1 (unknown name or bad number). */
+int sa_opts_threshold(sa_opts *o, const char *name_eq_value);
+/* The names of the thresholds, comma-separated (for messages). */
+const char *sa_threshold_names(void);
+
+/* Analyzes o->input. Returns the document of docs/analyze.md (the caller
+ * frees it with json_decref), or NULL with a one-line reason in err. */
+json_t *sa_analyze(const sa_opts *o, char *err, size_t errcap);
+
+#endif

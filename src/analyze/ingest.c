@@ -1,0 +1,570 @@
+/*
+ * ingest.c — fills a profile from one input, reusing the parser.
+ *
+ * Raw stores: the whole streaming parse runs in this process with every
+ * output off (no file is written) and a tap (parse.h) that sees each report
+ * row (request, batch, forward) and each record (span durations by name) as
+ * the parse makes them. So analyze's figures are the parse's figures, by
+ * construction, and the parse's speed and bounded memory carry over. The
+ * parser keeps state in globals: one raw-store ingest at a time per process
+ * (compare runs its two one after the other).
+ *
+ * A parse output folder (DIR/profiler.db): the same tables are read back
+ * with SQLite and fed through the same row handler, columns mapped by name,
+ * so a column added later (request.complete) is read where present and an
+ * older file without it still works (every request then counts as
+ * complete when it has an end).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "parse.h"
+#include "profile.h"
+
+/* Columns analyze reads, per table. */
+enum { RQ_RID, RQ_START, RQ_E2E, RQ_TTFT, RQ_TPOT, RQ_QUEUE, RQ_PREFILL, RQ_DECODE, RQ_IN, RQ_OUT,
+       RQ_PREEMPT, RQ_COMPLETE, RQ_N };
+static const char *const rq_names[RQ_N] = {
+    "http_rid", "start_time(ms)", "execution_time(ms)", "first_token_latency(ms)", "tpot(ms)",
+    "queue_wait_time(ms)", "prefill_time(ms)", "decode_time(ms)", "recv_token_size", "reply_token_size",
+    "preempted", "complete"};
+enum { ST_NAME, ST_RES, ST_START, ST_END, ST_TYPE, ST_BS, ST_PBS, ST_DBS, ST_TOK, ST_DP, ST_PROF, ST_KV,
+       ST_HOST, ST_N };
+static const char *const st_names[ST_N] = {
+    "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
+    "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
+
+/* Column indexes of one table, recomputed when its column list changes. */
+typedef struct colmap { const spp_col *cols; int ncols; int idx[16]; } colmap;
+
+typedef struct ingest {
+    sa_profile *p;
+    colmap rq, bt, fw;
+    const spp_tap *also; /* sa_opts.also: handed every row and record too */
+} ingest;
+
+static void map_cols(colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
+{
+    if (m->cols == cols && m->ncols == ncols)
+        return;
+    m->cols = cols;
+    m->ncols = ncols;
+    for (int k = 0; k < n; k++) {
+        m->idx[k] = -1;
+        for (int i = 0; i < ncols; i++)
+            if (!strcmp(cols[i].name, names[k]))
+                m->idx[k] = i;
+    }
+}
+
+static double num(const spp_val *v, const colmap *m, int k)
+{
+    int i = m->idx[k];
+    if (i < 0)
+        return NAN;
+    switch (v[i].kind) {
+    case SPP_INT: return (double)v[i].i;
+    case SPP_REAL:
+    case SPP_MS: return v[i].d;
+    case SPP_TEXT: {
+        char buf[64];
+        int n = v[i].n < 63 ? v[i].n : 63;
+        memcpy(buf, v[i].s, (size_t)n);
+        buf[n] = 0;
+        char *e;
+        double d = strtod(buf, &e);
+        return e == buf ? NAN : d;
+    }
+    default: return NAN;
+    }
+}
+
+static const char *text(const spp_val *v, const colmap *m, int k, int *len)
+{
+    int i = m->idx[k];
+    if (i < 0 || v[i].kind != SPP_TEXT) {
+        *len = 0;
+        return "";
+    }
+    *len = v[i].n;
+    return v[i].s;
+}
+
+static int64_t ms_to_ns(double ms) { return isnan(ms) ? 0 : (int64_t)llround(ms * 1e6); }
+
+#define GROW(arr, n, cap)                                                 \
+    do {                                                                  \
+        if ((n) == (cap)) {                                               \
+            (cap) = (cap) ? (cap) * 2 : 256;                              \
+            (arr) = realloc((arr), (size_t)(cap) * sizeof *(arr));        \
+        }                                                                 \
+    } while (0)
+
+static void add_request(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    GROW(p->req, p->nreq, p->capreq);
+    sa_req *r = &p->req[p->nreq++];
+    int len;
+    const char *rid = text(v, m, RQ_RID, &len);
+    r->rid = strndup(rid, (size_t)len);
+    double start = num(v, m, RQ_START);
+    r->e2e = num(v, m, RQ_E2E);
+    r->start_ns = ms_to_ns(start);
+    r->end_ns = isnan(r->e2e) ? 0 : r->start_ns + ms_to_ns(r->e2e);
+    r->ttft = num(v, m, RQ_TTFT);
+    r->tpot = num(v, m, RQ_TPOT);
+    r->queue = num(v, m, RQ_QUEUE);
+    r->prefill = num(v, m, RQ_PREFILL);
+    r->decode = num(v, m, RQ_DECODE);
+    r->in_tok = num(v, m, RQ_IN);
+    r->out_tok = num(v, m, RQ_OUT);
+    double pre = num(v, m, RQ_PREEMPT);
+    r->preempted = isnan(pre) ? 0 : (int)pre;
+    double c = num(v, m, RQ_COMPLETE);
+    r->complete = (isnan(c) || c != 0) && !isnan(r->e2e) && r->start_ns > 0;
+}
+
+static int proc_index(sa_profile *p, const char *prof, int len, int dp)
+{
+    for (int i = p->nproc - 1; i >= 0; i--)
+        if ((int)strlen(p->proc[i].prof_id) == len && !strncmp(p->proc[i].prof_id, prof, (size_t)len)) {
+            if (dp >= 0)
+                p->proc[i].dp_rank = dp;
+            return i;
+        }
+    GROW(p->proc, p->nproc, p->capproc);
+    sa_proc *x = &p->proc[p->nproc];
+    x->prof_id = strndup(prof, (size_t)len);
+    x->hostname = strdup("");
+    x->dp_rank = dp;
+    return p->nproc++;
+}
+
+static int rinfo_of(sa_profile *p, const char *rid, int len)
+{
+    int i = sa_strmap_get(&p->rids, rid, len);
+    if (i >= 0)
+        return i;
+    GROW(p->rinfo, p->nrinfo, p->caprinfo);
+    sa_ridinfo *x = &p->rinfo[p->nrinfo];
+    memset(x, 0, sizeof *x);
+    x->proc = -1;
+    sa_strmap_put(&p->rids, rid, len, (int)p->nrinfo);
+    return (int)p->nrinfo++;
+}
+
+/* Credits one step to each id of its res_list (a JSON array of ids). */
+static void credit_ids(sa_profile *p, const char *s, int n, int src, const sa_step *st)
+{
+    char id[512];
+    const char *e = s + n;
+    while (s < e && *s != '[')
+        s++;
+    while (s < e) {
+        s++;
+        while (s < e && (*s == ' ' || *s == ','))
+            s++;
+        if (s >= e || *s == ']')
+            break;
+        int k = 0;
+        if (*s == '"') {
+            for (s++; s < e && *s != '"'; s++) {
+                if (*s == '\\' && s + 1 < e)
+                    s++;
+                if (k < (int)sizeof id - 1)
+                    id[k++] = *s;
+            }
+            s++;
+        } else {
+            while (s < e && *s != ',' && *s != ']')
+                if (k < (int)sizeof id - 1)
+                    id[k++] = *s++;
+                else
+                    s++;
+        }
+        s--; /* the loop's s++ steps over the separator */
+        int xi = rinfo_of(p, id, k); /* may move p->rinfo */
+        sa_ridinfo *x = &p->rinfo[xi];
+        if (!x->first_start[src])
+            x->first_start[src] = st->start;
+        if (x->nends[src] < SA_KEEP_ENDS)
+            x->ends[src][x->nends[src]++] = st->end;
+        if (x->proc < 0)
+            x->proc = st->proc;
+        double ms = (double)(st->end - st->start) / 1e6;
+        if (src == SA_SRC_EXEC)
+            x->exec_ms += ms;
+        else if (src == SA_SRC_BATCH)
+            x->sched_ms += ms;
+    }
+}
+
+static int step_kind(double pbs, double dbs, const char *type, int tlen)
+{
+    if (!isnan(pbs) || !isnan(dbs)) {
+        int pf = !isnan(pbs) && pbs > 0, dc = !isnan(dbs) && dbs > 0;
+        if (pf || dc)
+            return pf && dc ? SA_MIXED : pf ? SA_PREFILL : SA_DECODE;
+    }
+    int pf = 0, dc = 0;
+    for (int i = 0; i + 6 <= tlen; i++) {
+        if (!strncmp(type + i, "Prefill", 7 <= tlen - i ? 7 : 6))
+            pf = 1;
+        if (!strncmp(type + i, "Decode", 6))
+            dc = 1;
+    }
+    return pf && dc ? SA_MIXED : pf ? SA_PREFILL : SA_DECODE;
+}
+
+static int src_of_name(const char *name, int len)
+{
+#define IS(lit) (len == (int)sizeof lit - 1 && !strncmp(name, lit, sizeof lit - 1))
+    if (IS("modelExec") || IS("modelRunnerExec") || IS("Execute"))
+        return SA_SRC_EXEC;
+    if (IS("batchFrameworkProcessing") || IS("BatchSchedule"))
+        return SA_SRC_BATCH;
+    if (IS("forward"))
+        return SA_SRC_FORWARD;
+#undef IS
+    return -1;
+}
+
+static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int forced_src)
+{
+    int nlen, plen, tlen, rlen;
+    const char *name = text(v, m, ST_NAME, &nlen);
+    int src = forced_src >= 0 ? forced_src : src_of_name(name, nlen);
+    if (src < 0)
+        return;
+    const char *prof = text(v, m, ST_PROF, &plen);
+    double dp = num(v, m, ST_DP);
+    sa_step st;
+    st.start = ms_to_ns(num(v, m, ST_START));
+    st.end = ms_to_ns(num(v, m, ST_END));
+    if (st.start <= 0 || st.end < st.start)
+        return;
+    st.proc = proc_index(p, prof, plen, isnan(dp) ? -1 : (int)dp);
+    const char *type = text(v, m, ST_TYPE, &tlen);
+    st.kind = step_kind(num(v, m, ST_PBS), num(v, m, ST_DBS), type, tlen);
+    double bs = num(v, m, ST_BS);
+    st.bs = isnan(bs) ? 0 : (int)bs;
+    st.tokens = num(v, m, ST_TOK);
+    sa_steps *ss = &p->steps[src];
+    GROW(ss->v, ss->n, ss->cap);
+    ss->v[ss->n++] = st;
+    if (src == SA_SRC_FORWARD) {
+        int hlen;
+        const char *host = text(v, m, ST_HOST, &hlen);
+        if (hlen && !p->proc[st.proc].hostname[0]) {
+            free(p->proc[st.proc].hostname);
+            p->proc[st.proc].hostname = strndup(host, (size_t)hlen);
+        }
+        return;
+    }
+    double kv = num(v, m, ST_KV);
+    if (!isnan(kv)) {
+        GROW(p->kv, p->nkv, p->capkv);
+        p->kv[p->nkv++] = (sa_kvpoint){st.start, kv > 1 ? kv / 100 : kv, st.proc};
+    }
+    const char *res = text(v, m, ST_RES, &rlen);
+    if (rlen)
+        credit_ids(p, res, rlen, src, &st);
+}
+
+static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncols, const spp_val *v)
+{
+    if (!key)
+        return;
+    if (!strcmp(key, "request")) {
+        map_cols(&g->rq, cols, ncols, rq_names, RQ_N);
+        add_request(g->p, &g->rq, v);
+    } else if (!strcmp(key, "batch")) {
+        map_cols(&g->bt, cols, ncols, st_names, ST_N);
+        add_step(g->p, &g->bt, v, -1);
+    } else if (!strcmp(key, "forward")) {
+        map_cols(&g->fw, cols, ncols, st_names, ST_N);
+        add_step(g->p, &g->fw, v, SA_SRC_FORWARD);
+    }
+}
+
+static void add_span(sa_profile *p, const char *name, int len, int64_t ts, int64_t dur)
+{
+    int i = sa_strmap_get(&p->span_names, name, len);
+    if (i < 0) {
+        GROW(p->span, p->nspan, p->capspan);
+        memset(&p->span[p->nspan], 0, sizeof *p->span);
+        p->span[p->nspan].name = strndup(name, (size_t)len);
+        i = p->nspan++;
+        sa_strmap_put(&p->span_names, name, len, i);
+    }
+    sa_span *s = &p->span[i];
+    GROW(s->dur_ms, s->n, s->cap);
+    double ms = (double)dur / 1e6;
+    s->dur_ms[s->n++] = (float)ms;
+    s->total_ms += ms;
+    if (ms > s->max_ms) {
+        s->max_ms = ms;
+        s->max_ts = ts;
+    }
+}
+
+static void tap_row(void *ctx, const spp_table *t, const spp_val *v)
+{
+    ingest *g = ctx;
+    ingest_row(g, t->key, t->cols, t->ncols, v);
+    if (g->also && g->also->row)
+        g->also->row(g->also->ctx, t, v);
+}
+
+static void tap_record(void *ctx, const spp_rec *r)
+{
+    ingest *g = ctx;
+    g->p->records++;
+    if (r->dur > 0)
+        add_span(g->p, r->name, (int)strlen(r->name), r->ts, r->dur);
+    if (g->also && g->also->record)
+        g->also->record(g->also->ctx, r);
+}
+
+static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
+{
+    spp_opts po = {0};
+    po.input = o->input;
+    po.output = ".";
+    po.progress = 0;
+    po.tap_counters = o->tap_counters;
+    g->also = o->also;
+    int level = spp_log_level();
+    if (!o->verbose && level < SPP_WARNING)
+        spp_log_set_level(SPP_WARNING);
+    spp_tap tap = {tap_row, tap_record, g};
+    spp_set_tap(&tap);
+    int rc = spp_run(&po);
+    spp_set_tap(NULL);
+    spp_log_set_level(level);
+    if (rc == 2 || g->p->records == 0) {
+        snprintf(err, errcap, "%s: no raw store (ms_service_*.db) could be read, and no profiler.db there",
+                 o->input);
+        return -1;
+    }
+    return 0;
+}
+
+/* Feeds every row of table `name` of db through the row handler. */
+static void read_table(ingest *g, sqlite3 *db, const char *name)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM \"%s\"", name);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return; /* table absent: that part of the profile stays empty */
+    int n = sqlite3_column_count(st);
+    spp_col *cols = calloc((size_t)n, sizeof *cols);
+    spp_val *v = calloc((size_t)n, sizeof *v);
+    for (int i = 0; i < n; i++)
+        cols[i].name = sqlite3_column_name(st, i);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < n; i++) {
+            memset(&v[i], 0, sizeof v[i]);
+            switch (sqlite3_column_type(st, i)) {
+            case SQLITE_INTEGER: v[i].kind = SPP_INT; v[i].i = sqlite3_column_int64(st, i); break;
+            case SQLITE_FLOAT: v[i].kind = SPP_REAL; v[i].d = sqlite3_column_double(st, i); break;
+            case SQLITE_TEXT:
+                v[i].kind = SPP_TEXT;
+                v[i].s = (const char *)sqlite3_column_text(st, i);
+                v[i].n = sqlite3_column_bytes(st, i);
+                break;
+            default: break;
+            }
+        }
+        ingest_row(g, name, cols, n, v);
+    }
+    sqlite3_finalize(st);
+    free(cols);
+    free(v);
+}
+
+static int load_db(ingest *g, const char *path, char *err, size_t errcap)
+{
+    sqlite3 *db;
+    char uri[4200];
+    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
+    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, "SELECT 1 FROM request LIMIT 1", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errcap, "%s: not a readable profiler.db (%s)", path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return -1;
+    }
+    read_table(g, db, "request");
+    read_table(g, db, "batch");
+    read_table(g, db, "forward");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
+                           NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW)
+            add_span(g->p, (const char *)sqlite3_column_text(st, 0), sqlite3_column_bytes(st, 0),
+                     sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2));
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return 0;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const sa_step *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+    const sa_kvpoint *x = a, *y = b;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Picks the step sources and the run's extent. */
+static void finish(sa_profile *p)
+{
+    for (int s = 0; s < SA_NSRC; s++)
+        qsort(p->steps[s].v, (size_t)p->steps[s].n, sizeof(sa_step), cmp_step);
+    qsort(p->kv, (size_t)p->nkv, sizeof *p->kv, cmp_kv);
+    p->src = p->steps[SA_SRC_EXEC].n ? SA_SRC_EXEC : p->steps[SA_SRC_BATCH].n ? SA_SRC_BATCH : SA_SRC_FORWARD;
+    p->busy_src = p->steps[SA_SRC_FORWARD].n ? SA_SRC_FORWARD : p->steps[SA_SRC_EXEC].n ? SA_SRC_EXEC
+                                                                                          : SA_SRC_BATCH;
+    int64_t t0 = INT64_MAX, t1 = 0;
+    for (long long i = 0; i < p->nreq; i++) {
+        if (p->req[i].start_ns > 0 && p->req[i].start_ns < t0)
+            t0 = p->req[i].start_ns;
+        if (p->req[i].end_ns > t1)
+            t1 = p->req[i].end_ns;
+    }
+    for (int s = 0; s < SA_NSRC; s++)
+        for (long long i = 0; i < p->steps[s].n; i++) {
+            if (p->steps[s].v[i].start < t0)
+                t0 = p->steps[s].v[i].start;
+            if (p->steps[s].v[i].end > t1)
+                t1 = p->steps[s].v[i].end;
+        }
+    if (t0 == INT64_MAX)
+        t0 = t1 = 0;
+    p->t0 = t0;
+    p->t1 = t1 > t0 ? t1 : t0;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+sa_profile *sa_profile_load(const sa_opts *o, char *err, size_t errcap)
+{
+    struct stat st;
+    if (!o->input || stat(o->input, &st) != 0) {
+        snprintf(err, errcap, "%s: %s", o->input ? o->input : "(no input)", strerror(errno));
+        return NULL;
+    }
+    sa_profile *p = calloc(1, sizeof *p);
+    p->input = o->input;
+    ingest g = {.p = p};
+    char dbpath[4096];
+    size_t len = strlen(o->input);
+    if (S_ISREG(st.st_mode) && len >= 11 && !strcmp(o->input + len - 11, "profiler.db"))
+        snprintf(dbpath, sizeof dbpath, "%s", o->input);
+    else
+        snprintf(dbpath, sizeof dbpath, "%s/profiler.db", o->input);
+    int rc;
+    if (is_file(dbpath)) {
+        p->from_db = 1;
+        p->records = -1;
+        rc = load_db(&g, dbpath, err, errcap);
+    } else {
+        rc = load_raw(&g, o, err, errcap);
+    }
+    if (rc != 0) {
+        sa_profile_free(p);
+        return NULL;
+    }
+    finish(p);
+    return p;
+}
+
+void sa_profile_free(sa_profile *p)
+{
+    if (!p)
+        return;
+    for (long long i = 0; i < p->nreq; i++)
+        free(p->req[i].rid);
+    free(p->req);
+    free(p->rinfo);
+    sa_strmap_free(&p->rids);
+    for (int s = 0; s < SA_NSRC; s++)
+        free(p->steps[s].v);
+    for (int i = 0; i < p->nproc; i++) {
+        free(p->proc[i].prof_id);
+        free(p->proc[i].hostname);
+    }
+    free(p->proc);
+    free(p->kv);
+    for (int i = 0; i < p->nspan; i++) {
+        free(p->span[i].name);
+        free(p->span[i].dur_ms);
+    }
+    free(p->span);
+    sa_strmap_free(&p->span_names);
+    free(p);
+}
+
+int sa_req_info(const sa_profile *p, const sa_req *r)
+{
+    return sa_strmap_get(&p->rids, r->rid, (int)strlen(r->rid));
+}
+
+sa_ttft_parts sa_ttft_split(const sa_profile *p, const sa_req *r)
+{
+    sa_ttft_parts t = {NAN, NAN, NAN, NAN};
+    if (isnan(r->ttft))
+        return t;
+    t.queue = isnan(r->queue) ? 0 : r->queue;
+    int i = sa_req_info(p, r);
+    int src = -1;
+    if (i >= 0) {
+        const sa_ridinfo *x = &p->rinfo[i];
+        /* The first step that ran it: execution, else schedule, else forward. */
+        src = x->first_start[SA_SRC_EXEC] ? SA_SRC_EXEC : x->first_start[SA_SRC_BATCH] ? SA_SRC_BATCH
+                                                          : x->first_start[SA_SRC_FORWARD] ? SA_SRC_FORWARD : -1;
+        if (src >= 0) {
+            /* Prefill ends with the last of its first steps that ended by the
+             * first token (50 us of slack for clocks read in another order). */
+            int64_t first_tok = r->start_ns + (int64_t)llround(r->ttft * 1e6);
+            int64_t end = x->ends[src][0];
+            for (int k = 1; k < x->nends[src]; k++)
+                if (x->ends[src][k] <= first_tok + 50000)
+                    end = x->ends[src][k];
+            if (end > first_tok)
+                end = first_tok > x->first_start[src] ? first_tok : x->first_start[src];
+            t.prefill = (double)(end - x->first_start[src]) / 1e6;
+            double fdw = (double)(first_tok - end) / 1e6;
+            t.first_decode_wait = fdw > 0 ? fdw : 0;
+        }
+    }
+    double rest = r->ttft - t.queue - (src >= 0 ? t.prefill + t.first_decode_wait : 0);
+    if (rest < 0) {
+        /* Rounding or a step that began before the first token's clock: keep
+         * the parts summing to TTFT by trimming the wait, then the queue. */
+        if (src >= 0) {
+            double cut = fmin(-rest, t.first_decode_wait);
+            t.first_decode_wait -= cut;
+            rest += cut;
+        }
+        if (rest < 0) {
+            t.queue = fmax(0, t.queue + rest);
+            rest = 0;
+        }
+    }
+    t.schedule = rest;
+    return t;
+}
