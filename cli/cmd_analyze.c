@@ -6,9 +6,11 @@
  * Exit status: 0 done, 1 the input could not be analyzed or an output not
  * written, 2 usage.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze.h"
 #include "cli_opt.h"
@@ -100,6 +102,11 @@ int cmd_analyze(int argc, char **argv)
     }
     if (!o.input) {
         fprintf(stderr, "servprof analyze: -i DIR (raw stores or a parse output folder) is required\n");
+        return 2;
+    }
+    struct stat st;
+    if (stat(o.input, &st) != 0) {
+        fprintf(stderr, "servprof analyze: input %s: %s\n", o.input, strerror(errno));
         return 2;
     }
     char err[512];

@@ -45,6 +45,7 @@ static void usage(FILE *f)
         "  --max-inflight N          waiting + running beyond which requests get 503 (256)\n"
         "  --max-tokens-default N    max_tokens when a request gives none (16)\n"
         "  --no-chunked-prefill      schedule each prompt whole\n"
+        "  --step-host-delay-us N    artificial host time after each step, model idle (0)\n"
         "  --no-prefix-caching       do not reuse cached prompt blocks\n"
         "  --model-name NAME         name reported in answers and in the profile (tiny-llm)\n"
         "Profiling: set SERVICE_PROF_CONFIG_PATH to a servprof JSON config; edit its \"enable\".\n");
@@ -67,7 +68,7 @@ static int parse_opts(int argc, char **argv, opts *o)
 {
     enum { O_HOST = 256, O_PORT, O_PORT_FILE, O_SEED, O_VOCAB, O_DMODEL, O_LAYERS, O_HEADS, O_DFF,
            O_MAXLEN, O_BS, O_NB, O_SEQS, O_TOKENS, O_INFLIGHT, O_DEFMAX, O_NOCHUNK, O_NOPREFIX,
-           O_NAME, O_HELP };
+           O_NAME, O_DELAY, O_HELP };
     static const struct option lo[] = {
         {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT}, {"port-file", 1, 0, O_PORT_FILE},
         {"seed", 1, 0, O_SEED}, {"vocab", 1, 0, O_VOCAB}, {"d-model", 1, 0, O_DMODEL},
@@ -76,7 +77,7 @@ static int parse_opts(int argc, char **argv, opts *o)
         {"max-num-seqs", 1, 0, O_SEQS}, {"max-batched-tokens", 1, 0, O_TOKENS},
         {"max-inflight", 1, 0, O_INFLIGHT}, {"max-tokens-default", 1, 0, O_DEFMAX},
         {"no-chunked-prefill", 0, 0, O_NOCHUNK}, {"no-prefix-caching", 0, 0, O_NOPREFIX},
-        {"model-name", 1, 0, O_NAME}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"model-name", 1, 0, O_NAME}, {"step-host-delay-us", 1, 0, O_DELAY}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     int c, seed = 1, rc = 0;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
@@ -99,6 +100,7 @@ static int parse_opts(int argc, char **argv, opts *o)
         case O_NOCHUNK: o->e.chunked_prefill = 0; break;
         case O_NOPREFIX: o->e.prefix_caching = 0; break;
         case O_NAME: o->h.model_name = optarg; break;
+        case O_DELAY: rc |= parse_int("step-host-delay-us", optarg, 0, 1000000, &o->e.host_delay_us); break;
         case 'h': case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }

@@ -362,6 +362,16 @@ static void run_model(tl_engine *e)
     ins_model_exec_end(exec, b);
 }
 
+/* The planted host stall (--step-host-delay-us): the engine thread does
+ * "host work" between steps while the model is idle. A sleep, not a
+ * spin, so the shared test machine is not loaded by it. */
+static void host_delay(int us)
+{
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static void *engine_main(void *arg)
 {
     tl_engine *e = arg;
@@ -403,6 +413,8 @@ static void *engine_main(void *arg)
         pthread_mutex_lock(&e->mu);
         postprocess(e);
         pthread_mutex_unlock(&e->mu);
+        if (e->c.host_delay_us > 0)
+            host_delay(e->c.host_delay_us);
         servprof_step();
         pthread_mutex_lock(&e->mu);
     }

@@ -22,6 +22,8 @@ typedef struct tl_engine_cfg {
     int chunked_prefill;     /* 1: split long prompts across steps */
     int prefix_caching;      /* 1: reuse full prompt blocks */
     int max_inflight;        /* waiting + running beyond which submit says busy */
+    int host_delay_us;       /* artificial host time after each step (a planted stall, for
+                              * servprof analyze's scenario tests); 0 = none */
 } tl_engine_cfg;
 
 typedef struct tl_engine_stats {
