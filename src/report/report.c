@@ -166,15 +166,21 @@ static json_t *run_json(run *r, const char *label, int buckets)
     return json_pack("{s:s, s:s, s:O?, s:o}", "label", label, "input", r->input, "analyze", r->analyze, "db", db);
 }
 
-static const char *leaf_name(const char *p)
+/* The last `parts` components of a path, without trailing slashes, into b. */
+static const char *short_name(const char *p, int parts, char *b, size_t cap)
 {
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/')
         n--;
     const char *s = p + n;
-    while (s > p && s[-1] != '/')
-        s--;
-    return s;
+    for (int k = 0; k < parts; k++) {
+        if (k && s > p)
+            s--; /* over the slash */
+        while (s > p && s[-1] != '/')
+            s--;
+    }
+    snprintf(b, cap, "%.*s", (int)(p + n - s), s);
+    return b;
 }
 
 int spr_run(const spr_opts *o)
@@ -207,11 +213,17 @@ int spr_run(const spr_opts *o)
             cmp = spr_compare(a.input, a.dir, b.input, b.dir);
         }
     }
-    char title[512];
-    if (o->compare)
-        snprintf(title, sizeof title, "servprof report: %s vs %s", leaf_name(o->input), leaf_name(o->compare));
-    else
-        snprintf(title, sizeof title, "servprof report: %s", leaf_name(o->input));
+    char title[1100], na[512], nb[512];
+    if (o->compare) {
+        /* Two runs' folders are often both called "prof": name them by their parents then. */
+        int parts = 1;
+        while (parts < 4 && !strcmp(short_name(o->input, parts, na, sizeof na),
+                                    short_name(o->compare, parts, nb, sizeof nb)))
+            parts++;
+        snprintf(title, sizeof title, "servprof report: %s vs %s", na, nb);
+    } else {
+        snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 1, na, sizeof na));
+    }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
                     spr_asset_uplot_version ? spr_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
                     "compare", cmp);

@@ -321,9 +321,12 @@
     if (!dbChart(box, { id: 'forward', title: 'Forward steps: duration and gap to the next', unit: 'ms' }, r => r.db.forward, [
       ['dur_ms', 'duration'], ['gap_ms', 'gap (bubble)']]))
       missing.push('forward steps (no forward spans)');
-    const hostCpu = counterChart(box, { id: 'cpu', title: 'CPU', unit: '%', hint: 'host: busy % of the machine; process: % of one core' },
-      ['host CPU', 'process CPU']);
-    const hostMem = counterChart(box, { id: 'mem', title: 'Memory', unit: 'MiB' }, ['host memory', 'process memory']);
+    /* The process's own figures on the right axis: they are far smaller. */
+    const own = name => name.startsWith('process') ? 'y2' : 'y';
+    const hostCpu = counterChart(box, { id: 'cpu', title: 'CPU', units: { y: 'host busy %', y2: 'process % of a core' },
+      hint: 'host: busy % of the machine; process: % of one core' }, ['host CPU', 'process CPU'], own);
+    const hostMem = counterChart(box, { id: 'mem', title: 'Memory', units: { y: 'host MiB', y2: 'process MiB' } },
+      ['host memory', 'process memory'], own);
     if (!hostCpu && !hostMem) missing.push('host CPU and memory (set host_system_usage_freq in the config)');
     const gpuNames = kind => [...new Set(RUNS.flatMap(r => (r.db.counters || []).map(c => c.name)))]
       .filter(n => new RegExp('^GPU \\d+ ' + kind + '$').test(n));
