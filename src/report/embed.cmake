@@ -1,6 +1,6 @@
 # embed.cmake — run at build time (cmake -P) to turn the report's assets into
-# report_assets.c: the page template, the page script and uPlot's minified JS
-# and CSS as NUL-terminated byte arrays, so `servprof report` needs no file
+# report_assets.c: the page template, the page script and uPlot's minified JS,
+# CSS and MIT licence text as NUL-terminated byte arrays, so `servprof report` needs no file
 # and no network at run time (the binary carries them).
 #   -DSRC=<src/report>  -DOUT=<build>/report_assets.c
 # uPlot comes from src/report/node_modules (scripts/install-deps.sh runs
@@ -27,15 +27,18 @@ if(EXISTS ${UPLOT}/dist/uPlot.iife.min.js AND EXISTS ${UPLOT}/package.json)
   string(JSON version GET "${pkg}" version)
   embed(j ${UPLOT}/dist/uPlot.iife.min.js)
   embed(c ${UPLOT}/dist/uPlot.min.css)
+  embed(l ${UPLOT}/LICENSE)
   string(APPEND body "/* uPlot ${version}, MIT licence, (c) Leon Sorokin: node_modules/uplot/LICENSE */\n")
   string(APPEND body "static const char uplot_js_[] = {\n${j}};\nconst char *const spr_asset_uplot_js = uplot_js_;\n")
   string(APPEND body "static const char uplot_css_[] = {\n${c}};\nconst char *const spr_asset_uplot_css = uplot_css_;\n")
+  string(APPEND body "static const char uplot_licence_[] = {\n${l}};\nconst char *const spr_asset_uplot_licence = uplot_licence_;\n")
   string(APPEND body "const char *const spr_asset_uplot_version = \"${version}\";\n")
 else()
   message(WARNING "uPlot is not installed in ${UPLOT}: `servprof report` will refuse to run. "
                   "Run scripts/install-deps.sh (it runs `npm ci` in src/report) and rebuild.")
   string(APPEND body "const char *const spr_asset_uplot_js = NULL;\nconst char *const spr_asset_uplot_css = NULL;\n")
   string(APPEND body "const char *const spr_asset_uplot_version = NULL;\n")
+  string(APPEND body "const char *const spr_asset_uplot_licence = NULL;\n")
 endif()
 # Rewrite only when changed, so an unchanged asset set rebuilds nothing.
 if(EXISTS ${OUT})

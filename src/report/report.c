@@ -222,7 +222,7 @@ int spr_run(const spr_opts *o)
             parts++;
         snprintf(title, sizeof title, "servprof report: %s vs %s", na, nb);
     } else {
-        snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 1, na, sizeof na));
+        snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 2, na, sizeof na));
     }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
                     spr_asset_uplot_version ? spr_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,

@@ -121,5 +121,6 @@ extern const char *const spr_asset_app_js;
 extern const char *const spr_asset_uplot_js;
 extern const char *const spr_asset_uplot_css;
 extern const char *const spr_asset_uplot_version;
+extern const char *const spr_asset_uplot_licence; /* uPlot's LICENSE (MIT), copied into every page */
 
 #endif

@@ -3,7 +3,8 @@
  * replaced by the embedded assets and the data.
  *
  * The template (report.html) names what goes where: {{UPLOT_CSS}},
- * {{UPLOT_JS}}, {{APP_JS}}, {{DATA}}, {{TITLE}}, {{UPLOT_VERSION}}. Nothing is
+ * {{UPLOT_JS}}, {{UPLOT_LICENCE}}, {{APP_JS}}, {{DATA}}, {{TITLE}},
+ * {{UPLOT_VERSION}}. Nothing is
  * fetched by the page: the library and the data are in the file, so it opens
  * offline from disk and can be attached to a ticket.
  *
@@ -56,6 +57,8 @@ static int put_placeholder(FILE *f, const char *name, size_t len, const char *js
         fputs(spr_asset_uplot_css, f);
     else if (IS("UPLOT_JS"))
         fputs(spr_asset_uplot_js, f);
+    else if (IS("UPLOT_LICENCE"))
+        fputs(spr_asset_uplot_licence, f);
     else if (IS("UPLOT_VERSION"))
         fputs(spr_asset_uplot_version, f);
     else if (IS("APP_JS"))
