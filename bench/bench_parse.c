@@ -16,8 +16,12 @@
  * every CSV, chrome_tracing.json and profiler.db) as a child process and
  * reports records/s and the child's peak RSS (wait4 rusage).
  *
+ * With --analyze it runs `servprof analyze -i IN --format json` (stdout to
+ * /dev/null) on the same input instead: raw stores parsed in-process with
+ * no report written, summaries, windows and findings computed.
+ *
  * usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D]
- *                    [--bin PATH/servprof] [--format ...]
+ *                    [--bin PATH/servprof] [--format ...] [--analyze]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -221,7 +225,7 @@ int main(int argc, char **argv)
     else
         snprintf(bin, sizeof bin, "servprof");
     const char *extra[8] = {0};
-    int nextra = 0, regen = 0;
+    int nextra = 0, regen = 0, analyze = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--requests") && i + 1 < argc)
             nreq = atoll(argv[++i]);
@@ -235,13 +239,15 @@ int main(int argc, char **argv)
             snprintf(bin, sizeof bin, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--regenerate"))
             regen = 1;
+        else if (!strcmp(argv[i], "--analyze"))
+            analyze = 1;
         else if (!strcmp(argv[i], "--format")) {
             extra[nextra++] = "--format";
             while (i + 1 < argc && argv[i + 1][0] != '-' && nextra < 7)
                 extra[nextra++] = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D] [--bin servprof]"
-                            " [--format csv json db] [--regenerate]\n");
+                            " [--format csv json db] [--regenerate] [--analyze]\n");
             return 2;
         }
     }
@@ -280,10 +286,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < nextra; i++)
         args[na++] = extra[i];
     args[na] = NULL;
+    if (analyze) {
+        const char *a[] = {bin, "analyze", "-i", in, "--format", "json", NULL};
+        memcpy(args, a, sizeof a);
+    }
     fflush(stdout);
     double t0 = now_s();
     pid_t pid = fork();
     if (pid == 0) {
+        if (analyze && !freopen("/dev/null", "w", stdout))
+            _exit(127);
         execv(bin, (char *const *)args);
         fprintf(stderr, "bench_parse: cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -296,7 +308,7 @@ int main(int argc, char **argv)
     }
     double wall = now_s() - t0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "bench_parse: parse failed (status %d)\n", status);
+        fprintf(stderr, "bench_parse: %s failed (status %d)\n", args[1], status);
         return 1;
     }
     /* Records = rows of the stores (their max rowid). */
@@ -317,8 +329,8 @@ int main(int argc, char **argv)
     }
     double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
                  (double)ru.ru_stime.tv_usec / 1e6;
-    printf("parse: %lld records in %.2f s wall (%.2f s CPU): %.0f records/s wall, %.0f records/s CPU; "
-           "peak RSS %.1f MiB\n", records, wall, cpu, (double)records / wall, (double)records / cpu,
+    printf("%s: %lld records in %.2f s wall (%.2f s CPU): %.0f records/s wall, %.0f records/s CPU; "
+           "peak RSS %.1f MiB\n", args[1], records, wall, cpu, (double)records / wall, (double)records / cpu,
            (double)ru.ru_maxrss / 1024.0);
     return 0;
 }

@@ -9,8 +9,9 @@
 #      the file (`servprof enable`), later OFF again (`servprof disable`),
 #      while the server keeps serving;
 #   4. stops the server, runs `servprof parse`, prints the summary, compares
-#      the profile with what the clients measured, writes the one-page HTML
-#      report (`servprof report`), and says where each output is.
+#      the profile with what the clients measured, prints what `servprof
+#      analyze` finds (ranked findings), writes the one-page HTML report
+#      (`servprof report`), and says where each output is.
 #
 # Environment: SERVPROF_DEMO_DIR (outputs; default ./demo-out, replaced on each
 # run), SERVPROF_DEMO_BUILD (build folder; default build-demo),
@@ -115,6 +116,9 @@ if full:
           f"({len(full)} requests)")
 PY
 
+say "what limits this run: servprof analyze -i $WORK/output -o $WORK/analysis"
+"$BIN/servprof" analyze -i "$WORK/output" -o "$WORK/analysis" --findings-only
+
 say "servprof report -i $WORK/output -o $WORK/report.html"
 "$BIN/servprof" report -i "$WORK/output" -o "$WORK/report.html"
 
@@ -129,6 +133,7 @@ cat <<TXT
   per-step reports                       $WORK/output/batch.csv, forward.csv
   KV cache and queues                    $WORK/output/kvcache.csv, request_status.csv
   everything for SQL / Grafana           $WORK/output/profiler.db
+  summaries, windows, findings           $WORK/analysis/ (servprof analyze; analyze.json)
   what the clients measured              $WORK/client.csv, $WORK/load.txt
   server log                             $WORK/server.log
 TXT

@@ -25,8 +25,8 @@
     X(PREEMPT_SHARE, "preempt_share", 0.02, "KV pressure: or this share of requests preempted")     \
     X(INTERFERENCE_RATIO, "interference_ratio", 1.5,                                                \
       "prefill interference: mixed step time / decode step time at least this")                     \
-    X(INTERFERENCE_SHARE, "interference_share", 0.05,                                               \
-      "prefill interference: and mixed steps at least this share of decode-carrying steps")          \
+    X(INTERFERENCE_SHARE, "interference_share", 0.10,                                               \
+      "prefill interference: and the decoding requests' wait in them this share of all e2e time")   \
     X(FILL_RATIO, "fill_ratio", 0.5, "under-filled batches: mean batch / largest batch at most this") \
     X(STALL_FRAC, "stall_frac", 0.20, "host stalls: stalled share of the run at least this")         \
     X(TOKENIZE_SHARE, "tokenize_share", 0.10, "slow tokenize: tokenize+detokenize / e2e at least this") \

@@ -13,8 +13,10 @@
  *                          where KV usage crossed its threshold, plus the
  *                          share of requests preempted (KV being full is why
  *                          they queue, so it outranks plain queueing then)
- *   prefill_interference   extra time of mixed steps over decode-only steps,
- *                          as a share of the time of decode-carrying steps
+ *   prefill_interference   the delay decoding requests suffer from prefill in
+ *                          their step: sum over mixed steps of (step time -
+ *                          mean decode-only step time) x decoding requests
+ *                          in it, as a share of all complete requests' e2e
  *   underfilled_batches    half the queueing share times (1 - fill)
  *   host_stalls            stalled share of the run
  *   slow_tokenize          (tokenize + detokenize span means) / mean e2e
@@ -263,28 +265,36 @@ static void check_kv(const sa_profile *p, const sa_opts *o, const sa_series *s, 
               "length; prefix caching to share prompt blocks";
 }
 
-static void check_interference(const sa_profile *p, const sa_opts *o, const sa_series *s, sa_findings *out)
+static void check_interference(const sa_profile *p, const sa_opts *o, const sa_series *s, const run *r,
+                               sa_findings *out)
 {
     sa_stepagg d = sa_steps_agg(p, SA_DECODE), m = sa_steps_agg(p, SA_MIXED);
-    if (!d.count || !m.count || !(d.ms_mean > 0))
+    if (!d.count || !m.count || !(d.ms_mean > 0) || !(r->e2e_mean > 0))
         return;
-    double ratio = m.ms_mean / d.ms_mean, share = (double)m.count / (double)(m.count + d.count);
+    double ratio = m.ms_mean / d.ms_mean;
+    /* request-milliseconds decoding requests waited for the prefill in their step */
+    const sa_steps *ss = &p->steps[p->src];
+    double delay = 0;
+    for (long long i = 0; i < ss->n; i++)
+        if (ss->v[i].kind == SA_MIXED) {
+            double extra = (double)(ss->v[i].end - ss->v[i].start) / 1e6 - d.ms_mean;
+            if (extra > 0)
+                delay += extra * (ss->v[i].dec > 0 ? ss->v[i].dec : 1);
+        }
+    double share = delay / (r->e2e_mean * (double)r->ncomplete);
     if (ratio < T(INTERFERENCE_RATIO) || share < T(INTERFERENCE_SHARE))
         return;
-    double extra = (m.ms_mean - d.ms_mean) * (double)m.count;
-    double all = m.ms_mean * (double)m.count + d.ms_mean * (double)d.count;
-    sa_finding *f = add(out, "prefill_interference", 1, extra / all);
+    sa_finding *f = add(out, "prefill_interference", 1, share);
     if (!f)
         return;
     snprintf(f->title, sizeof f->title, "Prefill slows decoding: steps with prefill take %.1fx a decode step",
              ratio);
     figure(f, "mixed_over_decode_step_time", ratio, "ratio", "interference_ratio", T(INTERFERENCE_RATIO), ">=");
     snprintf(f->evidence, sizeof f->evidence,
-             "%lld steps mixed prefill with decode (%.0f%% of decode-carrying steps), %.2f ms mean against "
-             "%.2f ms for decode-only steps; the decoding requests in them wait for the prefill",
-             m.count, share * 100, m.ms_mean, d.ms_mean);
+             "%lld steps mixed prefill with decode, %.2f ms mean against %.2f ms for decode-only steps; the "
+             "decoding requests in them waited %.0f ms in all, %.0f%% of the requests' end-to-end time",
+             m.count, m.ms_mean, d.ms_mean, delay, share * 100);
     windows_where(f, s, o, w_interf, NULL);
-    const sa_steps *ss = &p->steps[p->src];
     long long best[3] = {-1, -1, -1};
     for (long long i = 0; i < ss->n; i++) {
         if (ss->v[i].kind != SA_MIXED)
@@ -459,7 +469,7 @@ void sa_findings_compute(const sa_profile *p, const sa_opts *o, const sa_series 
     run_figures(p, &r);
     check_queueing(p, o, s, &r, out);
     check_kv(p, o, s, &r, out);
-    check_interference(p, o, s, out);
+    check_interference(p, o, s, &r, out);
     check_fill(p, o, s, &r, out);
     check_stalls(p, o, s, out);
     check_tokenize(p, o, &r, out);

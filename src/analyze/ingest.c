@@ -250,9 +250,11 @@ static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int force
         return;
     st.proc = proc_index(p, prof, plen, isnan(dp) ? -1 : (int)dp);
     const char *type = text(v, m, ST_TYPE, &tlen);
-    st.kind = step_kind(num(v, m, ST_PBS), num(v, m, ST_DBS), type, tlen);
+    double pbs = num(v, m, ST_PBS), dbs = num(v, m, ST_DBS);
+    st.kind = step_kind(pbs, dbs, type, tlen);
     double bs = num(v, m, ST_BS);
     st.bs = isnan(bs) ? 0 : (int)bs;
+    st.dec = !isnan(dbs) ? (int)dbs : st.kind == SA_DECODE ? st.bs : st.kind == SA_MIXED ? st.bs - 1 : 0;
     st.tokens = num(v, m, ST_TOK);
     sa_steps *ss = &p->steps[src];
     GROW(ss->v, ss->n, ss->cap);

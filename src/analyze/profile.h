@@ -66,6 +66,7 @@ typedef struct sa_ridinfo {
 typedef struct sa_step {
     int64_t start, end;
     int proc, kind, bs;
+    int dec;                        /* decode entries (requests decoding in it) */
     double tokens;                  /* total scheduled tokens, NAN unknown */
 } sa_step;
 
