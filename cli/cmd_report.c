@@ -58,7 +58,15 @@ static const struct opt *find_opt(int argc, char **argv, int *i, const char **va
                 o = &opts[k];
     }
     if (!o) {
-        fprintf(stderr, "servprof report: unknown option '%s' (see servprof report --help)\n", a);
+        /* One line: the bad option and every accepted one. */
+        fprintf(stderr, "servprof report: unknown option '%s'; accepted:", a);
+        for (size_t k = 0; k < n; k++) {
+            if (opts[k].letter)
+                fprintf(stderr, "%s -%c/--%s", k ? "," : "", opts[k].letter, opts[k].name);
+            else
+                fprintf(stderr, "%s --%s", k ? "," : "", opts[k].name);
+        }
+        fputc('\n', stderr);
         return NULL;
     }
     *value = NULL;

@@ -124,7 +124,8 @@
       if (!list.length) { box.append(el('div', { class: 'note', text: 'no findings: nothing crossed a threshold' })); continue; }
       const ol = el('ol', { class: 'findings' });
       for (const f of list) {
-        const ex = (f.examples || []).map(x => `${x.rid || '—'} @ ${num(relS(r, x.ts_ns), 3)} s${x.what ? ' (' + x.what + ')' : ''}`);
+        const ex = (f.examples || []).map(x => `${x.rid ? x.rid + ' at' : 'at'} ${num(relS(r, x.ts_ns), 3)} s` +
+          (x.what ? ` (${x.what})` : ''));
         const fig = f.figure ? `${f.figure.name} = ${num(f.figure.value)}${f.figure.unit === 'frac' ? '' : ' ' + (f.figure.unit || '')}` : '';
         const thr = f.threshold ? ` (threshold ${f.threshold.name} ${f.threshold.op} ${num(f.threshold.value)})` : '';
         ol.append(el('li', { class: f.bottleneck === false ? 'state' : '' },
