@@ -83,7 +83,15 @@ static int find_input(run *r)
             return 0;
     }
     r->db[0] = 0;
-    return 0;
+    /* Raw stores: say at once when there are none (rather than through
+     * analyze's and the parser's messages). */
+    spp_paths paths = {0};
+    int nraw = spp_discover(r->input, &paths) == 0 ? paths.nraw : -1;
+    spp_paths_free(&paths);
+    if (nraw == 0)
+        fprintf(stderr, "servprof report: no raw store (ms_service_*.db) and no profiler.db under %s; no report "
+                        "written\n", r->input);
+    return nraw > 0 ? 0 : 1;
 }
 
 static int load_run(run *r, const char *analyze_json, const char *opt)
@@ -93,6 +101,8 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
         return rc;
     r->rows = spr_rows_new();
     if (!r->rows)
+        return 1;
+    if (r->db[0] && spr_db_read(r->db, r->rows) != 0)
         return 1;
     if (analyze_json) {
         json_error_t e;
@@ -112,12 +122,9 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
                 return 1;
             return parse_rows(r);
         }
-        if (r->analyze && !r->db[0])
-            return 0;
+        return 0;
     }
-    if (r->db[0])
-        return spr_db_read(r->db, r->rows) == 0 ? 0 : 1;
-    return parse_rows(r);
+    return r->db[0] ? 0 : parse_rows(r);
 }
 
 /* Gives each of the slowest requests its TTFT parts: analyze's (queue,

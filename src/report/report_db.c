@@ -76,7 +76,11 @@ int spr_db_read(const char *profiler_db, spr_rows *r)
         return -1;
     }
     int rc = -1;
-    if (!has_table(db, "request") && !has_table(db, "batch")) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        fprintf(stderr, "servprof report: cannot read %s: %s\n", profiler_db, sqlite3_errmsg(db));
+    } else if (!has_table(db, "request") && !has_table(db, "batch")) {
         fprintf(stderr, "servprof report: %s is not a profiler.db made by servprof parse (no request or batch "
                         "table)\n", profiler_db);
     } else {
@@ -85,6 +89,7 @@ int spr_db_read(const char *profiler_db, spr_rows *r)
         for (size_t i = 0; i < sizeof tables / sizeof *tables && rc == 0; i++)
             rc = feed_table(db, profiler_db, tables[i], r);
     }
+    sqlite3_finalize(st);
     sqlite3_close(db);
     return rc;
 }

@@ -256,6 +256,17 @@ class ReportCli(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("not a profiler.db", r.stderr)
         self.assertFalse(os.path.exists(self.out("o.html")))
+        # Not SQLite at all; a folder with nothing to read: one line each, no page.
+        with open(os.path.join(other, "profiler.db"), "wb") as f:
+            f.write(os.urandom(4096))
+        empty = self.out("empty")
+        os.makedirs(empty, exist_ok=True)
+        for path, says in ((other, "file is not a database"), (empty, "no raw store")):
+            r = report("-i", path, "-o", self.out("o.html"), check=False)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(says, r.stderr)
+            self.assertFalse(os.path.exists(self.out("o.html")))
 
 
 if __name__ == "__main__":
