@@ -177,7 +177,7 @@
     for (const s of series) {
       uSeries.push({
         label: s.label, scale: s.scale || 'y', stroke: s.color, width: s.width || 1.25,
-        dash: s.dash, fill: s.fill, spanGaps: true, points: { show: false },
+        dash: s.dash, fill: s.fill, spanGaps: true, /* points: uPlot's default, drawn where data is sparse */
         paths: s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
         value: s.value || ((u, v) => v == null ? '–' : num(v)),
       });

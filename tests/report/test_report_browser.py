@@ -124,13 +124,13 @@ class ReportInBrowser(unittest.TestCase):
         self.assertEqual(run.requests, [], "the page asked for something: it must be self-contained")
         self.assertEqual(browser.evaluate("window.__servprof.errors"), [])
 
-    def check_charts(self, browser, runs):
+    def check_charts(self, browser, runs, expected=TIME_CHARTS | CDF_CHARTS, min_coloured=30):
         charts = {c["id"]: c for c in browser.evaluate(CHART_PROBE)}
-        missing = (TIME_CHARTS | CDF_CHARTS) - set(charts)
+        missing = expected - set(charts)
         self.assertEqual(missing, set(), f"charts not drawn: {missing}")
         for cid, c in charts.items():
             self.assertGreater(c["points"], 0, cid)
-            self.assertGreater(c["coloured"], 30, f"chart {cid} has no data drawn")
+            self.assertGreater(c["coloured"], min_coloured, f"chart {cid} has no data drawn")
             values = [v for v in c["legend"] if v not in ("–", "")]
             self.assertTrue(values, f"chart {cid}: no legend value on hover: {c['legend']}")
             if runs == 2 and c["kind"] == "time" and cid not in ("cpu", "mem"):
@@ -204,6 +204,26 @@ class ReportInBrowser(unittest.TestCase):
             self.check_linked_zoom(b)
             self.check_clean(b)
             self.screenshot(b, "report.png")
+
+    def test_sparse_page_with_device_samplers(self):
+        """The parse tests' hand-made scenario: three requests, two engine
+        processes, one GPU memory sample per device: sparse series are drawn as
+        points, the device charts are there."""
+        sys.path.insert(0, os.path.join(HERE, "..", "parse"))
+        import scenario
+        root = tempfile.mkdtemp(prefix="sp-report-scenario-")
+        try:
+            scenario.build(os.path.join(root, "raw"))
+            page = os.path.join(OUT, "scenario.html")
+            subprocess.run([CLI, "report", "-i", os.path.join(root, "raw"), "-o", page, "--quiet"], check=True,
+                           capture_output=True, timeout=120 * SLACK)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        with cdp.Browser() as b:
+            self.open_page(b, page)
+            self.check_clean(b)
+            self.check_charts(b, 1, {"gpumem", "gpuutil", "kv", "queues", "batch", "cpu", "mem"}, min_coloured=8)
+            self.screenshot(b, "scenario.png")
 
     def test_compare(self):
         with cdp.Browser() as b:
