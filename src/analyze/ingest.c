@@ -37,8 +37,9 @@ static const char *const st_names[ST_N] = {
     "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
     "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
 
-/* Column indexes of one table, recomputed when its column list changes. */
-typedef struct colmap { const spp_col *cols; int ncols; int idx[16]; } colmap;
+/* Column indexes of one table: the parser's colmap (parse.h), shared with
+ * servprof report, which reads the same rows. */
+typedef spp_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
@@ -48,50 +49,12 @@ typedef struct ingest {
 
 static void map_cols(colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
 {
-    if (m->cols == cols && m->ncols == ncols)
-        return;
-    m->cols = cols;
-    m->ncols = ncols;
-    for (int k = 0; k < n; k++) {
-        m->idx[k] = -1;
-        for (int i = 0; i < ncols; i++)
-            if (!strcmp(cols[i].name, names[k]))
-                m->idx[k] = i;
-    }
+    spp_colmap_fit(m, cols, ncols, names, n);
 }
 
-static double num(const spp_val *v, const colmap *m, int k)
-{
-    int i = m->idx[k];
-    if (i < 0)
-        return NAN;
-    switch (v[i].kind) {
-    case SPP_INT: return (double)v[i].i;
-    case SPP_REAL:
-    case SPP_MS: return v[i].d;
-    case SPP_TEXT: {
-        char buf[64];
-        int n = v[i].n < 63 ? v[i].n : 63;
-        memcpy(buf, v[i].s, (size_t)n);
-        buf[n] = 0;
-        char *e;
-        double d = strtod(buf, &e);
-        return e == buf ? NAN : d;
-    }
-    default: return NAN;
-    }
-}
+static double num(const spp_val *v, const colmap *m, int k) { return spp_colmap_num(v, m, k); }
 
-static const char *text(const spp_val *v, const colmap *m, int k, int *len)
-{
-    int i = m->idx[k];
-    if (i < 0 || v[i].kind != SPP_TEXT) {
-        *len = 0;
-        return "";
-    }
-    *len = v[i].n;
-    return v[i].s;
-}
+static const char *text(const spp_val *v, const colmap *m, int k, int *len) { return spp_colmap_text(v, m, k, len); }
 
 /* The reports' (ms) columns carry microseconds exactly (parse.md); a double
  * of epoch milliseconds is good to ~0.25 us, so round to the microsecond. */

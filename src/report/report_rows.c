@@ -50,13 +50,8 @@ static const char *const fw_cols[FW_N] = {"start_time(ms)", "during_time(ms)", "
 enum { CT_NAME, CT_PID, CT_TS, CT_SERIES, CT_VALUE, CT_N };
 static const char *const ct_cols[CT_N] = {"name", "pid", "timestamp", "series", "value"};
 
-#define MAXCOLS 16
-
-typedef struct colmap {
-    const spp_col *cols; /* the column list this map was made for */
-    int ncols;
-    int idx[MAXCOLS];
-} colmap;
+#define MAXCOLS SPP_COLMAP_MAX
+typedef spp_colmap colmap;
 
 typedef struct sample {
     double t;    /* ms since the epoch (counters: ns / 1e6) */
@@ -126,53 +121,6 @@ void spr_rows_free(spr_rows *r)
     free(r);
 }
 
-static void map_cols(colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
-{
-    if (m->cols == cols && m->ncols == ncols)
-        return;
-    m->cols = cols;
-    m->ncols = ncols;
-    for (int k = 0; k < n; k++) {
-        m->idx[k] = -1;
-        for (int c = 0; c < ncols; c++)
-            if (!strcmp(cols[c].name, names[k]))
-                m->idx[k] = c;
-    }
-}
-
-/* A number, or NaN for NULL, "" and text that is not a number. */
-static double num(const spp_val *v, const colmap *m, int k)
-{
-    int i = m->idx[k];
-    if (i < 0)
-        return NAN;
-    switch (v[i].kind) {
-    case SPP_INT: return (double)v[i].i;
-    case SPP_REAL:
-    case SPP_MS: return v[i].d;
-    case SPP_TEXT: {
-        char b[64], *end;
-        int n = v[i].n < 63 ? v[i].n : 63;
-        memcpy(b, v[i].s, (size_t)n);
-        b[n] = 0;
-        double d = strtod(b, &end);
-        return n > 0 && end != b && !*end ? d : NAN;
-    }
-    default: return NAN;
-    }
-}
-
-/* Text of a column ("" when NULL); *n its length. */
-static const char *text(const spp_val *v, const colmap *m, int k, int *n)
-{
-    int i = m->idx[k];
-    *n = 0;
-    if (i < 0 || v[i].kind != SPP_TEXT)
-        return "";
-    *n = v[i].n;
-    return v[i].s;
-}
-
 static sample *push(spr_rows *r, samples *a, double t)
 {
     if (a->n == a->cap) {
@@ -203,10 +151,10 @@ static int is_name(const char *s, int n, const char *lit)
 static void add_step(spr_rows *r, const spp_val *v)
 {
     int n;
-    const char *name = text(v, &r->bt, BT_NAME, &n);
+    const char *name = spp_colmap_text(v, &r->bt, BT_NAME, &n);
     int sched = is_name(name, n, "BatchSchedule") || is_name(name, n, "batchFrameworkProcessing");
     int exec = is_name(name, n, "modelExec") || is_name(name, n, "modelRunnerExec") || is_name(name, n, "Execute");
-    double t = num(v, &r->bt, BT_START);
+    double t = spp_colmap_num(v, &r->bt, BT_START);
     if ((!sched && !exec) || isnan(t))
         return;
     sample *s = push(r, &r->steps, t);
@@ -214,20 +162,20 @@ static void add_step(spr_rows *r, const spp_val *v)
         return;
     s->group = sched;
     for (int k = 0; k < 7; k++)
-        s->v[k] = num(v, &r->bt, BT_BS + k);
+        s->v[k] = spp_colmap_num(v, &r->bt, BT_BS + k);
     s->v[6] *= 100; /* KV usage as % */
 }
 
 static void add_forward(spr_rows *r, const spp_val *v)
 {
-    double t = num(v, &r->fw, FW_START);
+    double t = spp_colmap_num(v, &r->fw, FW_START);
     if (isnan(t))
         return;
     sample *s = push(r, &r->fwd, t);
     if (!s)
         return;
     for (int k = 0; k < 3; k++)
-        s->v[k] = num(v, &r->fw, FW_DUR + k);
+        s->v[k] = spp_colmap_num(v, &r->fw, FW_DUR + k);
     double end = t + s->v[0];
     if (end > r->t1_ms)
         r->t1_ms = end;
@@ -275,9 +223,9 @@ static int column_of(spr_rows *r, cgroup *g, long long pid, const char *series, 
 static void add_counter(spr_rows *r, const spp_val *v)
 {
     int nn, ns;
-    const char *name = text(v, &r->ct, CT_NAME, &nn);
-    const char *series = text(v, &r->ct, CT_SERIES, &ns);
-    double ts = num(v, &r->ct, CT_TS), val = num(v, &r->ct, CT_VALUE), pid = num(v, &r->ct, CT_PID);
+    const char *name = spp_colmap_text(v, &r->ct, CT_NAME, &nn);
+    const char *series = spp_colmap_text(v, &r->ct, CT_SERIES, &ns);
+    double ts = spp_colmap_num(v, &r->ct, CT_TS), val = spp_colmap_num(v, &r->ct, CT_VALUE), pid = spp_colmap_num(v, &r->ct, CT_PID);
     if (isnan(ts) || isnan(val))
         return;
     int g = group_of(r, name, nn);
@@ -317,7 +265,7 @@ static void add_slow(spr_rows *r, const spp_val *v, const double *vals)
     if (isnan(e2e) || (r->nslow == SPR_SLOWEST && e2e <= r->slow[SPR_SLOWEST - 1].v[RQ_E2E]))
         return;
     int n;
-    const char *rid = text(v, &r->rq, RQ_RID, &n);
+    const char *rid = spp_colmap_text(v, &r->rq, RQ_RID, &n);
     char *copy = strndup(rid, (size_t)n);
     if (!copy) {
         r->oom = 1;
@@ -342,7 +290,7 @@ static void add_request(spr_rows *r, const spp_val *v)
 {
     double vals[RQ_N];
     for (int k = 0; k < RQ_N; k++)
-        vals[k] = k == RQ_RID ? NAN : num(v, &r->rq, k);
+        vals[k] = k == RQ_RID ? NAN : spp_colmap_num(v, &r->rq, k);
     r->requests++;
     if (!isnan(vals[RQ_START])) {
         if (vals[RQ_START] < r->t0_ms)
@@ -363,16 +311,16 @@ void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, 
     if (!key || ncols > MAXCOLS * 2)
         return;
     if (!strcmp(key, "batch")) {
-        map_cols(&r->bt, cols, ncols, bt_cols, BT_N);
+        spp_colmap_fit(&r->bt, cols, ncols, bt_cols, BT_N);
         add_step(r, v);
     } else if (!strcmp(key, "forward")) {
-        map_cols(&r->fw, cols, ncols, fw_cols, FW_N);
+        spp_colmap_fit(&r->fw, cols, ncols, fw_cols, FW_N);
         add_forward(r, v);
     } else if (!strcmp(key, "counter")) {
-        map_cols(&r->ct, cols, ncols, ct_cols, CT_N);
+        spp_colmap_fit(&r->ct, cols, ncols, ct_cols, CT_N);
         add_counter(r, v);
     } else if (!strcmp(key, "request")) {
-        map_cols(&r->rq, cols, ncols, rq_cols, RQ_N);
+        spp_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
         add_request(r, v);
     }
 }
