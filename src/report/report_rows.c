@@ -462,7 +462,8 @@ static json_t *counters_json(spr_rows *r, int buckets)
         goto fail;
     for (int g = 0; g < r->ngroups; g++)
         idx[g] = g;
-    qsort_r(idx, (size_t)r->ngroups, sizeof *idx, cmp_group, r->groups);
+    if (r->ngroups)
+        qsort_r(idx, (size_t)r->ngroups, sizeof *idx, cmp_group, r->groups);
     for (int k = 0; k < r->ngroups; k++) {
         json_t *c = counter_json(r, idx[k], buckets);
         if (!c || json_array_append_new(arr, c) != 0)
@@ -479,7 +480,8 @@ fail:
 /* A CDF: SPR_CDF_POINTS evenly spaced ranks {x: value, p: share ≤ x, n}. */
 static json_t *cdf_json(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_double);
     spr_series *s = spr_series_new(1);
     size_t pts = n < SPR_CDF_POINTS ? n : SPR_CDF_POINTS;
     for (size_t k = 0; s && k < pts; k++) {
@@ -531,9 +533,10 @@ json_t *spr_rows_json(spr_rows *r, int buckets)
     if (!isfinite(r->t0_ms))
         r->t0_ms = r->t1_ms = 0;
     r->t0_ms = (double)llround(r->t0_ms * 1e3) / 1e3; /* the page's origin is whole microseconds */
-    qsort(r->steps.s, r->steps.n, sizeof *r->steps.s, cmp_sample);
-    qsort(r->fwd.s, r->fwd.n, sizeof *r->fwd.s, cmp_sample);
-    qsort(r->ctr.s, r->ctr.n, sizeof *r->ctr.s, cmp_sample);
+    samples *all[] = {&r->steps, &r->fwd, &r->ctr};
+    for (int k = 0; k < 3; k++)
+        if (all[k]->n) /* qsort's base may not be NULL, even for 0 rows */
+            qsort(all[k]->s, all[k]->n, sizeof *all[k]->s, cmp_sample);
     static const char *const fw_names[] = {"dur_ms", "gap_ms", "batch_size"};
     json_t *steps = steps_json(r, buckets);
     json_t *fwd = r->fwd.n ? series_json(r, &r->fwd, -1, 3, fw_names, buckets) : json_null();
