@@ -166,11 +166,12 @@ static int w_kv(const sa_window *w, const sa_opts *o, const void *arg)
     (void)arg;
     return (!isnan(w->kv_max) && w->kv_max >= T(KV_USAGE_HIGH)) || w->preemptions > 0;
 }
+/* arg: the run's mean decode-only step time (a window may hold no decode-only step) */
 static int w_interf(const sa_window *w, const sa_opts *o, const void *arg)
 {
-    (void)arg;
     const sa_stepagg *m = &w->steps[SA_MIXED], *d = &w->steps[SA_DECODE];
-    return m->count && d->count && d->ms_mean > 0 && m->ms_mean / d->ms_mean >= T(INTERFERENCE_RATIO);
+    double dec = d->count && d->ms_mean > 0 ? d->ms_mean : *(const double *)arg;
+    return m->count && dec > 0 && m->ms_mean / dec >= T(INTERFERENCE_RATIO);
 }
 static int w_fill(const sa_window *w, const sa_opts *o, const void *arg)
 {
@@ -294,7 +295,7 @@ static void check_interference(const sa_profile *p, const sa_opts *o, const sa_s
              "%lld steps mixed prefill with decode, %.2f ms mean against %.2f ms for decode-only steps; the "
              "decoding requests in them waited %.0f ms in all, %.0f%% of the requests' end-to-end time",
              m.count, m.ms_mean, d.ms_mean, delay, share * 100);
-    windows_where(f, s, o, w_interf, NULL);
+    windows_where(f, s, o, w_interf, &d.ms_mean);
     long long best[3] = {-1, -1, -1};
     for (long long i = 0; i < ss->n; i++) {
         if (ss->v[i].kind != SA_MIXED)

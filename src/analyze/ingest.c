@@ -300,7 +300,7 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
 {
     spp_opts po = {0};
     po.input = o->input;
-    po.output = ".";
+    po.output = "."; /* every output is off: nothing is written there (it exists: no folder made) */
     po.progress = 0;
     po.tap_counters = o->tap_counters;
     g->also = o->also;
@@ -396,8 +396,10 @@ static int cmp_kv(const void *a, const void *b)
 static void finish(sa_profile *p)
 {
     for (int s = 0; s < SA_NSRC; s++)
-        qsort(p->steps[s].v, (size_t)p->steps[s].n, sizeof(sa_step), cmp_step);
-    qsort(p->kv, (size_t)p->nkv, sizeof *p->kv, cmp_kv);
+        if (p->steps[s].n)
+            qsort(p->steps[s].v, (size_t)p->steps[s].n, sizeof(sa_step), cmp_step);
+    if (p->nkv)
+        qsort(p->kv, (size_t)p->nkv, sizeof *p->kv, cmp_kv);
     p->src = p->steps[SA_SRC_EXEC].n ? SA_SRC_EXEC : p->steps[SA_SRC_BATCH].n ? SA_SRC_BATCH : SA_SRC_FORWARD;
     p->busy_src = p->steps[SA_SRC_FORWARD].n ? SA_SRC_FORWARD : p->steps[SA_SRC_EXEC].n ? SA_SRC_EXEC
                                                                                           : SA_SRC_BATCH;

@@ -222,6 +222,15 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ",v" for each of the n keys of object o. */
+static void csv_nums(FILE *f, json_t *o, const char *const *keys, int n)
+{
+    for (int k = 0; k < n; k++) {
+        fputc(',', f);
+        csv_num(f, num(o, keys[k]));
+    }
+}
+
 static void csv_stats(FILE *f, json_t *rows)
 {
     fputs("Metric,Average,Max,Min,P50,P90,P99\n", f);
@@ -230,10 +239,7 @@ static void csv_stats(FILE *f, json_t *rows)
     json_array_foreach(rows, i, r) {
         csv_str(f, json_string_value(json_object_get(r, "metric")));
         static const char *const keys[] = {"average", "max", "min", "p50", "p90", "p99"};
-        for (int k = 0; k < 6; k++) {
-            fputc(',', f);
-            csv_num(f, num(r, keys[k]));
-        }
+        csv_nums(f, r, keys, 6);
         fputc('\n', f);
     }
 }
@@ -316,23 +322,14 @@ static void csv_windows(FILE *f, json_t *doc)
         static const char *const ps[] = {"ttft_ms", "tpot_ms", "e2e_ms", "queue_ms"};
         static const char *const qs[] = {"p50", "p90", "p99"};
         for (int a = 0; a < 4; a++)
-            for (int b = 0; b < 3; b++) {
-                fputc(',', f);
-                csv_num(f, num(json_object_get(w, ps[a]), qs[b]));
-            }
+            csv_nums(f, json_object_get(w, ps[a]), qs, 3);
         static const char *const kinds[] = {"prefill", "decode", "mixed"};
         static const char *const ks[] = {"count", "batch_size_mean", "tokens_mean", "step_ms_mean"};
         for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 4; b++) {
-                fputc(',', f);
-                csv_num(f, num(path(w, "steps", kinds[a]), ks[b]));
-            }
+            csv_nums(f, path(w, "steps", kinds[a]), ks, 4);
         static const char *const tail[] = {"kv_usage_mean", "kv_usage_max", "preemptions", "busy_frac",
                                            "stalled_frac", "idle_frac"};
-        for (int a = 0; a < 6; a++) {
-            fputc(',', f);
-            csv_num(f, num(w, tail[a]));
-        }
+        csv_nums(f, w, tail, 6);
         fputc('\n', f);
     }
 }
@@ -346,10 +343,7 @@ static void csv_ttft(FILE *f, json_t *doc)
         csv_str(f, json_string_value(json_object_get(r, "rid")));
         fprintf(f, ",%lld", (long long)json_integer_value(json_object_get(r, "start_ns")));
         static const char *const ks[] = {"ttft_ms", "queue_ms", "schedule_ms", "prefill_ms", "first_decode_wait_ms"};
-        for (int k = 0; k < 5; k++) {
-            fputc(',', f);
-            csv_num(f, num(r, ks[k]));
-        }
+        csv_nums(f, r, ks, 5);
         fputc('\n', f);
     }
 }

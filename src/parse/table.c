@@ -66,8 +66,7 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
     o->dir = dir;
     o->csv = csv;
     o->db = db;
-    /* Nothing written (a tap-only parse, servprof analyze): no folder. */
-    if ((csv || db) && mkdir_p(dir) != 0) {
+    if (mkdir_p(dir) != 0) {
         spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }

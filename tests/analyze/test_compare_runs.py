@@ -2,8 +2,10 @@
 differ by a known server setting (host time per step 1.5 ms -> 4 ms) name
 its effect (TPOT) first, significant, and a --fail-if gate on it exits 3;
 two runs of the same setting flag nothing and pass the gate. The same
-arrivals (fixed seed) and a small model keep run-to-run noise low; the
-step time is dominated by the planted sleep."""
+arrivals (fixed seed), a small model and a light load (mostly one request
+at a time, so batching does not depend on timing) keep run-to-run noise
+low; the step time is dominated by the planted sleep (longer in sanitizer
+builds, where the model is several times slower)."""
 import json
 import os
 import subprocess
@@ -14,20 +16,21 @@ sys.path.insert(0, os.path.dirname(__file__))
 import scenario_util as su  # noqa: E402
 
 SLOW = 3.0 if su.demo_util.SANITIZE else 1.0
-LOAD = ["--vocab", "1024", "--rate", "%g" % (15 / SLOW), "--seed", "3", "--prompt-len", "32:64",
+LOAD = ["--vocab", "1024", "--rate", "%g" % (6 / SLOW), "--seed", "3", "--prompt-len", "32:64",
         "--output-len", "16:32", "--prefix-fraction", "0"]
+SECONDS = 6
 
 
 def server(delay_us):
-    return su.SMALL_MODEL + ["--step-host-delay-us", str(delay_us)]
+    return su.SMALL_MODEL + ["--step-host-delay-us", str(int(delay_us * SLOW))]
 
 
 class CompareRuns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.a = su.profile(server(1500), LOAD, 4)
-        cls.same = su.profile(server(1500), LOAD, 4)
-        cls.slower = su.profile(server(4000), LOAD, 4)
+        cls.a = su.profile(server(1500), LOAD, SECONDS)
+        cls.same = su.profile(server(1500), LOAD, SECONDS)
+        cls.slower = su.profile(server(4000), LOAD, SECONDS)
 
     def compare(self, b, *extra):
         p = subprocess.run([su.CLI, "compare", self.a, b, "--format", "json", *extra], capture_output=True,
