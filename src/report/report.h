@@ -6,11 +6,13 @@
  * document holding everything the page shows. The C side only gathers data;
  * all drawing happens in the browser.
  *
- *   report.c        the driver: finds profiler.db (or parses raw stores into a
- *                   temporary folder), gets analyze's JSON, builds the page data,
- *                   writes the file
- *   report_db.c     reads the time series, CDFs and slowest requests straight
- *                   from profiler.db's tables
+ *   report.c        the driver: raw stores or a profiler.db; analyze's JSON;
+ *                   the charts' rows; the page data; the file
+ *   report_analyze.c calls analyze and compare (src/analyze)
+ *   report_rows.c   the parser's report rows (request, batch, forward, counter)
+ *                   -> time series, CDFs, slowest requests
+ *   report_tap.c    feeds report_rows.c from the parse analyze runs (one parse)
+ *   report_db.c     feeds report_rows.c from a profiler.db's tables
  *   downsample.c    min/max per pixel bucket, so a long series stays small
  *   report_html.c   writes template + library + data as one self-contained file
  *   report_assets.c generated at build time (embed.cmake): the template, the

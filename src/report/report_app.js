@@ -201,7 +201,6 @@
     return u;
   }
 
-  const runColor = (i, r) => PALETTE[(i + (r === 1 ? 0 : 0)) % PALETTE.length];
   const runDash = ri => ri === 1 ? [6, 4] : undefined;
   const runLabel = (label, ri) => COMPARE ? `${label} (${RUNS[ri].label})` : label;
 
@@ -447,7 +446,6 @@
       }))));
     }
     render();
-    STATE.sortSlowest = (key, descending) => { sortKey = key; desc = descending; render(); };
   }
 
   /* ------------------------------------------------------ compare table */

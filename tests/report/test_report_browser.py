@@ -225,6 +225,21 @@ class ReportInBrowser(unittest.TestCase):
             self.check_charts(b, 1, {"gpumem", "gpuutil", "kv", "queues", "batch", "cpu", "mem"}, min_coloured=8)
             self.screenshot(b, "scenario.png")
 
+    def test_page_with_an_empty_analyze_document(self):
+        """An analyze document without any of the keys the page reads (an older or
+        newer schema): the page still opens cleanly and draws the parser's rows."""
+        empty = os.path.join(OUT, "empty-analyze.json")
+        with open(empty, "w") as f:
+            f.write("{}")
+        page = os.path.join(OUT, "no-analyze.html")
+        subprocess.run([CLI, "report", "-i", self.a, "-o", page, "--analyze-json", empty, "--quiet"], check=True,
+                       capture_output=True, timeout=120 * SLACK)
+        with cdp.Browser() as b:
+            self.open_page(b, page)
+            self.check_clean(b)
+            self.check_charts(b, 1, {"batch", "tokens", "kv", "queues", "forward", "cpu", "mem"} | CDF_CHARTS)
+            self.assertIn("needs analyze's windows", b.evaluate("document.getElementById('missing').textContent"))
+
     def test_compare(self):
         with cdp.Browser() as b:
             data = self.open_page(b, self.cmp_page)
