@@ -110,7 +110,6 @@
         no_bottleneck: 'No bottleneck found', no_data: 'Not enough data' };
       let text = (COMPARE ? r.label + ': ' : '') + (words[h.verdict] || h.verdict || '');
       if (top && h.verdict === 'bottleneck') text += ' — ' + top.title;
-      else if (top && h.verdict === 'under_loaded') text += ' — ' + top.title;
       sec.append(el('div', { class: 'verdict ' + (h.verdict || ''), text }));
     }
   }
