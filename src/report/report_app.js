@@ -112,6 +112,35 @@
       if (top && h.verdict === 'bottleneck') text += ' — ' + top.title;
       sec.append(el('div', { class: 'verdict ' + (h.verdict || ''), text }));
     }
+    sec.append(glance());
+  }
+
+  /* The four questions a serving engineer asks first, answered with the
+   * figures that answer them (analyze's, and the largest step batch seen). */
+  function glance() {
+    const ul = el('ul', { class: 'glance', id: 'glance' });
+    for (const r of RUNS) {
+      const h = an(r) && an(r).headline;
+      if (!h) continue;
+      const who = COMPARE ? r.label + ': ' : '';
+      const bs = get(r, 'db.steps.batch_size') || [];
+      const largest = bs.reduce((m, v) => v != null && v > m ? v : m, 0);
+      const P = get(an(r), 'ttft_breakdown.percentiles') || {};
+      const parts = PHASES.slice(0, 4).map(([k, label]) => [label, get(P, k + '.p90')])
+        .filter(([, v]) => v != null).sort((a, b) => b[1] - a[1]);
+      const slow = (r.db.slowest || []).slice(0, 10);
+      const decodeShare = slow.length ? slow.reduce((s, q) => s + (q.decode_ms || 0), 0) /
+        Math.max(1e-9, slow.reduce((s, q) => s + (q.e2e_ms || 0), 0)) : null;
+      const rows = [
+        ['Is the batch full?', `${num(h.batch_size_mean)} requests per step on average; the largest step held ${num(largest, 0)}`],
+        ['Is KV the limit?', `KV usage peaked at ${pct(h.kv_usage_peak)} (mean ${pct(h.kv_usage_mean)}); ${num(h.preemptions, 0)} preemptions`],
+        ['Where do slow requests spend their time?', (parts.length ? `TTFT P90 by part: ${parts.map(([l, v]) => `${l} ${num(v)} ms`).join(', ')}` : 'no TTFT breakdown') +
+          (decodeShare == null ? '' : `; the 10 slowest spent ${num(decodeShare * 100, 0)} % of their time decoding`)],
+        ['Is the engine stalled or idle?', `busy ${pct(h.busy_frac)}, stalled ${pct(h.stalled_frac)} (work waiting, device idle), idle ${pct(h.idle_frac)} (nothing to run)`],
+      ];
+      for (const [q, a] of rows) ul.append(el('li', {}, el('b', { text: who + q + ' ' }), a));
+    }
+    return ul;
   }
 
   function findings() {

@@ -185,6 +185,14 @@ class ReportInBrowser(unittest.TestCase):
             self.assertIn("no findings", shown)
         self.assertEqual(browser.evaluate("document.querySelectorAll('.verdict').length"), len(data["runs"]))
         self.assertGreaterEqual(browser.evaluate("document.querySelectorAll('#cards .card').length"), 8)
+        # The four questions, answered with analyze's figures (one list item per run and question).
+        glance = browser.evaluate("[...document.querySelectorAll('#glance li')].map(li => li.textContent)")
+        self.assertEqual(len(glance), 4 * len(data["runs"]))
+        h = data["runs"][0]["analyze"]["headline"]
+        self.assertIn("Is the batch full?", glance[0])
+        self.assertIn(f"{h['preemptions']} preemptions", glance[1])
+        self.assertIn("Is the engine stalled or idle?", glance[3])
+        self.assertNotIn("–", glance[3], "busy/stalled/idle missing")
         self.assertGreaterEqual(browser.evaluate("document.querySelectorAll('#breakdown-bars .bar span').length"), 3)
 
     def screenshot(self, browser, name):
