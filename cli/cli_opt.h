@@ -11,4 +11,8 @@
  * printed, prefixed by verb), 0 when it does not match. */
 int cli_opt(int argc, char **argv, int *i, const char *lng, const char *shrt, const char **val, const char *verb);
 
+/* Parses all of v as a number in [lo, hi]: 0, or -1 (nothing stored). */
+int cli_double(const char *v, double lo, double hi, double *out);
+int cli_long(const char *v, long lo, long hi, long *out);
+
 #endif

@@ -63,32 +63,27 @@ int cmd_analyze(int argc, char **argv)
                 return bad("--format", v, "text, csv, json");
             format = v;
         } else if ((m = cli_opt(argc, argv, &i, "--windows", NULL, &v, "analyze"))) {
-            char *e;
-            long n = m < 0 ? 0 : strtol(v, &e, 10);
+            long n;
             if (m < 0)
                 return 2;
-            if (*v == 0 || *e || n < 1 || n > 1000)
+            if (cli_long(v, 1, 1000, &n) != 0)
                 return bad("--windows", v, "an integer 1..1000");
             o.nwindows = (int)n;
         } else if ((m = cli_opt(argc, argv, &i, "--window", NULL, &v, "analyze"))) {
             if (m < 0)
                 return 2;
-            char *e;
-            double s = strtod(v, &e);
-            if (e == v || *e || !(s > 0))
+            if (cli_double(v, 1e-9, 1e9, &o.window_s) != 0)
                 return bad("--window", v, "seconds > 0");
-            o.window_s = s;
         } else if ((m = cli_opt(argc, argv, &i, "--threshold", NULL, &v, "analyze"))) {
             if (m < 0)
                 return 2;
             if (sa_opts_threshold(&o, v) != 0)
                 return bad("--threshold", v, sa_threshold_names());
         } else if ((m = cli_opt(argc, argv, &i, "--max-requests", NULL, &v, "analyze"))) {
+            long n;
             if (m < 0)
                 return 2;
-            char *e;
-            long n = strtol(v, &e, 10);
-            if (*v == 0 || *e || n < 0)
+            if (cli_long(v, 0, 1L << 30, &n) != 0)
                 return bad("--max-requests", v, "an integer >= 0");
             o.max_requests = (int)n;
         } else if (!strcmp(a, "--findings-only")) {

@@ -18,13 +18,18 @@
 static void usage(FILE *f)
 {
     fputs("usage: servprof compare A B [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
-          "                        [--min-effect PCT]\n"
+          "                        [--min-effect PCT] [--min-abs-ms MS]\n"
           "  A, B: raw stores or parse output folders (as for analyze). Compares request latencies,\n"
           "  throughput, step and span metrics; significance by a bootstrap interval of B - A.\n"
           "  --fail-if METRIC>LIMIT or METRIC<LIMIT (also >=, <=); LIMIT is a change in % (+5%)\n"
           "  or in the metric's unit (2ms, 0.1), e.g. --fail-if 'ttft.p99>+5%'. A tested metric\n"
           "  trips only on a significant change. Exit status: 0 no gate tripped, 3 a gate tripped,\n"
           "  1 an input could not be read, 2 usage. See docs/analyze.md.\n", f);
+}
+
+static void bad(const char *opt, const char *val, const char *accepted)
+{
+    fprintf(stderr, "servprof compare: %s '%s' is not valid; accepted: %s\n", opt, val, accepted);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -47,7 +52,7 @@ int cmd_compare(int argc, char **argv)
             if (m < 0)
                 goto out;
             if (strcmp(v, "text") && strcmp(v, "json")) {
-                fprintf(stderr, "servprof compare: --format '%s' is not valid; accepted: text, json\n", v);
+                bad("--format", v, "text, json");
                 goto out;
             }
             format = v;
@@ -57,25 +62,26 @@ int cmd_compare(int argc, char **argv)
             gates = realloc(gates, (size_t)(ngates + 1) * sizeof *gates);
             gates[ngates++] = v;
         } else if ((m = cli_opt(argc, argv, &i, "--resamples", NULL, &v, "compare"))) {
-            char *e;
-            long n = m < 0 ? 0 : strtol(v, &e, 10);
-            if (m < 0)
-                goto out;
-            if (!*v || *e || n < 20 || n > 100000) {
-                fprintf(stderr, "servprof compare: --resamples '%s' is not valid; accepted: 20..100000\n", v);
+            long n;
+            if (m < 0 || cli_long(v, 20, 100000, &n) != 0) {
+                if (m > 0)
+                    bad("--resamples", v, "20..100000");
                 goto out;
             }
             o.resamples = (int)n;
         } else if ((m = cli_opt(argc, argv, &i, "--min-effect", NULL, &v, "compare"))) {
-            char *e;
-            double d = m < 0 ? 0 : strtod(v, &e);
-            if (m < 0)
-                goto out;
-            if (e == v || *e || d < 0 || d > 1000) {
-                fprintf(stderr, "servprof compare: --min-effect '%s' is not valid; accepted: a percentage 0..1000\n", v);
+            if (m < 0 || cli_double(v, 0, 1000, &o.min_effect) != 0) {
+                if (m > 0)
+                    bad("--min-effect", v, "a percentage 0..1000");
                 goto out;
             }
-            o.min_effect = d / 100;
+            o.min_effect /= 100;
+        } else if ((m = cli_opt(argc, argv, &i, "--min-abs-ms", NULL, &v, "compare"))) {
+            if (m < 0 || cli_double(v, 0, 1e6, &o.min_abs_ms) != 0) {
+                if (m > 0)
+                    bad("--min-abs-ms", v, "milliseconds >= 0");
+                goto out;
+            }
         } else if (x[0] != '-' && !a.input) {
             a.input = x;
         } else if (x[0] != '-' && !b.input) {

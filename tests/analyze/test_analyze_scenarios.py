@@ -3,7 +3,9 @@
 planted cause first, and report no bottleneck for an under-loaded server.
 Each run serves 5 s of load (under 20 s with the drain). Sanitizer builds
 run the same scenarios for 3 s at a third of the rate (the server is many
-times slower there), the under-loaded one on the small model."""
+times slower there); the under-loaded one runs short requests on the small
+model, as does the host-stalled one under TSan (whose model steps are
+~100x slower), with a 10x longer planted delay."""
 import os
 import sys
 import unittest
@@ -14,6 +16,9 @@ import scenario_util as su  # noqa: E402
 SANITIZED = bool(su.demo_util.SANITIZE)
 SECONDS = 3 if SANITIZED else 5
 SLOW = 3.0 if SANITIZED else 1.0
+DELAY_SCALE = 10 if su.demo_util.SANITIZE == "thread" else 1
+# short requests for the small model (sanitizer builds: the model's steps are slow there)
+SHORT = ["--vocab", "1024", "--prompt-len", "16:32", "--output-len", "4:8", "--prefix-fraction", "0"]
 
 
 def rate(r):
@@ -63,13 +68,12 @@ class Scenarios(unittest.TestCase):
 
     def test_host_stalled(self):
         # 3 ms of host work after every step, device idle (a small model: steps are short)
-        doc, why = self.run_scenario(su.SMALL_MODEL + ["--step-host-delay-us", "3000"],
-                                     rate(10) + ["--vocab", "1024"])
+        doc, why = self.run_scenario(su.SMALL_MODEL + ["--step-host-delay-us", str(3000 * DELAY_SCALE)],
+                                     rate(10) + (SHORT if DELAY_SCALE > 1 else ["--vocab", "1024"]))
         self.assert_first(doc, why, "host_stalls")
 
     def test_under_loaded(self):
-        doc, why = self.run_scenario(su.SMALL_MODEL if SANITIZED else [],
-                                     rate(3) + (["--vocab", "1024"] if SANITIZED else []))
+        doc, why = self.run_scenario(su.SMALL_MODEL if SANITIZED else [], rate(3) + (SHORT if SANITIZED else []))
         self.assertEqual(doc["headline"]["verdict"], "under_loaded", why)
         self.assertIsNone(doc["headline"]["top_finding"], why)
         self.assertFalse([f["id"] for f in doc["findings"] if f["bottleneck"]], why)

@@ -81,7 +81,7 @@ class Compare(unittest.TestCase):
         p = subprocess.run([CLI, "compare", "--help"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0)
         self.assertIn("Exit status", p.stdout)
-        for args in (["--format", "xml"], ["--resamples", "3"], ["--bogus"]):
+        for args in (["--format", "xml"], ["--resamples", "3"], ["--bogus"], ["--min-abs-ms=-1"]):
             p = compare(self.a, self.same, *args)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
