@@ -11,7 +11,8 @@
 #      while the server keeps serving;
 #   4. stops the server, runs `servprof parse`, prints the summary, compares
 #      the profile with what the clients measured, prints what `servprof
-#      analyze` finds (ranked findings), and says where each output is.
+#      analyze` finds (ranked findings), writes the one-page HTML report
+#      (`servprof report`), and says where each output is.
 #
 # Environment: SERVPROF_DEMO_DIR (outputs; default ./demo-out, replaced on each
 # run), SERVPROF_DEMO_BUILD (build folder; default build-demo),
@@ -55,7 +56,8 @@ cat >"$CFG" <<JSON
     "prof_dir": "$WORK/prof",
     "profiler_level": "INFO",
     "timelimit": 0,
-    "domain": ""
+    "domain": "",
+    "host_system_usage_freq": 10
 }
 JSON
 
@@ -118,9 +120,13 @@ PY
 say "what limits this run: servprof analyze -i $WORK/output -o $WORK/analysis"
 "$BIN/servprof" analyze -i "$WORK/output" -o "$WORK/analysis" --findings-only
 
+say "servprof report -i $WORK/output -o $WORK/report.html"
+"$BIN/servprof" report -i "$WORK/output" -o "$WORK/report.html"
+
 t_end=$(date +%s.%N)
 say "done in $(python3 -c "print(round($t_end - $t_start, 1))") s; outputs:"
 cat <<TXT
+  the run at a glance (HTML, offline)    $WORK/report.html
   config file (edit "enable" to switch)  $CFG
   raw store (SQLite, one per process)    $(ls "$WORK"/prof/*/Trace_Service/*.db | head -1)
   timeline (open in ui.perfetto.dev)     $WORK/output/chrome_tracing.json

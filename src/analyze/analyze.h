@@ -47,6 +47,11 @@ typedef struct sa_opts {
     int max_requests;           /* most rows in ttft_breakdown.requests (default 10000) */
     double threshold[SA_NTHRESH];
     int verbose;                /* 1: let the parser print its info lines */
+    /* servprof report: a second consumer of a raw-store parse. NULL, or a tap
+     * that also gets every row and record this parse's own tap sees; with
+     * tap_counters the parse also makes the timeline's counter rows for it. */
+    const struct spp_tap *also;
+    int tap_counters;
 } sa_opts;
 
 /* Fills the defaults. */

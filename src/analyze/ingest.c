@@ -37,60 +37,24 @@ static const char *const st_names[ST_N] = {
     "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
     "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
 
-/* Column indexes of one table, recomputed when its column list changes. */
-typedef struct colmap { const spp_col *cols; int ncols; int idx[16]; } colmap;
+/* Column indexes of one table: the parser's colmap (parse.h), shared with
+ * servprof report, which reads the same rows. */
+typedef spp_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
     colmap rq, bt, fw;
+    const spp_tap *also; /* sa_opts.also: handed every row and record too */
 } ingest;
 
 static void map_cols(colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
 {
-    if (m->cols == cols && m->ncols == ncols)
-        return;
-    m->cols = cols;
-    m->ncols = ncols;
-    for (int k = 0; k < n; k++) {
-        m->idx[k] = -1;
-        for (int i = 0; i < ncols; i++)
-            if (!strcmp(cols[i].name, names[k]))
-                m->idx[k] = i;
-    }
+    spp_colmap_fit(m, cols, ncols, names, n);
 }
 
-static double num(const spp_val *v, const colmap *m, int k)
-{
-    int i = m->idx[k];
-    if (i < 0)
-        return NAN;
-    switch (v[i].kind) {
-    case SPP_INT: return (double)v[i].i;
-    case SPP_REAL:
-    case SPP_MS: return v[i].d;
-    case SPP_TEXT: {
-        char buf[64];
-        int n = v[i].n < 63 ? v[i].n : 63;
-        memcpy(buf, v[i].s, (size_t)n);
-        buf[n] = 0;
-        char *e;
-        double d = strtod(buf, &e);
-        return e == buf ? NAN : d;
-    }
-    default: return NAN;
-    }
-}
+static double num(const spp_val *v, const colmap *m, int k) { return spp_colmap_num(v, m, k); }
 
-static const char *text(const spp_val *v, const colmap *m, int k, int *len)
-{
-    int i = m->idx[k];
-    if (i < 0 || v[i].kind != SPP_TEXT) {
-        *len = 0;
-        return "";
-    }
-    *len = v[i].n;
-    return v[i].s;
-}
+static const char *text(const spp_val *v, const colmap *m, int k, int *len) { return spp_colmap_text(v, m, k, len); }
 
 /* The reports' (ms) columns carry microseconds exactly (parse.md); a double
  * of epoch milliseconds is good to ~0.25 us, so round to the microsecond. */
@@ -316,7 +280,10 @@ static void add_span(sa_profile *p, const char *name, int len, int64_t ts, int64
 
 static void tap_row(void *ctx, const spp_table *t, const spp_val *v)
 {
-    ingest_row(ctx, t->key, t->cols, t->ncols, v);
+    ingest *g = ctx;
+    ingest_row(g, t->key, t->cols, t->ncols, v);
+    if (g->also && g->also->row)
+        g->also->row(g->also->ctx, t, v);
 }
 
 static void tap_record(void *ctx, const spp_rec *r)
@@ -325,6 +292,8 @@ static void tap_record(void *ctx, const spp_rec *r)
     g->p->records++;
     if (r->dur > 0)
         add_span(g->p, r->name, (int)strlen(r->name), r->ts, r->dur);
+    if (g->also && g->also->record)
+        g->also->record(g->also->ctx, r);
 }
 
 static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
@@ -333,6 +302,8 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
     po.input = o->input;
     po.output = "."; /* every output is off: nothing is written there (it exists: no folder made) */
     po.progress = 0;
+    po.tap_counters = o->tap_counters;
+    g->also = o->also;
     int level = spp_log_level();
     if (!o->verbose && level < SPP_WARNING)
         spp_log_set_level(SPP_WARNING);

@@ -272,7 +272,7 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
     spp_kvcache_init(m);
     spp_reqstatus_init(m);
     spp_spaninfo_init(m);
-    m->tl = spp_timeline_open(&m->out, opts->json, origin);
+    m->tl = spp_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
 }
 

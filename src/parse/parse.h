@@ -57,6 +57,7 @@ typedef struct spp_opts {
     int summary;              /* print the terminal summary */
     int flows_all;            /* --flows all: a flow step on every slice naming a request */
     const char *session;      /* --session NAME: only the stores of that session folder */
+    int tap_counters;         /* no json/db: still hand the timeline's counter rows to the tap */
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
@@ -326,6 +327,21 @@ void spp_table_close(spp_out *o, spp_table *t);
  * temporary name to its own (dwrite.c, staging); with o->discard set the
  * temporary files are removed instead. 0, or -1 if anything failed. */
 int spp_out_close(spp_out *o);
+
+/* Columns of a table's rows found by name (colmap.c), for the consumers of
+ * report rows (the tap's, or rows read back from a profiler.db). The map is
+ * recomputed when a row comes with another column list. */
+#define SPP_COLMAP_MAX 16
+typedef struct spp_colmap {
+    const spp_col *cols;
+    int ncols;
+    int idx[SPP_COLMAP_MAX]; /* column of names[k], -1 when absent */
+} spp_colmap;
+void spp_colmap_fit(spp_colmap *m, const spp_col *cols, int ncols, const char *const *names, int n);
+/* Column k of a row as a number: NaN when absent, NULL or not a number. */
+double spp_colmap_num(const spp_val *v, const spp_colmap *m, int k);
+/* Column k as text ("" and *len 0 when absent or not text); not NUL-terminated. */
+const char *spp_colmap_text(const spp_val *v, const spp_colmap *m, int k, int *len);
 
 /* ----------------------------------------------------------------- tap */
 /* A consumer inside the same process (servprof analyze) sees every report

@@ -133,6 +133,7 @@ struct spp_timeline {
     int nprefix;
     long long next_flow;
     spp_out *o;
+    int counters_only;   /* no output: counter rows for the tap, nothing else (tap_counters) */
     spp_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
     long long events;
     /* The last ARGS_RECENT long args texts stored in slice_args: a long
@@ -168,11 +169,12 @@ static const spp_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INT
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin)
+spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t origin)
 {
-    if (!json && !o->db)
+    if (!json && !o->db && !tap_counters)
         return NULL;
     spp_timeline *t = calloc(1, sizeof *t);
+    t->counters_only = !json && !o->db;
     t->origin = origin;
     t->first = 1;
     t->o = o;
@@ -397,7 +399,7 @@ static void push_end(sublane *sl, int64_t end)
 int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid, int64_t ts,
                       int64_t dur)
 {
-    if (!t)
+    if (!t || t->counters_only)
         return 0;
     lane *l = find_lane(t, s, cat, tid);
     if (dur <= 0)
@@ -494,7 +496,7 @@ static void lane_prefix(spp_timeline *t, const char *cat, int pid, int lane_id)
 
 void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
 {
-    if (!t)
+    if (!t || t->counters_only)
         return;
     int pid = spp_timeline_pid(r->store);
     if (t->f) {
@@ -609,7 +611,7 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
 
 void spp_timeline_flow(spp_timeline *t, char ph, long long id, int pid, int tid, int64_t ts)
 {
-    if (!t)
+    if (!t || t->counters_only)
         return;
     if (id >= t->next_flow)
         t->next_flow = id + 1;
@@ -742,7 +744,7 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
 
 void spp_timeline_activity(spp_timeline *t, char *const *paths, int n)
 {
-    if (!t)
+    if (!t || t->counters_only)
         return;
     if (t->next_flow < (1LL << 40))
         t->next_flow = 1LL << 40; /* apart from request flow ids */

@@ -8,8 +8,10 @@
 #include "model.h"
 
 /* json: write chrome_tracing.json; o: the db tables go there when db is on.
- * Returns NULL when neither is wanted. */
-spp_timeline *spp_timeline_open(spp_out *o, int json, int64_t origin_ns);
+ * tap_counters: with neither, still make the counter rows, for the parse's
+ * tap only (servprof report's charts): lanes, slices and flows are skipped.
+ * Returns NULL when nothing is wanted. */
+spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t origin_ns);
 /* The trace thread id for a record of (store, domain, thread) spanning
  * [ts, ts + dur): the lane of that thread, or a sub-lane of it when the span
  * would overlap another without nesting. Call once per record, in time order. */

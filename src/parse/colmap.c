@@ -1,0 +1,61 @@
+/*
+ * colmap.c — finding report columns by name in the parser's rows, for the
+ * consumers of those rows (servprof analyze and servprof report read them
+ * through the tap, or back from a profiler.db, with the same code).
+ *
+ * A consumer names the columns it wants; the map is recomputed only when a
+ * row comes with another column list (each table has one, so in practice
+ * once per table), so reading a value is an index and a switch.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+void spp_colmap_fit(spp_colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
+{
+    if (m->cols == cols && m->ncols == ncols)
+        return;
+    m->cols = cols;
+    m->ncols = ncols;
+    for (int k = 0; k < n && k < SPP_COLMAP_MAX; k++) {
+        m->idx[k] = -1;
+        for (int i = 0; i < ncols; i++)
+            if (!strcmp(cols[i].name, names[k]))
+                m->idx[k] = i;
+    }
+}
+
+double spp_colmap_num(const spp_val *v, const spp_colmap *m, int k)
+{
+    int i = m->idx[k];
+    if (i < 0)
+        return NAN;
+    switch (v[i].kind) {
+    case SPP_INT: return (double)v[i].i;
+    case SPP_REAL:
+    case SPP_MS: return v[i].d;
+    case SPP_TEXT: {
+        char buf[64];
+        int n = v[i].n < 63 ? v[i].n : 63;
+        memcpy(buf, v[i].s, (size_t)n);
+        buf[n] = 0;
+        char *e;
+        double d = strtod(buf, &e);
+        return e == buf ? NAN : d;
+    }
+    default: return NAN;
+    }
+}
+
+const char *spp_colmap_text(const spp_val *v, const spp_colmap *m, int k, int *len)
+{
+    int i = m->idx[k];
+    if (i < 0 || v[i].kind != SPP_TEXT) {
+        *len = 0;
+        return "";
+    }
+    *len = v[i].n;
+    return v[i].s;
+}

@@ -1,0 +1,128 @@
+/*
+ * report.h — the contracts between the modules of `servprof report` (not API).
+ *
+ * The report is one HTML file: a template (report.html) with the charting
+ * library (uPlot, inlined), the page's script (report_app.js) and one JSON
+ * document holding everything the page shows. The C side only gathers data;
+ * all drawing happens in the browser.
+ *
+ *   report.c        the driver: raw stores or a profiler.db; analyze's JSON;
+ *                   the charts' rows; the page data; the file
+ *   report_analyze.c calls analyze and compare (src/analyze)
+ *   report_rows.c   the parser's report rows (request, batch, forward, counter)
+ *                   -> time series, CDFs, slowest requests
+ *   report_tap.c    feeds report_rows.c from the parse analyze runs (one parse)
+ *   report_db.c     feeds report_rows.c from a profiler.db's tables
+ *   downsample.c    min/max per pixel bucket, so a long series stays small
+ *   report_html.c   writes template + library + data as one self-contained file
+ *   report_assets.c generated at build time (embed.cmake): the template, the
+ *                   page script and uPlot's files as C strings, so the binary
+ *                   needs no file and no network at run time
+ *
+ * Single-threaded; every function that returns memory says who frees it.
+ */
+#ifndef SERVPROF_REPORT_H
+#define SERVPROF_REPORT_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "parse.h"
+
+/* ------------------------------------------------------------ options */
+typedef struct spr_opts {
+    const char *input;        /* --input-path: raw stores or a parse output folder */
+    const char *output;       /* --output (default ./report.html) */
+    const char *compare;      /* --compare OTHER, or NULL */
+    const char *analyze_json; /* --analyze-json FILE: analyze's JSON for input (skips running it) */
+    const char *compare_analyze_json; /* --compare-analyze-json FILE: the same for OTHER */
+    const char *compare_json; /* --compare-json FILE: analyze's compare document of the two */
+    int buckets;              /* --buckets: pixel buckets per series (default SPR_DEFAULT_BUCKETS) */
+    int quiet;                /* no summary line on stdout */
+} spr_opts;
+
+/* Pixel buckets per series: about the width of a wide screen, so a chart shows
+ * every bucket's extremes at full width and zooming still has some detail. */
+#define SPR_DEFAULT_BUCKETS 2000
+#define SPR_MIN_BUCKETS 10
+#define SPR_MAX_BUCKETS 100000
+/* Rows of the slowest-requests table, and points per latency CDF. */
+#define SPR_SLOWEST 100
+#define SPR_CDF_POINTS 400
+
+/* Writes the report. Returns 0 success, 1 failure (message printed), 2 bad input path. */
+int spr_run(const spr_opts *o);
+
+/* --------------------------------------------------------- downsample */
+/* A series set sharing one time axis: t[i] (seconds from the run's start) and
+ * ncols value columns v[c][i]; NaN is "no value" (null in the page). */
+typedef struct spr_series {
+    size_t n, cap;
+    int ncols;
+    double *t;
+    double **v;
+} spr_series;
+
+/* Allocates an empty set of ncols columns. Returns NULL on out of memory.
+ * Free with spr_series_free. */
+spr_series *spr_series_new(int ncols);
+/* Appends one row (ncols values). Returns 0, or -1 on out of memory. */
+int spr_series_add(spr_series *s, double t, const double *vals);
+void spr_series_free(spr_series *s);
+
+/* Min/max per bucket: splits [t of the first row, t of the last row] into
+ * `buckets` equal spans; a span with more than two rows is replaced by two
+ * rows: (time of its first row, each column's minimum) and (time of its last
+ * row, each column's maximum). A column's extremes over the span are kept
+ * (its envelope, which is what a pixel column can show); rows are in time
+ * order. Sets of at most 2 × buckets rows are returned as they are.
+ * Returns a new set (free with spr_series_free), NULL on out of memory. */
+spr_series *spr_downsample(const spr_series *s, int buckets);
+
+/* The set as a JSON object {"t": [...], names[0]: [...], ...} with numbers
+ * rounded to `digits` significant digits (smaller page) and NaN as null.
+ * Returns a new reference, NULL on out of memory. */
+json_t *spr_series_json(const spr_series *s, const char *const *names, int digits);
+
+/* --------------------------------------------------------------- rows */
+/* Collects the parser's report rows (request, batch, forward, counter; other
+ * tables are ignored) and turns them into the page's charts data. Not
+ * thread-safe; one per run. */
+typedef struct spr_rows spr_rows;
+/* Returns NULL on out of memory. Free with spr_rows_free (NULL is a no-op). */
+spr_rows *spr_rows_new(void);
+void spr_rows_free(spr_rows *r);
+/* One row of table `key` whose columns are cols (found by name). Values
+ * are copied as needed; they may be freed after the call. */
+void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, const spp_val *v);
+/* The "db" member of a run (schema in docs/report.md): step series, forwards,
+ * counters, latency CDFs, the slowest requests, the run's origin (t0_us) and
+ * length. Returns a new reference, NULL (message printed) on out of memory. */
+json_t *spr_rows_json(spr_rows *r, int buckets);
+/* The parser tap that feeds r (report_tap.c): for a parse run by analyze
+ * (sa_opts.also), so one parse of the raw stores serves both. */
+spp_tap spr_rows_tap(spr_rows *r);
+
+/* ----------------------------------------------------------- database */
+/* Feeds r with the report tables of a profiler.db made by servprof parse.
+ * Returns 0, or -1 with a message naming the file and what failed. */
+int spr_db_read(const char *profiler_db, spr_rows *r);
+
+/* -------------------------------------------------------------- html */
+/* Writes the page to path (through a temporary file renamed into place, so a
+ * failed write never leaves a half page). data is the page's JSON document.
+ * Returns 0, or -1 with a message naming the file and the reason. */
+int spr_html_write(const char *path, const json_t *data);
+
+/* The embedded assets (report_assets.c, generated). NULL when the build had
+ * no uPlot (node_modules missing): the report then refuses to run. */
+extern const char *const spr_asset_template;
+extern const char *const spr_asset_app_js;
+extern const char *const spr_asset_uplot_js;
+extern const char *const spr_asset_uplot_css;
+extern const char *const spr_asset_uplot_version;
+extern const char *const spr_asset_uplot_licence; /* uPlot's LICENSE (MIT), copied into every page */
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * report_tap.c — the parser tap that feeds report_rows.c while a parse runs.
+ *
+ * With raw stores as input, analyze parses them in-process with every output
+ * off and its own tap; the report rides on that same parse (sa_opts.also):
+ * each report row (and the timeline's counter rows, sa_opts.tap_counters)
+ * reaches spr_rows_add as it is made. Values are valid only during the call;
+ * report_rows.c copies what it keeps.
+ */
+#include "report.h"
+
+static void tap_row(void *ctx, const spp_table *t, const spp_val *v)
+{
+    spr_rows_add(ctx, t->key, t->cols, t->ncols, v);
+}
+
+spp_tap spr_rows_tap(spr_rows *r)
+{
+    spp_tap tap = {tap_row, NULL, r};
+    return tap;
+}
