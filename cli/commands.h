@@ -11,5 +11,6 @@ int cmd_enable(int argc, char **argv);  /* enable FILE */
 int cmd_disable(int argc, char **argv); /* disable FILE */
 int cmd_stress(int argc, char **argv);  /* stress --threads N --rate R --seconds S */
 int cmd_parse(int argc, char **argv);   /* parse --input-path DIR ... */
+int cmd_metrics(int argc, char **argv); /* metrics serve | metrics dump */
 
 #endif

@@ -19,6 +19,7 @@ static const verb verbs[] = {
     {"enable", cmd_enable, "enable FILE        set \"enable\": 1, keeping the rest of the file"},
     {"disable", cmd_disable, "disable FILE       set \"enable\": 0, keeping the rest of the file"},
     {"stress", cmd_stress, "stress --threads N --rate R --seconds S"},
+    {"metrics", cmd_metrics, "metrics serve [--listen 127.0.0.1:9464] [-i DIR] | metrics dump [-i DIR]"},
 };
 
 static void usage(FILE *out)

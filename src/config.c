@@ -544,9 +544,30 @@ static void key_domain(const key_def *k, const json_t *v, sp_config *c, sp_confi
     }
 }
 
+/* metric_dir: where each process publishes its live metrics file; "" keeps
+ * the default, <prof_dir>/metrics, chosen when metrics start. */
+static void key_metric_dir(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
+{
+    if (!expect_string(k, v, d, "\"\" (<prof_dir>/metrics)"))
+        return;
+    const char *s = json_string_value(v);
+    char out[SP_PATH_MAX], why[256];
+    if (!*s) {
+        c->metric_dir[0] = '\0';
+        return;
+    }
+    if (expand_path(s, out, sizeof out, why, sizeof why) != 0) {
+        diag(d, 0, "'%s': \"%.200s\": %s; using \"\" (<prof_dir>/metrics)", k->name, s, why);
+        c->metric_dir[0] = '\0';
+        return;
+    }
+    snprintf(c->metric_dir, sizeof c->metric_dir, "%s", out);
+}
+
 static const key_def keys[] = {
     {"enable", key_enable, 0, 1},
     {"metric_enable", key_flag, 0, 1},
+    {"metric_dir", key_metric_dir, 0, 0},
     {"prof_dir", key_prof_dir, 0, 0},
     {"profiler_level", key_level, 0, 0},
     {"host_system_usage_freq", key_freq, 1, 50},
@@ -709,6 +730,7 @@ int sp_config_default_text(char *buf, size_t len, int every_key)
                      "{\n"
                      "    \"enable\": 0,\n"
                      "    \"metric_enable\": 0,\n"
+                     "    \"metric_dir\": \"\",\n"
                      "    \"prof_dir\": %s,\n"
                      "    \"profiler_level\": \"INFO\",\n"
                      "    \"host_system_usage_freq\": -1,\n"
@@ -771,6 +793,7 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
             used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", name); \
     }
     CMP(a->metric_enable != b->metric_enable, "metric_enable");
+    CMP(strcmp(a->metric_dir, b->metric_dir), "metric_dir");
     CMP(strcmp(a->prof_dir, b->prof_dir), "prof_dir");
     CMP(a->profiler_level != b->profiler_level, "profiler_level");
     CMP(a->host_system_usage_freq != b->host_system_usage_freq, "host_system_usage_freq");

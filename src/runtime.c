@@ -42,6 +42,7 @@
 
 #include "fsutil.h"
 #include "internal.h"
+#include "metrics.h"
 #include "runtime.h"
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
@@ -64,6 +65,7 @@ static int file_enable;             /* "enable" as last read from the file */
 static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
 static int collecting;
+static int trace_level;             /* the level tracing was started with */
 static sp_session sess;             /* valid while collecting */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
@@ -129,6 +131,19 @@ static const sp_domain_filter *filter_for(const sp_config *c)
     return &n->f;
 }
 
+/* Live metrics (metrics.c): publishes the level the call sites record at,
+ * tracing's while collecting or what metrics need (mlevel), whichever is
+ * higher. Metrics read every domain, so with them on the filter is off. */
+static void publish_level_locked(int mlevel)
+{
+    int lvl = collecting ? trace_level : 0;
+    if (mlevel > lvl)
+        lvl = mlevel;
+    if (mlevel)
+        atomic_store_explicit(&sp__domain_filter, NULL, memory_order_release);
+    atomic_store_explicit(&servprof__level, lvl, memory_order_release);
+}
+
 static int start_locked(void)
 {
     if (collecting || shutting)
@@ -136,11 +151,13 @@ static int start_locked(void)
     int rc = sp_session_open(&sess, &cur, cfg_path, serial + 1);
     if (rc != 0)
         return rc; /* logged by session.c */
+    int mlevel = sp_metrics_configure(&cur, 1); /* the writer drains from here */
     rc = sp_recorder_open(&sess, &cur);
     if (rc != 0) {
         sp_log(SP_LOG_ERROR, "cannot open the raw store '%s': %s; collection stays off",
                sess.store_path, servprof_strerror(rc));
         sp_session_leave(&sess, 0);
+        publish_level_locked(sp_metrics_configure(&cur, 0));
         return rc;
     }
     serial++;
@@ -152,7 +169,8 @@ static int start_locked(void)
                  cur.timelimit ? sp_now_monotonic_ns() + (int64_t)cur.timelimit * 1000000000 : 0);
     collecting = 1;
     assert(cur.profiler_level >= SERVPROF_LEVEL_ERROR && cur.profiler_level <= SERVPROF_LEVEL_VERBOSE);
-    atomic_store_explicit(&servprof__level, cur.profiler_level, memory_order_release);
+    trace_level = cur.profiler_level;
+    publish_level_locked(mlevel);
     sp_samplers_start(&sess, &cur);
     sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
            sess.dir, sess.store_path);
@@ -165,10 +183,11 @@ static int stop_locked(int close_generation, const char *why)
     if (!collecting)
         return SERVPROF_ESTATE;
     sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
-    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    atomic_store_explicit(&servprof__level, sp_metrics_level(), memory_order_release);
     sp_recorder_close();
     sp_session_leave(&sess, close_generation);
     collecting = 0;
+    publish_level_locked(sp_metrics_configure(&cur, 0)); /* metrics drain from here */
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
     sp_log(SP_LOG_INFO, "Profiler Disabled Successfully! (%s) Data is in %s", why, sess.dir);
@@ -257,6 +276,7 @@ static void on_changed(void)
             sp_log(level, "config %s changed, \"enable\" stays %d: collection stays %s",
                    cfg_path, next.enable, collecting ? "on" : "off");
     }
+    publish_level_locked(sp_metrics_configure(&cur, collecting)); /* metric_enable is live */
     unlock();
 }
 
@@ -338,6 +358,7 @@ static void atfork_child(void)
     sp_session_atfork_child();
     sp_recorder_atfork_child();
     sp_samplers_atfork_child();
+    sp_metrics_atfork_child();
     atomic_store(&ready, 0);
     atomic_store_explicit(&servprof__level, SP_LEVEL_UNINIT, memory_order_release);
 }
@@ -424,6 +445,7 @@ static int init_locked(void)
     self_wrote = 0;
     int rc = read_initial_config();
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    publish_level_locked(sp_metrics_configure(&cur, 0));
     atomic_store(&ready, 1);
     if (file_enable) {
         int src = start_locked();
@@ -497,6 +519,8 @@ SERVPROF_API void servprof_shutdown(void)
     }
     shutting = 1; /* no start from here on, whoever asks */
     stop_locked(0, "shutdown");
+    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    sp_metrics_configure(NULL, 0); /* final values published, file closed */
     int was_watching = watching;
     watching = 0;
     unlock();
