@@ -792,8 +792,8 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
         if (used < len)                                                                        \
             used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", name); \
     }
-    CMP(a->metric_enable != b->metric_enable, "metric_enable");
-    CMP(strcmp(a->metric_dir, b->metric_dir), "metric_dir");
+    /* metric_enable and metric_dir are not listed: they take effect at once
+     * (metrics.c logs it), not at the next start. */
     CMP(strcmp(a->prof_dir, b->prof_dir), "prof_dir");
     CMP(a->profiler_level != b->profiler_level, "profiler_level");
     CMP(a->host_system_usage_freq != b->host_system_usage_freq, "host_system_usage_freq");
