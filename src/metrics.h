@@ -71,7 +71,7 @@ enum sp_mhist {
  * first SP_M_OUTCOMES distinct ones; later ones count as "other". */
 #define SP_M_OUTCOMES 8
 #define SP_M_OUTCOME_LEN 32
-#define SP_M_BUCKETS_MAX 176 /* bounds + the +Inf bucket */
+#define SP_M_BUCKETS_MAX 340 /* bounds + the +Inf bucket */
 
 typedef struct sp_mdef {
     const char *name; /* without the servprof_ prefix */

@@ -170,9 +170,9 @@ static void test_metrics_only(void)
     CHECK(value_of(SERIES("time_per_output_token_seconds_count")) == 1);
     CHECK(value_of(SERIES("forward_duration_seconds_count")) == 2);
     CHECK(value_of(SERIES("forward_duration_seconds_sum")) == 0.004);
-    /* 2 ms lies in (2^-9, 2^-9 * 2^(1/8)] of the 8-per-doubling buckets. */
+    /* 2 ms lies in (2^-9, 2^-9 * 2^(1/16)] of the 16-per-doubling buckets. */
     CHECK(value_of("servprof_forward_duration_seconds_bucket" L ",le=\"0.00195312\"}") == 0);
-    CHECK(value_of("servprof_forward_duration_seconds_bucket" L ",le=\"0.0021299\"}") == 2);
+    CHECK(value_of("servprof_forward_duration_seconds_bucket" L ",le=\"0.0020396\"}") == 2);
     CHECK(value_of("servprof_forward_duration_seconds_bucket" L ",le=\"+Inf\"}") == 2);
     CHECK(value_of(SERIES("iteration_batch_size_sum")) == 2);      /* one entry per step */
     CHECK(value_of(SERIES("iteration_scheduled_tokens_sum")) == 20); /* from the entries */
