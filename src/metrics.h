@@ -61,7 +61,6 @@ enum sp_mhist {
     SP_MH_QUEUE,
     SP_MH_PREFILL,
     SP_MH_DECODE,
-    SP_MH_FORWARD,
     SP_MH_BATCH_SIZE,
     SP_MH_BATCH_TOKENS,
     SP_MH_N
@@ -83,6 +82,12 @@ extern const sp_mdef sp_mcounter_defs[SP_MC_N];
 extern const sp_mdef sp_mgauge_defs[SP_MG_N];
 extern const sp_mdef sp_mhist_defs[SP_MH_N];
 extern const sp_mdef sp_mrequests_def; /* requests_total{outcome} */
+
+/* The domains metrics read (the vocabulary's): with tracing off, records of
+ * other domains are not taken at all (their call sites cost what a disabled
+ * one does, one call that returns NULL). Records without a domain pass. */
+#define SP_METRICS_NDOMAINS 4
+extern const char *const sp_metrics_domains[SP_METRICS_NDOMAINS];
 
 /* The upper bounds of histogram h (without +Inf); returns how many. */
 int sp_mhist_bounds(int h, const double **bounds);

@@ -32,7 +32,6 @@
 
 #define HASH_BUCKETS 16384
 #define SP_MAGG_MAX_REQUESTS 65536
-#define OPEN_SPANS 1024 /* forward spans begun and not yet ended (begin/end pairs) */
 
 typedef struct req {
     struct req *next;     /* hash chain */
@@ -48,18 +47,12 @@ typedef struct req {
     char id[];
 } req;
 
-typedef struct open_span {
-    uint64_t id;
-    int64_t ts;
-} open_span;
-
 static struct {
     sp_mdata v;
     req *bucket[HASH_BUCKETS];
     int nreq, ncanon;
     uint64_t pass; /* passes over the rings so far (sp_magg_pass_end) */
     req *done;     /* ended states waiting for their observations */
-    open_span spans[OPEN_SPANS];
 } A;
 
 /* ---- decoding ------------------------------------------------------ */
@@ -496,22 +489,6 @@ static void on_step(const view *v)
         observe(SP_MH_BATCH_TOKENS, v->has_tokens ? (double)v->tokens : v->entry_tokens);
 }
 
-static void span_begun(uint64_t id, int64_t ts)
-{
-    open_span *s = &A.spans[id % OPEN_SPANS];
-    s->id = id; /* a collision forgets the older span: it is not measured */
-    s->ts = ts;
-}
-
-static void span_ended(uint64_t id, int64_t ts)
-{
-    open_span *s = &A.spans[id % OPEN_SPANS];
-    if (s->id == id && id) {
-        observe(SP_MH_FORWARD, secs(ts - s->ts));
-        s->id = 0;
-    }
-}
-
 /* ---- the entry points ------------------------------------------------ */
 
 void sp_magg_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
@@ -524,10 +501,8 @@ void sp_magg_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     decode_attrs(&v, &c);
     if (c.bad)
         return;
-    if (h->kind == SP_REC_SPAN_END) {
-        span_ended(h->span, h->ts);
-        return;
-    }
+    if (h->kind == SP_REC_SPAN_END)
+        return; /* span ends carry nothing metrics read */
     if (h->kind == SP_REC_LINK) {
         v.from = take_str(&c, &v.fl);
         v.to = take_str(&c, &v.tl);
@@ -555,11 +530,6 @@ void sp_magg_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     } else if (IS(n, nl, "BatchSchedule") || IS(n, nl, "batchFrameworkProcessing")) {
         if (h->kind != SP_REC_SPAN_END)
             on_step(&v);
-    } else if (IS(n, nl, "forward")) {
-        if (h->kind == SP_REC_SPAN_AT)
-            observe(SP_MH_FORWARD, secs(h->ts2 - h->ts));
-        else if (h->kind == SP_REC_SPAN_BEGIN)
-            span_begun(h->span, h->ts);
     }
 }
 

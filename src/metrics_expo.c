@@ -181,6 +181,24 @@ static void put_labels(expo *e, const group *g, const char *extra_name, const ch
     sp_sb_put(&e->out, "}", 1);
 }
 
+/* A value and the newline: integers (counts) without printf. */
+static void put_number(expo *e, double v)
+{
+    if (v >= 0 && v < 1e15 && v == (double)(uint64_t)v) {
+        char buf[24];
+        int i = (int)sizeof buf;
+        uint64_t x = (uint64_t)v;
+        buf[--i] = '\n';
+        do {
+            buf[--i] = (char)('0' + x % 10);
+            x /= 10;
+        } while (x);
+        sp_sb_put(&e->out, buf + i, sizeof buf - (size_t)i);
+    } else {
+        put(e, "%.17g\n", v);
+    }
+}
+
 static void put_head(expo *e, const sp_mdef *d, const char *type)
 {
     put(e, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", d->name, d->help, d->name, type);
@@ -235,27 +253,39 @@ static void render(expo *e)
     for (int h = 0; h < SP_MH_N; h++) {
         const double *bounds;
         int nb = sp_mhist_bounds(h, &bounds);
+        /* ",le=\"0.5\"} " for each bucket, formatted once per histogram. */
+        char le[SP_M_BUCKETS_MAX][40]; /* 13 KiB of stack */
+        for (int b = 0; b <= nb; b++) {
+            if (b < nb)
+                snprintf(le[b], sizeof le[b], "le=\"%.6g\"} ", bounds[b]);
+            else
+                snprintf(le[b], sizeof le[b], "le=\"+Inf\"} ");
+        }
+        char name[128];
+        size_t nl = (size_t)snprintf(name, sizeof name, PREFIX "%s_bucket{", sp_mhist_defs[h].name);
         put_head(e, &sp_mhist_defs[h], "histogram");
         for (int i = 0; i < e->n; i++) {
-            const sp_mhist_data *d = &e->g[i].hist[h];
+            const group *g = &e->g[i];
+            const sp_mhist_data *d = &g->hist[h];
+            size_t ll = strlen(g->lab);
             double cum = 0;
-            char le[32];
             for (int b = 0; b <= nb; b++) {
                 cum += d->b[b];
-                if (b < nb)
-                    snprintf(le, sizeof le, "%.6g", bounds[b]);
-                else
-                    snprintf(le, sizeof le, "+Inf");
-                put(e, PREFIX "%s_bucket", sp_mhist_defs[h].name);
-                put_labels(e, &e->g[i], "le", le);
-                put(e, " %.17g\n", cum);
+                sp_sb_put(&e->out, name, nl);
+                if (ll) {
+                    sp_sb_put(&e->out, g->lab, ll);
+                    sp_sb_put(&e->out, ",", 1);
+                }
+                sp_sb_put(&e->out, le[b], strlen(le[b]));
+                put_number(e, cum);
             }
             put(e, PREFIX "%s_sum", sp_mhist_defs[h].name);
-            put_labels(e, &e->g[i], NULL, NULL);
+            put_labels(e, g, NULL, NULL);
             put(e, " %.17g\n", d->sum);
             put(e, PREFIX "%s_count", sp_mhist_defs[h].name);
-            put_labels(e, &e->g[i], NULL, NULL);
-            put(e, " %.17g\n", cum);
+            put_labels(e, g, NULL, NULL);
+            put(e, " ");
+            put_number(e, cum);
         }
     }
     put(e, "# HELP " PREFIX "metrics_processes Processes with a metrics file in the folder, by "

@@ -68,14 +68,15 @@ const sp_mdef sp_mhist_defs[SP_MH_N] = {
                        "vllm:request_prefill_time_seconds"},
     [SP_MH_DECODE] = {"request_decode_time_seconds", "End minus first token.",
                       "vllm:request_decode_time_seconds"},
-    [SP_MH_FORWARD] = {"forward_duration_seconds", "Duration of each forward span.",
-                       "vllm:model_forward_time_milliseconds (ours in seconds)"},
     [SP_MH_BATCH_SIZE] = {"iteration_batch_size", "Requests per scheduling step (BatchSchedule).",
                           ""},
     [SP_MH_BATCH_TOKENS] = {"iteration_scheduled_tokens",
                             "Tokens scheduled per step (BatchSchedule).",
                             "vllm:iteration_tokens_total"},
 };
+
+const char *const sp_metrics_domains[SP_METRICS_NDOMAINS] = {"Request", "Schedule",
+                                                             "BatchSchedule", "KVCache"};
 
 const sp_mdef sp_mrequests_def = {"requests_total", "Finished requests by outcome (httpRes status).",
                                   "vllm:request_success_total{finished_reason}"};

@@ -66,6 +66,7 @@ static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
 static int collecting;
 static int trace_level;             /* the level tracing was started with */
+static const sp_domain_filter *trace_filter; /* ... and its filter (NULL: every domain) */
 static sp_session sess;             /* valid while collecting */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
@@ -131,16 +132,42 @@ static const sp_domain_filter *filter_for(const sp_config *c)
     return &n->f;
 }
 
+/* The domain filter while live metrics are on: the metrics' domains, plus
+ * tracing's while it collects (NULL: every domain). */
+static const sp_domain_filter *metrics_filter_locked(void)
+{
+    if (collecting && !trace_filter)
+        return NULL;
+    sp_config u;
+    memset(u.domains, 0, sizeof u.domains); /* filter_for compares whole names */
+    u.ndomains = 0;
+    for (int i = 0; collecting && i < trace_filter->n; i++)
+        memcpy(u.domains[u.ndomains++], trace_filter->names[i], SP_DOMAIN_LEN);
+    for (int m = 0; m < SP_METRICS_NDOMAINS; m++) {
+        int have = 0;
+        for (int i = 0; i < u.ndomains && !have; i++)
+            have = !strcmp(u.domains[i], sp_metrics_domains[m]);
+        if (have)
+            continue;
+        if (u.ndomains == SP_MAX_DOMAINS)
+            return NULL; /* no room for the union: every domain */
+        snprintf(u.domains[u.ndomains++], SP_DOMAIN_LEN, "%s", sp_metrics_domains[m]);
+    }
+    return filter_for(&u);
+}
+
 /* Live metrics (metrics.c): publishes the level the call sites record at,
  * tracing's while collecting or what metrics need (mlevel), whichever is
- * higher. Metrics read every domain, so with them on the filter is off. */
+ * higher, and the filter that lets the domains of both through. */
 static void publish_level_locked(int mlevel)
 {
     int lvl = collecting ? trace_level : 0;
     if (mlevel > lvl)
         lvl = mlevel;
     if (mlevel)
-        atomic_store_explicit(&sp__domain_filter, NULL, memory_order_release);
+        atomic_store_explicit(&sp__domain_filter, metrics_filter_locked(), memory_order_release);
+    else if (collecting)
+        atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
     atomic_store_explicit(&servprof__level, lvl, memory_order_release);
 }
 
@@ -161,7 +188,8 @@ static int start_locked(void)
         return rc;
     }
     serial++;
-    atomic_store_explicit(&sp__domain_filter, filter_for(&cur), memory_order_release);
+    trace_filter = filter_for(&cur);
+    atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
     atomic_store(&steps, 0);
     atomic_store(&limit_hit, 0);
     atomic_store(&step_limit, cur.profiler_step_num);
