@@ -9,7 +9,7 @@
  *      Prints ns per request on the serving thread and on the drain thread
  *      (process CPU minus the serving thread's), and checks that the
  *      published requests_total is N and nothing was dropped (the figures
- *      are of a correct run). The recording thread pauses 10 ms every 1000
+ *      are of a correct run). The recording thread pauses 10 ms every 250
  *      requests: a burst of 20 M records/s would fill its 4 MiB ring.
  *   2. a scrape of 64 processes: 64 metrics files with every histogram
  *      bucket filled, rendered by sp_metrics_render() (what
@@ -150,9 +150,9 @@ static void phase_records(const char *dir, int n)
     for (int i = 0; i < n; i++) {
         one_request(i);
         /* A server's pace, not a burst of 20 M records/s: a pause every
-         * 1000 requests (600 KB of records) lets the drain thread keep up,
+         * 250 requests (150 KB of records) lets the drain thread keep up,
          * so nothing is dropped (checked below). Sleeping costs no CPU. */
-        if (i % 1000 == 999) {
+        if (i % 250 == 249) {
             struct timespec ts = {0, 10000000};
             nanosleep(&ts, NULL);
         }

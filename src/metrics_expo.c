@@ -215,7 +215,8 @@ static int by_labels(const void *a, const void *b)
 
 static void render(expo *e)
 {
-    qsort(e->g, (size_t)e->n, sizeof *e->g, by_labels);
+    if (e->n)
+        qsort(e->g, (size_t)e->n, sizeof *e->g, by_labels);
     for (int i = 0; i < e->n; i++)
         make_labels(&e->g[i]);
     put_head(e, &sp_mrequests_def, "counter");
