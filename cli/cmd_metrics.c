@@ -10,13 +10,14 @@
  * with the sum of every file, read at each scrape (src/metrics_expo.c);
  * `dump` prints the same text once. The folder is -i DIR, else the one the
  * config file names (-c, else $SERVICE_PROF_CONFIG_PATH): "metric_dir", or
- * "<prof_dir>/metrics". HTTP is libmicrohttpd's, one internal thread: a
- * scrape costs milliseconds (docs/benchmarks.md). `serve` runs until
- * SIGINT or SIGTERM. Exit status: 0, 1 (could not serve / write), 2 usage.
+ * "<prof_dir>/metrics". HTTP is src/metrics_http.c's (libmicrohttpd, one
+ * thread, the same code as the library's "metric_port"): a scrape costs
+ * milliseconds (docs/benchmarks.md). `serve` runs until SIGINT or SIGTERM. Exit status: 0, 1 (could not serve / write), 2 usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,6 @@
 #include "commands.h"
 #include "internal.h"
 #include "metrics.h"
-
-#ifdef SERVPROF_HAVE_MHD
-#include <microhttpd.h>
-#endif
 
 #define DEFAULT_LISTEN "127.0.0.1:9464"
 
@@ -100,71 +97,10 @@ static int dump(opts *o)
     return bad || rc != 0;
 }
 
-#ifdef SERVPROF_HAVE_MHD
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
-{
-    const opts *o = cls;
-    (void)version;
-    (void)upload;
-    (void)upload_size;
-    (void)con_cls;
-    struct MHD_Response *r;
-    unsigned status = MHD_HTTP_OK;
-    const char *ctype = "text/plain; charset=utf-8";
-    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-        static const char msg[] = "only GET /metrics\n";
-        status = MHD_HTTP_METHOD_NOT_ALLOWED;
-        r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
-    } else if (!strcmp(url, "/metrics")) {
-        char *text;
-        size_t len;
-        sp_metrics_render(o->dir, &text, &len); /* a folder problem is a comment in the text */
-        if (!text) {
-            static const char msg[] = "out of memory\n";
-            status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-            r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
-        } else {
-            ctype = "text/plain; version=0.0.4; charset=utf-8";
-            r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-        }
-    } else {
-        static const char msg[] = "servprof metrics: see /metrics\n";
-        status = !strcmp(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND;
-        r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
-    }
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", ctype);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-/* "ADDR:PORT" -> sa. Returns 0, or -1. */
-static int parse_listen(const char *s, struct sockaddr_in *sa)
-{
-    const char *colon = strrchr(s, ':');
-    char host[64];
-    if (!colon || (size_t)(colon - s) >= sizeof host)
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (!colon[1] || *end || port < 0 || port > 65535)
-        return -1;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) == 1 ? 0 : -1;
-}
-
 static int serve(opts *o)
 {
     struct sockaddr_in sa;
-    if (parse_listen(o->listen, &sa) != 0) {
+    if (sp_mhttp_parse_listen(o->listen, &sa) != 0) {
         fprintf(stderr, "servprof metrics serve: --listen '%s': want IPv4ADDR:PORT (PORT 0..65535), "
                 "e.g. " DEFAULT_LISTEN "\n", o->listen);
         return 2;
@@ -173,24 +109,20 @@ static int serve(opts *o)
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL); /* before MHD's thread: it inherits the mask */
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, o,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-        MHD_OPTION_END);
-    if (!d) {
-        fprintf(stderr, "servprof metrics serve: cannot listen on %s: %s\n", o->listen,
-                strerror(errno));
+    pthread_sigmask(SIG_BLOCK, &stop, NULL); /* before the HTTP thread: it inherits the mask */
+    char why[512];
+    int port = 0;
+    sp_mhttp *h = sp_mhttp_start(o->listen, o->dir, &port, why, sizeof why);
+    if (!h) {
+        fprintf(stderr, "servprof metrics serve: %s\n", why);
         return 1;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    int port = di ? di->port : ntohs(sa.sin_port);
     if (o->port_file) {
         FILE *f = fopen(o->port_file, "w");
         if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0) {
             fprintf(stderr, "servprof metrics serve: cannot write %s: %s\n", o->port_file,
                     strerror(errno));
-            MHD_stop_daemon(d);
+            sp_mhttp_stop(h);
             return 1;
         }
     }
@@ -198,18 +130,9 @@ static int serve(opts *o)
             inet_ntoa(sa.sin_addr), port);
     int sig = 0;
     sigwait(&stop, &sig);
-    MHD_stop_daemon(d);
+    sp_mhttp_stop(h);
     return 0;
 }
-#else
-static int serve(opts *o)
-{
-    (void)o;
-    fprintf(stderr, "servprof metrics serve: this build has no libmicrohttpd (install "
-            "libmicrohttpd-dev and rebuild); `servprof metrics dump` works without it\n");
-    return 1;
-}
-#endif
 
 int cmd_metrics(int argc, char **argv)
 {

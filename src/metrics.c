@@ -42,6 +42,7 @@
 #define REQUEST_MAX_AGE_NS (1800 * 1000000000LL) /* 30 min without a record */
 #define DRAIN_BUSY_BYTES (16 * 1024)
 #define DRAIN_IDLE_MAX_MS 20
+#define HTTP_RETRY_NS (5 * 1000000000LL)
 
 static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int m_on;        /* a file is open: hooks aggregate */
@@ -49,7 +50,11 @@ static sp_mfile *m_file;        /* under m_mu */
 static int64_t last_publish_ns; /* under m_mu */
 static int64_t last_sweep_ns;   /* under m_mu */
 static unsigned meta_gen;       /* under m_mu */
-static char m_dir[SP_PATH_MAX]; /* runtime only (under its mutex) */
+static sp_mhttp *m_http;        /* under m_mu: this process serves /metrics (metric_port) */
+static char m_listen[64];       /* under m_mu: where it should ("" nowhere) */
+static int64_t m_http_retry_ns; /* under m_mu: next try to bind */
+static int m_http_failed;       /* under m_mu: the last try failed (logged once) */
+static char m_dir[SP_PATH_MAX]; /* written by the runtime under m_mu (read by it freely) */
 
 /* The drain thread: started and stopped by the runtime (under its mutex). */
 static struct {
@@ -110,6 +115,37 @@ void sp_metrics_on_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     pthread_mutex_unlock(&m_mu);
 }
 
+/* metric_port: try to serve when nobody in this process does; another
+ * process of the server may hold the port, so retry every HTTP_RETRY_NS
+ * (whoever binds first serves; when it exits, another takes over). */
+static void serve_locked(int64_t now)
+{
+    if (m_http || !m_listen[0] || now < m_http_retry_ns)
+        return;
+    char why[256];
+    int port = 0;
+    m_http = sp_mhttp_start(m_listen, m_dir, &port, why, sizeof why);
+    if (m_http) {
+        sp_log(SP_LOG_INFO, "metric_port: serving the live metrics of %s on http://%s/metrics "
+               "(port %d)", m_dir, m_listen, port);
+        m_http_failed = 0;
+        return;
+    }
+    if (!m_http_failed)
+        sp_log(SP_LOG_INFO, "metric_port: %s; retrying every %d s (another process of the server "
+               "may serve it)", why, (int)(HTTP_RETRY_NS / 1000000000));
+    m_http_failed = 1;
+    m_http_retry_ns = now + HTTP_RETRY_NS;
+}
+
+static void unserve_locked(void)
+{
+    sp_mhttp_stop(m_http);
+    m_http = NULL;
+    m_http_failed = 0;
+    m_http_retry_ns = 0;
+}
+
 void sp_metrics_after_pass(void)
 {
     if (!atomic_load_explicit(&m_on, memory_order_relaxed))
@@ -124,6 +160,8 @@ void sp_metrics_after_pass(void)
     }
     if (m_file && (now - last_publish_ns >= PUBLISH_NS || now < last_publish_ns))
         publish_locked(now);
+    if (m_file)
+        serve_locked(sp_now_monotonic_ns());
     pthread_mutex_unlock(&m_mu);
 }
 
@@ -255,6 +293,8 @@ static void close_file(void)
 {
     atomic_store_explicit(&m_on, 0, memory_order_relaxed);
     pthread_mutex_lock(&m_mu);
+    unserve_locked();
+    m_listen[0] = 0;
     if (m_file) {
         sp_magg_pass_end(); /* the consumer made its final pass: observe every ended request */
         sp_magg_pass_end();
@@ -265,8 +305,8 @@ static void close_file(void)
         m_file = NULL;
     }
     sp_magg_free(0);
-    pthread_mutex_unlock(&m_mu);
     m_dir[0] = 0;
+    pthread_mutex_unlock(&m_mu);
 }
 
 static int open_file(const char *dir)
@@ -280,8 +320,8 @@ static int open_file(const char *dir)
     meta_gen = 0;
     last_sweep_ns = sp_now_realtime_ns();
     publish_locked(last_sweep_ns);
-    pthread_mutex_unlock(&m_mu);
     snprintf(m_dir, sizeof m_dir, "%s", dir);
+    pthread_mutex_unlock(&m_mu);
     atomic_store_explicit(&m_on, 1, memory_order_relaxed);
     sp_log(SP_LOG_INFO, "live metrics on: this process publishes to %s", sp_mfile_path(f));
     return 0;
@@ -300,6 +340,12 @@ int sp_metrics_configure(const sp_config *c, int tracing)
         return 0;
     if (!m_dir[0] && open_file(dir) != 0)
         return 0;
+    pthread_mutex_lock(&m_mu);
+    if (strcmp(m_listen, c->metric_listen)) { /* metric_port changed: stop, the consumer retries */
+        unserve_locked();
+        snprintf(m_listen, sizeof m_listen, "%s", c->metric_listen);
+    }
+    pthread_mutex_unlock(&m_mu);
     if (tracing)
         drain_stop();
     else
@@ -318,6 +364,11 @@ void sp_metrics_atfork_child(void)
     memcpy(&D.mu, &fresh, sizeof D.mu);
     memcpy(&D.cv, &fresh_cv, sizeof D.cv);
     atomic_store_explicit(&m_on, 0, memory_order_relaxed);
+    sp_mhttp_forget(m_http); /* the port is the parent's */
+    m_http = NULL;
+    m_listen[0] = 0;
+    m_http_failed = 0;
+    m_http_retry_ns = 0;
     if (m_file)
         sp_mfile_forget(m_file);
     m_file = NULL;

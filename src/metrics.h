@@ -158,6 +158,24 @@ int sp_mfile_read(const char *path, sp_mdata *out, int *alive, int64_t *pid, cha
  * negative code (dir unreadable: the text says so in a comment). */
 int sp_metrics_render(const char *dir, char **out, size_t *len);
 
+/* ---- HTTP (metrics_http.c) ---------------------------------------- */
+
+struct sockaddr_in;
+typedef struct sp_mhttp sp_mhttp;
+/* "ADDR:PORT" (IPv4, PORT 0..65535; "" ADDR: every address) -> sa.
+ * Returns 0, or -1 when s is not that. */
+int sp_mhttp_parse_listen(const char *s, struct sockaddr_in *sa);
+/* Serves GET /metrics (the text of dir) on listen, from a thread of its
+ * own; *port gets the port bound (PORT 0: one the kernel chose). NULL with
+ * a reason in why (address in use, no libmicrohttpd ...). Thread-safe. */
+sp_mhttp *sp_mhttp_start(const char *listen, const char *dir, int *port, char *why,
+                         size_t whylen);
+/* Stops serving and frees h (joins its thread). stop(NULL) is a no-op. */
+void sp_mhttp_stop(sp_mhttp *h);
+/* Fork child: closes the child's copy of the listening socket; h is then
+ * forgotten (not freed: the parent's daemon state may be mid-update). */
+void sp_mhttp_forget(sp_mhttp *h);
+
 /* ---- life and hooks (metrics.c) ----------------------------------- */
 
 /* Brings metrics in line with c (NULL: off) while tracing is (1) or is not

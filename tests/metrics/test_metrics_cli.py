@@ -141,5 +141,57 @@ class WithServer(unittest.TestCase):
         self.assertIn("serving " + self.mdir, log.read())
 
 
+class MetricPort(unittest.TestCase):
+    """metric_port: two server processes share one config; one serves the
+    folder's sum, and when it is killed the other takes the port over."""
+
+    def test_takeover(self):
+        work = tempfile.mkdtemp(prefix="sp-mport-")
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cfg = os.path.join(work, "prof.json")
+        with open(cfg, "w") as f:
+            json.dump({"enable": 0, "metric_enable": 1, "metric_port": port,
+                       "prof_dir": os.path.join(work, "prof")}, f)
+        env = {"SERVICE_PROF_CONFIG_PATH": cfg}
+        os.makedirs(os.path.join(work, "a"))
+        os.makedirs(os.path.join(work, "b"))
+        a = Server(SMALL_MODEL, env=env, workdir=os.path.join(work, "a"))
+        b = Server(SMALL_MODEL, env=env, workdir=os.path.join(work, "b"))
+        try:
+            for srv in (a, b):
+                status, _, _ = srv.complete({"prompt_tokens": [5, 6, 7], "max_tokens": 2})
+                self.assertEqual(status, 200)
+
+            def scrape():
+                try:
+                    return get(port, "/metrics")[2]
+                except OSError:
+                    return ""
+            deadline = time.time() + 20 * SLACK
+            while 'outcome="ok"} 2\n' not in scrape() and time.time() < deadline:
+                time.sleep(0.05)
+            body = scrape()
+            self.assertIn('outcome="ok"} 2\n', body)  # both processes, one endpoint
+            self.assertIn('servprof_metrics_processes{state="live"} 2\n', body)
+            serving = a if "metric_port: serving" in a.output() else b
+            other = b if serving is a else a
+            self.assertNotIn("metric_port: serving", other.output())
+            serving.stop(signal.SIGKILL)
+            deadline = time.time() + 30 * SLACK  # the other retries every 5 s
+            while 'state="dead"} 1\n' not in scrape() and time.time() < deadline:
+                time.sleep(0.1)
+            body = scrape()
+            self.assertIn('servprof_metrics_processes{state="dead"} 1\n', body, other.output())
+            self.assertIn('outcome="ok"} 2\n', body)  # the dead one's counters stay
+            self.assertIn("metric_port: serving", other.output())
+        finally:
+            a.stop()
+            b.stop()
+            shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -53,6 +53,23 @@ static void test_metric_dir_key(void)
     c = parse("{\"metric_dir\": 5}", &m);
     CHECK(strstr(m.text, "'metric_dir'") && strstr(m.text, "not a string"));
     CHECK_STR(c.metric_dir, "");
+
+    c = parse("{\"metric_port\": 9464}", &m);
+    CHECK_STR(m.text, "");
+    CHECK_STR(c.metric_listen, "127.0.0.1:9464");
+    c = parse("{\"metric_port\": \"0.0.0.0:9000\"}", &m);
+    CHECK_STR(c.metric_listen, "0.0.0.0:9000");
+    c = parse("{\"metric_port\": 0}", &m);
+    CHECK_STR(m.text, "");
+    CHECK_STR(c.metric_listen, "");
+    const char *bad[] = {"70000", "-1", "\"localhost:80\"", "\"1.2.3.4\"", "true", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[64];
+        snprintf(json, sizeof json, "{\"metric_port\": %s}", bad[i]);
+        c = parse(json, &m);
+        CHECK(strstr(m.text, "'metric_port'") && strstr(m.text, "using 0"));
+        CHECK_STR(c.metric_listen, "");
+    }
 }
 
 static void test_file_roundtrip(const char *dir)

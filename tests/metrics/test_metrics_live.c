@@ -10,12 +10,18 @@
  *   - metric_enable is live: 0 closes the file (the process reads as dead,
  *     counters kept), 1 opens a new one;
  *   - tracing and metrics together: the store gets rows and metrics go on,
- *     also when tracing filters domains (the metrics' domains still pass).
+ *     also when tracing filters domains (the metrics' domains still pass);
+ *   - metric_port: the process answers GET /metrics itself, until the key
+ *     goes.
  *
  * Waits are bounded polls of the published file (it is published every
  * ~100 ms), never sleeps used as synchronisation.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -40,6 +46,7 @@ static double slack(void)
 }
 
 static const char *domain = ""; /* the config's "domain" */
+static int mport;                /* the config's "metric_port" */
 
 static void write_config(int enable, int metric_enable)
 {
@@ -47,7 +54,7 @@ static void write_config(int enable, int metric_enable)
     snprintf(tmp, sizeof tmp, "%s.tmp", cfg);
     FILE *f = fopen(tmp, "w");
     fprintf(f, "{\"enable\": %d, \"metric_enable\": %d, \"prof_dir\": \"%s/prof\", "
-            "\"domain\": \"%s\"}\n", enable, metric_enable, dir, domain);
+            "\"domain\": \"%s\", \"metric_port\": %d}\n", enable, metric_enable, dir, domain, mport);
     fclose(f);
     rename(tmp, cfg);
 }
@@ -285,6 +292,77 @@ static void test_with_tracing(void)
         pause_ms(20);
 }
 
+/* GET path from 127.0.0.1:port: the status (0: no connection), the body
+ * in body (cut to its size). */
+static int http_get(int port, const char *path, char *body, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    body[0] = 0;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return 0;
+    }
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
+    if (write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return 0;
+    }
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < size && (r = read(fd, body + got, size - got - 1)) > 0)
+        got += (size_t)r;
+    body[got] = 0;
+    close(fd);
+    int status = 0;
+    sscanf(body, "HTTP/1.%*d %d", &status);
+    return status;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* metric_port: the process itself answers GET /metrics, and stops when
+ * the key goes. */
+static void test_metric_port(void)
+{
+    static char body[1 << 20];
+    mport = free_port();
+    write_config(0, 1);
+    int status = 0;
+    for (int i = 0; i < (int)(500 * slack()) && status != 200; i++) {
+        status = http_get(mport, "/metrics", body, sizeof body);
+        if (status != 200)
+            pause_ms(20);
+    }
+    CHECK_INT(status, 200);
+    CHECK(strstr(body, "version=0.0.4") != NULL);
+    CHECK(strstr(body, "servprof_requests_total" L ",outcome=\"ok\"} 6\n") != NULL);
+    CHECK_INT(http_get(mport, "/nope", body, sizeof body), 404);
+    int port = mport;
+    mport = 0;
+    write_config(0, 1);
+    for (int i = 0; i < (int)(500 * slack()) && status != 0; i++) {
+        status = http_get(port, "/metrics", body, sizeof body);
+        if (status != 0)
+            pause_ms(20);
+    }
+    CHECK_INT(status, 0); /* the port is closed */
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/sp-metrics-XXXXXX");
@@ -302,6 +380,7 @@ int main(void)
     test_fork_and_dead_child();
     test_live_toggle();
     test_with_tracing();
+    test_metric_port();
     servprof_shutdown();
     CHECK(value_of("servprof_metrics_processes{state=\"live\"}") == 0);
     char cmd[400];
