@@ -97,22 +97,14 @@ static const char *take_str(cur *c, size_t *n)
     return s ? s : "";
 }
 
-static double take_f64(cur *c)
+/* An 8-byte value (i64 or f64) into *out; zero past the end. */
+static void take8(cur *c, void *out)
 {
     const uint8_t *q = take(c, 8);
-    double v = 0;
     if (q)
-        memcpy(&v, q, 8);
-    return v;
-}
-
-static int64_t take_i64(cur *c)
-{
-    const uint8_t *q = take(c, 8);
-    int64_t v = 0;
-    if (q)
-        memcpy(&v, q, 8);
-    return v;
+        memcpy(out, q, 8);
+    else
+        memset(out, 0, 8);
 }
 
 #define IS(k, kn, lit) ((kn) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
@@ -166,7 +158,8 @@ static void decode_attrs(view *v, cur *c)
             break;
         }
         case SP_TAG_INT: {
-            int64_t x = take_i64(c);
+            int64_t x;
+            take8(c, &x);
             if (depth == 0 && IS(k, kn, "rid")) {
                 int n = snprintf(v->ridbuf, sizeof v->ridbuf, "%lld", (long long)x);
                 v->rid = v->ridbuf;
@@ -181,7 +174,8 @@ static void decode_attrs(view *v, cur *c)
         case SP_TAG_DOUBLE:
         case SP_TAG_GAUGE:
         case SP_TAG_INC: {
-            double x = take_f64(c);
+            double x;
+            take8(c, &x);
             if (depth == 0)
                 top_number(v, tag, k, kn, x);
             break;

@@ -47,6 +47,7 @@ static double slack(void)
 
 static const char *domain = ""; /* the config's "domain" */
 static int mport;                /* the config's "metric_port" */
+static int forked;               /* a child wrote a metrics file of its own */
 
 static void write_config(int enable, int metric_enable)
 {
@@ -206,6 +207,14 @@ static void test_metrics_only(void)
 
 static void test_fork_and_dead_child(void)
 {
+    /* TSan cannot start threads in the child of a threaded process (the
+     * child's drain thread): the plain and ASan builds run this part. */
+    const char *san = getenv("SERVPROF_SANITIZE");
+    if (san && !strcmp(san, "thread")) {
+        fprintf(stderr, "fork part skipped under ThreadSanitizer\n");
+        one_request("c1", "ce1", "ok", 1); /* what the child adds, for the counts below */
+        return;
+    }
     int go[2];
     CHECK(pipe(go) == 0);
     pid_t pid = fork();
@@ -228,6 +237,7 @@ static void test_fork_and_dead_child(void)
         _exit(0);
     }
     close(go[0]);
+    forked = 1;
     CHECK(wait_value("servprof_metrics_processes{state=\"live\"}", 2) == 2);
     CHECK(wait_value("servprof_requests_total" L ",outcome=\"ok\"}", 2) == 2);
     CHECK(wait_value(SERIES("kv_cache_total_blocks"), 150) == 150); /* live gauges add up */
@@ -244,7 +254,7 @@ static void test_live_toggle(void)
 {
     write_config(0, 0);
     CHECK(wait_value("servprof_metrics_processes{state=\"live\"}", 0) == 0);
-    CHECK(value_of("servprof_metrics_processes{state=\"dead\"}") == 2);
+    CHECK(value_of("servprof_metrics_processes{state=\"dead\"}") == 1 + forked);
     CHECK(value_of(SERIES("kv_cache_total_blocks")) == -1); /* no live process */
     servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
     CHECK(r == NULL); /* everything off: the disabled cost again */
