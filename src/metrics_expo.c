@@ -181,8 +181,9 @@ static void put_labels(expo *e, const group *g, const char *extra_name, const ch
     sp_sb_put(&e->out, "}", 1);
 }
 
-/* A value and the newline: integers (counts) without printf. */
-static void put_number(expo *e, double v)
+/* Writes v and a newline at d (room for 32 bytes): integers (counts)
+ * without printf. Returns the length. */
+static size_t fmt_number(char *d, double v)
 {
     if (v >= 0 && v < 1e15 && v == (double)(uint64_t)v) {
         char buf[24];
@@ -193,10 +194,16 @@ static void put_number(expo *e, double v)
             buf[--i] = (char)('0' + x % 10);
             x /= 10;
         } while (x);
-        sp_sb_put(&e->out, buf + i, sizeof buf - (size_t)i);
-    } else {
-        put(e, "%.17g\n", v);
+        memcpy(d, buf + i, sizeof buf - (size_t)i);
+        return sizeof buf - (size_t)i;
     }
+    return (size_t)snprintf(d, 32, "%.17g\n", v);
+}
+
+static void put_number(expo *e, double v)
+{
+    char buf[32];
+    sp_sb_put(&e->out, buf, fmt_number(buf, v));
 }
 
 static void put_head(expo *e, const sp_mdef *d, const char *type)
@@ -217,8 +224,20 @@ static void render(expo *e)
 {
     if (e->n)
         qsort(e->g, (size_t)e->n, sizeof *e->g, by_labels);
-    for (int i = 0; i < e->n; i++)
+    size_t per_line = 100; /* name, le, count, newline */
+    for (int i = 0; i < e->n; i++) {
         make_labels(&e->g[i]);
+        per_line += strlen(e->g[i].lab) / (size_t)e->n + 1;
+    }
+    /* The text's size at once: growing by doubling would copy it twice over. */
+    size_t want = 16384 + (size_t)e->n * SP_MH_N * SP_M_BUCKETS_MAX * per_line;
+    if (e->out.cap < want) {
+        char *p = realloc(e->out.p, want);
+        if (p) {
+            e->out.p = p;
+            e->out.cap = want;
+        }
+    }
     put_head(e, &sp_mrequests_def, "counter");
     for (int i = 0; i < e->n; i++) {
         group *g = &e->g[i];
@@ -262,23 +281,27 @@ static void render(expo *e)
             else
                 snprintf(le[b], sizeof le[b], "le=\"+Inf\"} ");
         }
-        char name[128];
-        size_t nl = (size_t)snprintf(name, sizeof name, PREFIX "%s_bucket{", sp_mhist_defs[h].name);
+        size_t lel[SP_M_BUCKETS_MAX];
+        for (int b = 0; b <= nb; b++)
+            lel[b] = strlen(le[b]);
         put_head(e, &sp_mhist_defs[h], "histogram");
         for (int i = 0; i < e->n; i++) {
             const group *g = &e->g[i];
             const sp_mhist_data *d = &g->hist[h];
-            size_t ll = strlen(g->lab);
+            /* Each bucket line is built in one piece: "name_bucket{labels," once,
+             * then le and the count (the text's bulk: 338 lines a histogram). */
+            char line[700];
+            size_t pl = (size_t)snprintf(line, 600, PREFIX "%s_bucket{%s%s", sp_mhist_defs[h].name,
+                                         g->lab, g->lab[0] ? "," : "");
+            if (pl >= 600)
+                pl = 599;
             double cum = 0;
             for (int b = 0; b <= nb; b++) {
                 cum += d->b[b];
-                sp_sb_put(&e->out, name, nl);
-                if (ll) {
-                    sp_sb_put(&e->out, g->lab, ll);
-                    sp_sb_put(&e->out, ",", 1);
-                }
-                sp_sb_put(&e->out, le[b], strlen(le[b]));
-                put_number(e, cum);
+                memcpy(line + pl, le[b], lel[b]);
+                size_t n = pl + lel[b];
+                n += fmt_number(line + n, cum);
+                sp_sb_put(&e->out, line, n);
             }
             put(e, PREFIX "%s_sum", sp_mhist_defs[h].name);
             put_labels(e, g, NULL, NULL);
