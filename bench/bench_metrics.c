@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_metrics.c — what live metrics cost, in two phases reported apart:
  *
@@ -86,7 +87,7 @@ static void one_request(int i)
     servprof_res_str(r, http);
     servprof_metric(r, "recvTokenSize", 100);
     servprof_metric(r, "replyTokenSize", 20);
-    servprof_attr_str(r, "status", "ok");
+    servprof_attr_str(r, "outcome", "ok");
     servprof_event(r, "httpRes");
 }
 

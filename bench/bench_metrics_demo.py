@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_metrics_demo.py — the demo server's throughput, P99 latency and CPU
 with live metrics on (tracing off) versus everything off.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_overhead.c — what profiling costs the demo server: throughput
  * (output tokens/s) and P99 latency of tiny-llm-server under the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_python.py — what a servprof call costs from Python.
 
 Prints, for each kind of call site, ns per call for:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_record.c — the cost of a recording call on the calling thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_sampler.c — what the host sampler costs, and how well it keeps time.
  *

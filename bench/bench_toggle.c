@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_toggle.c — toggle latency of the runtime: the time from an edit of
  * the config file to the session being started (and to it being stopped),

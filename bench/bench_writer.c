@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_writer.c — how many records per second the writer thread lands in
  * the raw store.

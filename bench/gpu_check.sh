@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_check.sh — the samplers on a real NVIDIA GPU, end to end.
 #
 # Builds servprof (build-gpu/), builds bench/gpu/gpu_work.cu with nvcc

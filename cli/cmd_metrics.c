@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_metrics.c — `servprof metrics serve` and `servprof metrics dump`:
  * the one endpoint of a multi-process server's live metrics.
@@ -12,11 +13,12 @@
  * config file names (-c, else $SERVICE_PROF_CONFIG_PATH): "metric_dir", or
  * "<prof_dir>/metrics". HTTP is src/metrics_http.c's (libmicrohttpd, one
  * thread, the same code as the library's "metric_port"): a scrape costs
- * milliseconds (docs/benchmarks.md). `serve` runs until SIGINT or SIGTERM. Exit status: 0, 1 (could not serve / write), 2 usage.
+ * milliseconds (docs/benchmarks.md). `serve` runs until SIGINT or SIGTERM.
+ * Options follow the tool's conventions (opts.h). Exit status: 0, 1 (could
+ * not read the folder, serve or write), 2 usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "commands.h"
 #include "internal.h"
 #include "metrics.h"
+#include "opts.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9464"
 
@@ -34,19 +37,28 @@ typedef struct opts {
     char dir_buf[SP_PATH_MAX];
 } opts;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: servprof metrics serve [--listen ADDR:PORT] [-i DIR | -c CONFIG] [--port-file FILE]\n"
-            "       servprof metrics dump [-i DIR | -c CONFIG] [-o FILE]\n"
-            "  -i, --input-path DIR   the metrics folder (default: from the config file)\n"
-            "  -c, --config FILE      the servprof config whose metric_dir / prof_dir to use\n"
-            "                         (default: $SERVICE_PROF_CONFIG_PATH)\n"
-            "  --listen ADDR:PORT     where serve listens (" DEFAULT_LISTEN "; port 0: any)\n"
-            "  --port-file FILE       serve writes the port it listens on into FILE\n"
-            "  -o, --output-path FILE dump writes there instead of stdout\n"
-            "  -h, --help             this text\n");
-}
+enum { OPT_INPUT = 1, OPT_CONFIG, OPT_LISTEN, OPT_PORT_FILE, OPT_OUTPUT };
+
+static const cli_opt metrics_opts[] = {
+    {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
+     "the metrics folder (default: the config file's)"},
+    {OPT_CONFIG, "config", 'c', CLI_VALUE, "FILE", NULL,
+     "the config whose metric_dir / prof_dir to use (default: $SERVICE_PROF_CONFIG_PATH)"},
+    {OPT_LISTEN, "listen", 0, CLI_VALUE, "ADDR:PORT", NULL,
+     "serve: where to listen (default " DEFAULT_LISTEN "; port 0: any free one)"},
+    {OPT_PORT_FILE, "port-file", 0, CLI_VALUE, "FILE", NULL,
+     "serve: write the port it listens on into FILE"},
+    {OPT_OUTPUT, "output-path", 'o', CLI_VALUE, "FILE", NULL, "dump: write there, not to stdout"},
+    {0},
+};
+
+static const cli_verb metrics_verb = {
+    "metrics", "serve [--listen ADDR:PORT] [-i DIR | -c FILE] | dump [-i DIR | -c FILE] [-o FILE]",
+    "serve  answers GET /metrics with the sum of every process's live metrics file in the\n"
+    "       metrics folder (Prometheus text format), until SIGINT or SIGTERM.\n"
+    "dump   prints the same text once.\n"
+    "Processes write the files with \"metric_enable\": 1 (docs/metrics.md).",
+    metrics_opts};
 
 /* The folder: -i, else the config file's. Returns 0 or 1 (message printed). */
 static int resolve_dir(opts *o)
@@ -100,11 +112,7 @@ static int dump(opts *o)
 static int serve(opts *o)
 {
     struct sockaddr_in sa;
-    if (sp_mhttp_parse_listen(o->listen, &sa) != 0) {
-        fprintf(stderr, "servprof metrics serve: --listen '%s': want IPv4ADDR:PORT (PORT 0..65535), "
-                "e.g. " DEFAULT_LISTEN "\n", o->listen);
-        return 2;
-    }
+    sp_mhttp_parse_listen(o->listen, &sa); /* checked by cmd_metrics */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
@@ -136,49 +144,40 @@ static int serve(opts *o)
 
 int cmd_metrics(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const char *action = argv[1];
-    if (strcmp(action, "serve") && strcmp(action, "dump")) {
-        fprintf(stderr, "servprof metrics: unknown action '%s' (serve, dump)\n", action);
-        return 2;
-    }
+    cli_parser p;
+    cli_init(&p, &metrics_verb, argc, argv);
     opts o = {.listen = DEFAULT_LISTEN};
-    static const struct option longs[] = {
-        {"input-path", required_argument, 0, 'i'}, {"config", required_argument, 0, 'c'},
-        {"listen", required_argument, 0, 'l'},     {"port-file", required_argument, 0, 'p'},
-        {"output-path", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    char **av = argv + 1; /* av[0] is the action */
-    int ac = argc - 1;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(ac, av, ":i:c:o:h", longs, NULL)) != -1) {
-        switch (ch) {
-        case 'i': o.dir = optarg; break;
-        case 'c': o.config = optarg; break;
-        case 'l': o.listen = optarg; break;
-        case 'p': o.port_file = optarg; break;
-        case 'o': o.out = optarg; break;
-        case 'h': usage(stdout); return 0;
-        case ':':
-            fprintf(stderr, "servprof metrics %s: option '%s' wants a value\n", action,
-                    av[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "servprof metrics %s: unknown option '%s' (accepted: -i/--input-path, "
-                    "-c/--config, --listen, --port-file, -o/--output-path, -h/--help)\n", action,
-                    av[optind - 1]);
-            return 2;
+    const char *action = NULL;
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
+        if (id == CLI_STOP)
+            return p.status;
+        if (id >= OPT_INPUT && id <= OPT_OUTPUT) {
+            if (!*p.value)
+                return cli_bad_value(&p, id == OPT_LISTEN  ? "ADDR:PORT"
+                                         : id == OPT_INPUT ? "a folder (DIR)"
+                                                           : "a file name (FILE)");
+            const char **slot[] = {NULL, &o.dir, &o.config, &o.listen, &o.port_file, &o.out};
+            *slot[id] = p.value;
+        } else if (!action) {
+            action = p.value;
+            if (strcmp(action, "serve") != 0 && strcmp(action, "dump") != 0)
+                return cli_error(&metrics_verb, "'%s' is not one of: serve, dump", action);
+        } else {
+            return cli_error(&metrics_verb, "unexpected argument '%s' (see --help)", p.value);
         }
     }
-    if (optind < ac) {
-        fprintf(stderr, "servprof metrics %s: unexpected argument '%s' (see --help)\n", action,
-                av[optind]);
-        return 2;
+    if (!action)
+        return cli_error(&metrics_verb, "what to do is missing: serve or dump");
+    if (!strcmp(action, "serve")) {
+        struct sockaddr_in sa;
+        if (sp_mhttp_parse_listen(o.listen, &sa) != 0)
+            return cli_error(&metrics_verb, "--listen '%s': want IPv4ADDR:PORT (PORT 0..65535), "
+                             "e.g. " DEFAULT_LISTEN, o.listen);
+        if (o.out)
+            return cli_error(&metrics_verb, "--output-path is for dump, not serve");
+    } else if (o.port_file || strcmp(o.listen, DEFAULT_LISTEN) != 0) {
+        return cli_error(&metrics_verb, "%s is for serve, not dump",
+                         o.port_file ? "--port-file" : "--listen");
     }
     if (resolve_dir(&o) != 0)
         return 1;

@@ -1,36 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_parse.c — `servprof parse`: reads the options and hands them to the
- * parser (src/parse). Usage errors exit 2 with a message naming the bad
- * option; the parse itself exits 0, or 1 when nothing could be parsed or
- * some output could not be written.
+ * cmd_parse.c — `servprof parse`: reads the options (with the shared helper,
+ * opts.h) and hands them to the parser (src/parse). Usage errors — a bad
+ * option or value, an output path that is a file — exit 2 with one line
+ * naming the option, before anything is read or written; the parse itself
+ * exits 0, or 1 when nothing could be parsed or some output could not be
+ * written.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "opts.h"
 #include "parse.h"
 
-static void usage(FILE *f)
-{
-    fputs("usage: servprof parse --input-path DIR [--output-path OUT] [--format csv json db ...]\n"
-          "                      [--span NAME ...] [--log-level debug|info|warning|error]\n"
-          "                      [--flows key|all] [--progress | --no-progress] [--quiet]\n"
-          "  Reads every raw store (ms_service_*.db) under DIR, recursively, and writes\n"
-          "  request.csv, batch.csv, forward.csv, kvcache.csv, request_status.csv,\n"
-          "  chrome_tracing.json and profiler.db into OUT (default ./output).\n", f);
-}
+enum {
+    OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET,
+};
 
-/* Collects the values following an option up to the next "--" option. */
-static int take_list(int argc, char **argv, int i, const char ***list, int *n)
+static const char *const formats[] = {"csv", "json", "db", NULL};
+/* fatal and critical: the reference tool's names, taken as error. */
+static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical",
+                                     "none", NULL};
+static const char *const flows[] = {"key", "all", NULL};
+
+static const cli_opt opts[] = {
+    {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
+     "the folder to read (or give DIR as the argument)"},
+    {OPT_OUTPUT, "output-path", 'o', CLI_VALUE, "OUT", NULL, "where to write (default ./output)"},
+    {OPT_FORMAT, "format", 'f', CLI_LIST, "FMT", formats, "what to write (default all)"},
+    {OPT_SPAN, "span", 0, CLI_LIST, "NAME", NULL, "statistics and span_info/NAME.csv per span"},
+    {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL,
+     "parse only this session folder of DIR (<MMDD-HHMM>)"},
+    {OPT_LOG_LEVEL, "log-level", 0, CLI_VALUE, "LEVEL", levels, "messages shown"},
+    {OPT_FLOWS, "flows", 0, CLI_VALUE, "WHICH", flows, "flow arrows in the timeline"},
+    {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL, "show progress on stderr"},
+    {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
+    {OPT_QUIET, "quiet", 'q', CLI_FLAG, NULL, NULL, "no summary on stdout"},
+    {0},
+};
+
+static const cli_verb verb = {
+    "parse", "[options] [DIR]",
+    "Reads every raw store (ms_service_*.db) under DIR, recursively, and writes\n"
+    "request.csv, batch.csv, forward.csv, kvcache.csv, request_status.csv,\n"
+    "chrome_tracing.json and profiler.db into OUT. When DIR holds several sessions\n"
+    "(a prof_dir), their names and time ranges are listed and rates are computed over\n"
+    "the time collection was on; --session NAME parses one of them.",
+    opts};
+
+/* An output path that exists and is not a folder is a usage error, found
+ * before anything is written. */
+static int check_output(const char *out)
 {
-    int j = i + 1;
-    while (j < argc && strncmp(argv[j], "--", 2) != 0) {
-        *list = realloc(*list, (size_t)(*n + 1) * sizeof **list);
-        (*list)[(*n)++] = argv[j];
-        j++;
-    }
-    return j - 1;
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode))
+        return cli_error(&verb, "--output-path '%s' is a file; it must be a folder (existing or "
+                                "to be created)", out);
+    return 0;
 }
 
 int cmd_parse(int argc, char **argv)
@@ -39,83 +70,56 @@ int cmd_parse(int argc, char **argv)
     o.output = "./output";
     o.progress = -1;
     o.summary = 1;
-    const char **formats = NULL;
-    int nformats = 0, rc = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            rc = 0;
+    int rc = 2, any_format = 0;
+    cli_parser p;
+    cli_init(&p, &verb, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
+        switch (id) {
+        case CLI_STOP:
+            rc = p.status;
             goto out;
-        } else if (!strcmp(a, "--input-path") && i + 1 < argc) {
-            o.input = argv[++i];
-        } else if (!strcmp(a, "--output-path") && i + 1 < argc) {
-            o.output = argv[++i];
-        } else if (!strcmp(a, "--format")) {
-            int before = nformats;
-            i = take_list(argc, argv, i, &formats, &nformats);
-            if (nformats == before) {
-                fprintf(stderr, "servprof parse: --format needs one or more of csv, json, db\n");
+        case CLI_ARG:
+        case OPT_INPUT:
+            if (o.input) {
+                rc = cli_error(&verb, "one input folder only (got '%s' and '%s')", o.input,
+                               p.value);
                 goto out;
             }
-        } else if (!strcmp(a, "--span")) {
-            int before = o.nspans;
-            i = take_list(argc, argv, i, &o.spans, &o.nspans);
-            if (o.nspans == before) {
-                fprintf(stderr, "servprof parse: --span needs one or more span names\n");
-                goto out;
-            }
-        } else if (!strcmp(a, "--log-level") && i + 1 < argc) {
-            int lv = spp_log_level_from_name(argv[++i]);
-            if (lv < 0) {
-                fprintf(stderr, "servprof parse: --log-level '%s' is not one of debug, info, warning, error, "
-                                "none; using info\n", argv[i]);
-                lv = SPP_INFO;
-            }
-            spp_log_set_level(lv);
-        } else if (!strcmp(a, "--flows") && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (!strcmp(v, "all"))
-                o.flows_all = 1;
-            else if (strcmp(v, "key") != 0) {
-                fprintf(stderr, "servprof parse: --flows '%s' is not 'key' or 'all'\n", v);
-                goto out;
-            }
-        } else if (!strcmp(a, "--progress")) {
-            o.progress = 1;
-        } else if (!strcmp(a, "--no-progress")) {
-            o.progress = 0;
-        } else if (!strcmp(a, "--quiet")) {
-            o.summary = 0;
-        } else {
-            fprintf(stderr, "servprof parse: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            goto out;
+            o.input = p.value;
+            break;
+        case OPT_OUTPUT: o.output = p.value; break;
+        case OPT_FORMAT:
+            any_format = 1;
+            o.csv |= !strcmp(p.value, "csv");
+            o.json |= !strcmp(p.value, "json");
+            o.db |= !strcmp(p.value, "db");
+            break;
+        case OPT_SPAN:
+            o.spans = realloc(o.spans, (size_t)(o.nspans + 1) * sizeof *o.spans);
+            o.spans[o.nspans++] = p.value;
+            break;
+        case OPT_SESSION: o.session = p.value; break;
+        case OPT_LOG_LEVEL:
+            spp_log_set_level(!strcmp(p.value, "fatal") || !strcmp(p.value, "critical")
+                                  ? SPP_ERROR
+                                  : spp_log_level_from_name(p.value));
+            break;
+        case OPT_FLOWS: o.flows_all = !strcmp(p.value, "all"); break;
+        case OPT_PROGRESS: o.progress = 1; break;
+        case OPT_NO_PROGRESS: o.progress = 0; break;
+        case OPT_QUIET: o.summary = 0; break;
         }
     }
     if (!o.input) {
-        fprintf(stderr, "servprof parse: --input-path DIR is required\n");
-        usage(stderr);
+        rc = cli_error(&verb, "the input folder is missing: servprof parse DIR (or -i/--input-path DIR)");
         goto out;
     }
-    if (nformats == 0) {
+    if (!any_format)
         o.csv = o.json = o.db = 1;
-    }
-    for (int i = 0; i < nformats; i++) {
-        if (!strcmp(formats[i], "csv"))
-            o.csv = 1;
-        else if (!strcmp(formats[i], "json"))
-            o.json = 1;
-        else if (!strcmp(formats[i], "db"))
-            o.db = 1;
-        else {
-            fprintf(stderr, "servprof parse: --format '%s' is not one of csv, json, db\n", formats[i]);
-            goto out;
-        }
-    }
+    if (check_output(o.output) != 0)
+        goto out;
     rc = spp_run(&o);
 out:
-    free(formats);
     free(o.spans);
     return rc;
 }

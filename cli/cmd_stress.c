@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_stress.c — `servprof stress`: a synthetic instrumented process, for
  * users to check their setup (config file, prof_dir, disk) and how many
  * records per second this machine stores.
  *
- *   servprof stress [--threads N] [--rate R] [--seconds S]
+ *   servprof stress [-t|--threads N] [-r|--rate R] [-s|--seconds S]
  *
  * N threads (default 2) each record R records per second (default 10000)
  * for S seconds (default 5): scheduler steps as a serving framework emits
@@ -26,6 +27,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "opts.h"
 #include "servprof.h"
 
 typedef struct stress_opts {
@@ -96,56 +98,42 @@ static void *run_worker(void *arg)
     return NULL;
 }
 
-static int parse_num(const char *flag, const char *text, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = text ? strtod(text, &end) : 0;
-    if (!text || errno || end == text || *end || v < lo || v > hi) {
-        fprintf(stderr, "servprof stress: %s needs a number from %g to %g, got '%s'\n", flag, lo,
-                hi, text ? text : "(nothing)");
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
+enum { OPT_THREADS = 1, OPT_RATE, OPT_SECONDS };
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: servprof stress [--threads N] [--rate R] [--seconds S]\n"
-               "  N threads (1..256, default 2) each record R records/s (1..10000000, default "
-               "10000)\n  for S seconds (0.1..3600, default 5). SERVICE_PROF_CONFIG_PATH, when "
-               "set, decides\n  whether collection is on; otherwise a session is started with "
-               "the defaults.\n");
-}
+static const cli_opt stress_options[] = {
+    {OPT_THREADS, "threads", 't', CLI_VALUE, "N", NULL, "threads recording (1..256, default 2)"},
+    {OPT_RATE, "rate", 'r', CLI_VALUE, "R", NULL,
+     "records per second per thread (1..10000000, default 10000)"},
+    {OPT_SECONDS, "seconds", 's', CLI_VALUE, "S", NULL, "how long (0.1..3600, default 5)"},
+    {0},
+};
+
+static const cli_verb stress_verb = {
+    "stress", "[options]",
+    "Records a synthetic load (BatchSchedule spans with rid lists) to check a setup and\n"
+    "its disk. SERVICE_PROF_CONFIG_PATH, when set, decides whether collection is on;\n"
+    "otherwise a session is started with the defaults.",
+    stress_options};
 
 int cmd_stress(int argc, char **argv)
 {
     stress_opts o = {2, 10000, 5};
-    for (int i = 1; i < argc; i++) {
+    cli_parser p;
+    cli_init(&p, &stress_verb, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
         double v;
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--threads")) {
-            if (parse_num("--threads", val, 1, 256, &v))
-                return 2;
+        if (id == CLI_STOP)
+            return p.status;
+        if (id == CLI_ARG)
+            return cli_error(&stress_verb, "takes no argument (got '%s')", p.value);
+        if (id == OPT_THREADS && cli_number(&p, 1, 256, &v) == 0)
             o.threads = (int)v;
-        } else if (!strcmp(argv[i], "--rate")) {
-            if (parse_num("--rate", val, 1, 1e7, &v))
-                return 2;
+        else if (id == OPT_RATE && cli_number(&p, 1, 1e7, &v) == 0)
             o.rate = v;
-        } else if (!strcmp(argv[i], "--seconds")) {
-            if (parse_num("--seconds", val, 0.1, 3600, &v))
-                return 2;
+        else if (id == OPT_SECONDS && cli_number(&p, 0.1, 3600, &v) == 0)
             o.seconds = v;
-        } else {
-            fprintf(stderr, "servprof stress: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        i++;
+        else
+            return 2; /* cli_number said why */
     }
 
     const char *cfg = getenv("SERVICE_PROF_CONFIG_PATH");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * servprof.h — the whole public API of libservprof.
  *
@@ -43,6 +44,12 @@
  * Errors: functions outside the hot path return int, 0 on success or a
  * negative SERVPROF_E* code; servprof_strerror() names it. Hot path
  * functions return nothing and count what they drop.
+ *
+ * Compiled out: with SERVPROF_DISABLE defined before this header is included
+ * (-DSERVPROF_DISABLE), every function below becomes a static inline that
+ * does nothing (rec_begin returns NULL, is_enabled 0, start/stop
+ * SERVPROF_ESTATE, stats zeros), so a build that must not carry the
+ * profiler keeps its call sites and needs neither the library nor -lservprof.
  */
 #ifndef SERVPROF_H
 #define SERVPROF_H
@@ -57,13 +64,22 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+#if defined(SERVPROF_DISABLE)
+#define SERVPROF_API static inline /* every function is a no-op, defined below */
+#elif defined(_WIN32)
 #define SERVPROF_API
 #else
 #define SERVPROF_API __attribute__((visibility("default")))
 #endif
 
-#define SERVPROF_VERSION "0.1.0"
+/* SERVPROF_VERSION_MAJOR / _MINOR / _PATCH, SERVPROF_VERSION ("0.1.0") and
+ * SERVPROF_VERSION_HEX: the version of this header. */
+#include "servprof_version.h"
+
+/* The version of the library loaded at run time: SERVPROF_VERSION_HEX's
+ * encoding (0x00MMmmpp), and the text "MAJOR.MINOR.PATCH". Thread-safe. */
+SERVPROF_API unsigned servprof_version(void);
+SERVPROF_API const char *servprof_version_string(void);
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                               */
@@ -155,7 +171,9 @@ SERVPROF_API int servprof_meta(const char *key, const char *value);
  * it through servprof_is_enabled(). C++ (before C++23) has no _Atomic, so
  * C++ sees a plain int of the same size and alignment and loads it with the
  * compiler's atomic builtin: the same relaxed load, the same symbol. */
-#ifdef __cplusplus
+#if defined(SERVPROF_DISABLE)
+#define SERVPROF__LEVEL_NOW() 0
+#elif defined(__cplusplus)
 extern SERVPROF_API int servprof__level;
 #define SERVPROF__LEVEL_NOW() __atomic_load_n(&servprof__level, __ATOMIC_RELAXED)
 #else
@@ -267,7 +285,9 @@ SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *name, const
 SERVPROF_API void servprof_event(servprof_rec *r, const char *name);
 
 /* A link between two ids of one request (name "Link", args
- * {"type": 3, "from": from, "to": to}). */
+ * {"type": 3, "from": from, "to": to}). `from` is the upstream id (the front
+ * end's), `to` the downstream one (the engine's): reports name the request
+ * by `from`. */
 SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to);
 /* Shorthand: a link at INFO level without a domain. */
 SERVPROF_API void servprof_link(const char *from, const char *to);
@@ -309,7 +329,8 @@ SERVPROF_API void servprof__event_k(servprof_rec *r, const char *name, size_t na
 SERVPROF_API servprof_span servprof__span_begin_k(servprof_rec *r, const char *name,
                                                   size_t name_len);
 
-#if !defined(SERVPROF_NO_LITERAL_LENGTHS) && defined(__GNUC__) && defined(__OPTIMIZE__)
+#if !defined(SERVPROF_NO_LITERAL_LENGTHS) && !defined(SERVPROF_DISABLE) && defined(__GNUC__) && \
+    defined(__OPTIMIZE__)
 #define servprof_attr_str(r, key, val) \
     servprof__attr_str_k((r), (key), servprof__len(key), (val), servprof__len(val))
 #define servprof_res_str(r, rid) servprof__attr_str_k((r), "rid", 3, (rid), servprof__len(rid))
@@ -322,6 +343,11 @@ SERVPROF_API servprof_span servprof__span_begin_k(servprof_rec *r, const char *n
 /* Counters                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Fields are only ever added at the end. A caller passes the size of the
+ * struct it was compiled with (servprof_get_stats() does so by itself), so a
+ * program built against an older header keeps working with a newer library:
+ * it gets the fields it knows, and a newer program with an older library
+ * gets zeros in the fields that library does not know. */
 typedef struct servprof_stats {
     uint64_t records;       /* records accepted into thread buffers */
     uint64_t dropped;       /* records dropped: buffers full */
@@ -333,8 +359,73 @@ typedef struct servprof_stats {
     uint64_t write_errors;  /* store errors (disk full ...) */
 } servprof_stats;
 
-/* Totals since the process started (all sessions). Thread-safe. */
-SERVPROF_API void servprof_get_stats(servprof_stats *out);
+/* Totals since the process started (all sessions), into the first `size`
+ * bytes of *out (bytes the library has no field for are zeroed). Use it
+ * through the macro below. Thread-safe. */
+SERVPROF_API void servprof_get_stats_n(servprof_stats *out, size_t size);
+/* The same for the 8 fields of version 0.1 (the original entry point, kept
+ * for programs built before servprof_get_stats_n existed). */
+SERVPROF_API void(servprof_get_stats)(servprof_stats *out);
+#define servprof_get_stats(out) servprof_get_stats_n((out), sizeof *(out))
+
+/* ------------------------------------------------------------------ */
+/* Compiled out (SERVPROF_DISABLE): every function, doing nothing        */
+/* ------------------------------------------------------------------ */
+
+#if defined(SERVPROF_DISABLE)
+#define SERVPROF__NOOP __attribute__((unused)) static inline
+SERVPROF__NOOP unsigned servprof_version(void) { return SERVPROF_VERSION_HEX; }
+SERVPROF__NOOP const char *servprof_version_string(void) { return SERVPROF_VERSION; }
+SERVPROF__NOOP const char *servprof_strerror(int err) { (void)err; return "servprof is compiled out (SERVPROF_DISABLE)"; }
+SERVPROF__NOOP int servprof_init(void) { return 0; }
+SERVPROF__NOOP void servprof_shutdown(void) {}
+SERVPROF__NOOP int servprof_start(void) { return SERVPROF_ESTATE; }
+SERVPROF__NOOP int servprof_stop(void) { return SERVPROF_ESTATE; }
+SERVPROF__NOOP void servprof_step(void) {}
+SERVPROF__NOOP int servprof_session_dir(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
+SERVPROF__NOOP int servprof_store_path(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
+SERVPROF__NOOP void servprof_set_process_name(const char *name) { (void)name; }
+SERVPROF__NOOP void servprof_set_thread_name(const char *name) { (void)name; }
+SERVPROF__NOOP int servprof_meta(const char *key, const char *value) { (void)key; (void)value; return 0; }
+SERVPROF__NOOP int64_t servprof_now_ns(void) { return 0; }
+SERVPROF__NOOP servprof_rec *servprof_rec_begin_slow(int level, const char *domain) { (void)level; (void)domain; return (servprof_rec *)0; }
+SERVPROF__NOOP servprof_rec *servprof__rec_begin_k(int level, const char *domain, size_t domain_len) { (void)level; (void)domain; (void)domain_len; return (servprof_rec *)0; }
+SERVPROF__NOOP void servprof_rec_cancel(servprof_rec *r) { (void)r; }
+SERVPROF__NOOP void servprof_res_str(servprof_rec *r, const char *rid) { (void)r; (void)rid; }
+SERVPROF__NOOP void servprof_res_int(servprof_rec *r, int64_t rid) { (void)r; (void)rid; }
+SERVPROF__NOOP void servprof_attr_str(servprof_rec *r, const char *key, const char *val) { (void)r; (void)key; (void)val; }
+SERVPROF__NOOP void servprof_attr_strn(servprof_rec *r, const char *key, const char *val, size_t len) { (void)r; (void)key; (void)val; (void)len; }
+SERVPROF__NOOP void servprof_attr_int(servprof_rec *r, const char *key, int64_t val) { (void)r; (void)key; (void)val; }
+SERVPROF__NOOP void servprof_attr_double(servprof_rec *r, const char *key, double val) { (void)r; (void)key; (void)val; }
+SERVPROF__NOOP void servprof_attr_bool(servprof_rec *r, const char *key, int val) { (void)r; (void)key; (void)val; }
+SERVPROF__NOOP void servprof_attr_int_array(servprof_rec *r, const char *key, const int64_t *vals, size_t n) { (void)r; (void)key; (void)vals; (void)n; }
+SERVPROF__NOOP void servprof_attr_double_array(servprof_rec *r, const char *key, const double *vals, size_t n) { (void)r; (void)key; (void)vals; (void)n; }
+SERVPROF__NOOP void servprof_attr_json(servprof_rec *r, const char *key, const char *json) { (void)r; (void)key; (void)json; }
+SERVPROF__NOOP void servprof_attr_array_begin(servprof_rec *r, const char *key) { (void)r; (void)key; }
+SERVPROF__NOOP void servprof_attr_object_begin(servprof_rec *r, const char *key) { (void)r; (void)key; }
+SERVPROF__NOOP void servprof_attr_end(servprof_rec *r) { (void)r; }
+SERVPROF__NOOP void servprof_metric(servprof_rec *r, const char *name, double val) { (void)r; (void)name; (void)val; }
+SERVPROF__NOOP void servprof_metric_inc(servprof_rec *r, const char *name, double val) { (void)r; (void)name; (void)val; }
+SERVPROF__NOOP void servprof_metric_scope(servprof_rec *r, const char *name, const char *val) { (void)r; (void)name; (void)val; }
+SERVPROF__NOOP void servprof_event(servprof_rec *r, const char *name) { (void)r; (void)name; }
+SERVPROF__NOOP void servprof_link_rec(servprof_rec *r, const char *from, const char *to) { (void)r; (void)from; (void)to; }
+SERVPROF__NOOP void servprof_link(const char *from, const char *to) { (void)from; (void)to; }
+SERVPROF__NOOP servprof_span servprof_span_begin(servprof_rec *r, const char *name) { (void)r; (void)name; return 0; }
+SERVPROF__NOOP void servprof_span_end(servprof_span span) { (void)span; }
+SERVPROF__NOOP void servprof_span_end_rec(servprof_rec *r, servprof_span span) { (void)r; (void)span; }
+SERVPROF__NOOP void servprof_span_at(servprof_rec *r, const char *name, int64_t start_ns, int64_t end_ns) { (void)r; (void)name; (void)start_ns; (void)end_ns; }
+SERVPROF__NOOP void servprof__attr_str_k(servprof_rec *r, const char *key, size_t key_len, const char *val, size_t val_len) { (void)r; (void)key; (void)key_len; (void)val; (void)val_len; }
+SERVPROF__NOOP void servprof__attr_int_k(servprof_rec *r, const char *key, size_t key_len, int64_t val) { (void)r; (void)key; (void)key_len; (void)val; }
+SERVPROF__NOOP void servprof__event_k(servprof_rec *r, const char *name, size_t name_len) { (void)r; (void)name; (void)name_len; }
+SERVPROF__NOOP servprof_span servprof__span_begin_k(servprof_rec *r, const char *name, size_t name_len) { (void)r; (void)name; (void)name_len; return 0; }
+SERVPROF__NOOP void servprof_get_stats_n(servprof_stats *out, size_t size)
+{
+    unsigned char *p = (unsigned char *)out;
+    for (size_t i = 0; p && i < size; i++)
+        p[i] = 0;
+}
+SERVPROF__NOOP void(servprof_get_stats)(servprof_stats *out) { servprof_get_stats_n(out, sizeof *out); }
+#endif /* SERVPROF_DISABLE */
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh — the main job: build, serve, load, profile, parse, report.
 #
 #   1. installs what is missing (scripts/install-deps.sh) and builds the

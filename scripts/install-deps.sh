@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install-deps.sh — installs the Debian packages servprof needs to build, test
 # and run its demo. Idempotent: installs only what is missing. Needs root (or
 # sudo) only when something is missing.

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test.sh — builds servprof three ways and runs every test in each:
 #   build/        plain RelWithDebInfo (all tests, Python included)
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer
 #   build-tsan/   ThreadSanitizer
-# The last line is "N passed, N failed" over all three runs.
+# The last line is "N passed, N failed" over all three runs. While ctest
+# runs, each test prints its line as it finishes ("12/58 Test #12: name ...
+# Passed 3.1 sec"), so a long run shows progress; the whole output is also
+# kept in <dir>/ctest.log. About 6 minutes for the three builds on two free
+# cores (README.md); longer on a busy machine.
 # SERVPROF_TEST_BUILDS="plain asan tsan" picks the builds (default all three).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +32,12 @@ for b in $BUILDS; do
   fi
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
-  out=$(cd "$dir" && ctest --output-on-failure -j "$JOBS" 2>&1); rc=$?
-  echo "$out"
+  # Shared by every build block: progress on the terminal, the log kept.
+  started=$SECONDS
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" 2>&1) | tee "$dir/ctest.log"
+  rc=${PIPESTATUS[0]}
+  out=$(cat "$dir/ctest.log")
+  echo "=== $b build: ctest took $((SECONDS - started)) s ==="
   line=$(echo "$out" | grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" | tail -1)
   total=$(echo "$line" | sed -E 's/.*out of ([0-9]+).*/\1/')
   nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * activity_store.c — the device-activity SQLite file of one process:
  * Trace_Service/ascend_service_profiler_<host>-<pid>.db with the reference

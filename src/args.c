@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.c — the `args` JSON text, built on the writer thread.
  *
@@ -60,6 +61,11 @@ void sp_sb_put(sp_sbuf *b, const char *s, size_t n)
         memcpy(b->p + b->len, s, n);
         b->len += n;
     }
+}
+
+void sp_sb_reserve(sp_sbuf *b, size_t n)
+{
+    (void)grow(b, n);
 }
 
 static inline void putc_(sp_sbuf *b, char c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.h — JSON text for the `args` column, built on the writer thread from
  * the compact attribute stream of rec_format.h. Writer thread only.
@@ -18,6 +19,8 @@ typedef struct sp_sbuf {
 
 void sp_sb_free(sp_sbuf *b);
 void sp_sb_put(sp_sbuf *b, const char *s, size_t n);
+/* Makes room for n more bytes (and a NUL) without writing them. */
+void sp_sb_reserve(sp_sbuf *b, size_t n);
 static inline void sp_sb_clear(sp_sbuf *b)
 {
     b->len = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.c — the clocks. Stored timestamps are CLOCK_REALTIME in ns so that
  * processes and hosts line up; intervals (limits, latencies) use

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h — the recording clock: what the hot path stamps records with, and
  * how the writer turns that into the store's epoch nanoseconds (clock.c).

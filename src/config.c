@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — reads and validates the JSON config file into sp_config.
  *
@@ -11,7 +12,15 @@
  *
  * A syntax error (reported by jansson with line and column) leaves the
  * caller's sp_config untouched, so the runtime keeps the previous settings:
- * a file caught half-written by an editor never flips collection.
+ * a file caught half-written by an editor never flips collection. (The
+ * runtime says so when it logs; the messages here name only the problem,
+ * because `servprof config check` and the editor show them too.)
+ *
+ * One parser for everybody: sp_config_json_load() is the only place the
+ * text becomes JSON (same jansson flags, same rejections: a byte-order
+ * mark, duplicate keys, NUL escapes, a top level that is not an object),
+ * used by the runtime, `servprof config check` and the "enable" editor
+ * (config_edit.c), so the editor never accepts a file the library rejects.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -29,7 +38,6 @@
 #include "metrics.h"
 #include "runtime.h"
 
-#define CONFIG_MAX_BYTES (1u << 20) /* a config larger than 1 MiB is a mistake */
 
 /* ---- diagnostics -------------------------------------------------- */
 
@@ -663,18 +671,56 @@ static void unknown_key(const char *name, sp_config_diag *d)
 
 /* ---- parsing -------------------------------------------------------- */
 
-int sp_config_parse(const char *text, size_t len, sp_config *c, sp_config_diag *d)
+json_t *sp_config_json_load(const char *text, size_t len, char *err, size_t errlen)
 {
-    json_error_t err;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+        snprintf(err, errlen, "byte-order mark (bytes EF BB BF) at the start of the file; "
+                 "save it without BOM");
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(text, len, SP_CONFIG_JSON_FLAGS, &je);
     if (!root) {
-        diag(d, 1, "syntax error at line %d, column %d: %s; the previous settings stay in force",
-             err.line, err.column, err.text);
-        return SERVPROF_ECONFIG;
+        /* jansson names its own flag for this one; say what it means. */
+        if (strstr(je.text, "JSON_ALLOW_NUL"))
+            snprintf(err, errlen, "syntax error at line %d, column %d: a \\u0000 (NUL) "
+                     "escape in a string is not allowed", je.line, je.column);
+        else
+            snprintf(err, errlen, "syntax error at line %d, column %d: %s", je.line, je.column,
+                     je.text);
+        return NULL;
     }
     if (!json_is_object(root)) {
-        diag(d, 1, "the top level is not a JSON object; the previous settings stay in force");
+        snprintf(err, errlen, "the top level is not a JSON object ({ ... })");
         json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+const char *sp_config_read_error(int rc, char *buf, size_t len)
+{
+    switch (rc) {
+    case -ENOENT: return "the file does not exist";
+    case -EISDIR: return "it is a folder, not a file";
+    case -EINVAL: return "not a regular file (a FIFO, device or socket); a config must be a "
+                         "regular file";
+    case -EFBIG:
+        snprintf(buf, len, "larger than the %u MiB limit for a config file",
+                 SP_CONFIG_MAX_BYTES >> 20);
+        return buf;
+    default:
+        snprintf(buf, len, "%s", strerror(-rc));
+        return buf;
+    }
+}
+
+int sp_config_parse(const char *text, size_t len, sp_config *c, sp_config_diag *d)
+{
+    char why[512];
+    json_t *root = sp_config_json_load(text, len, why, sizeof why);
+    if (!root) {
+        diag(d, 1, "%s", why);
         return SERVPROF_ECONFIG;
     }
     sp_config *tmp = malloc(sizeof *tmp);
@@ -706,12 +752,12 @@ int sp_config_load(const char *path, sp_config *c, sp_config_diag *d)
 {
     char *text;
     size_t len;
-    int rc = sp_read_file(path, CONFIG_MAX_BYTES, &text, &len);
+    int rc = sp_read_file(path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc == -ENOENT)
         return SERVPROF_ENOTFOUND;
     if (rc != 0) {
-        diag(d, 1, "cannot read the file: %s; the previous settings stay in force",
-             rc == -EFBIG ? "larger than 1 MiB" : rc == -EINVAL ? "not a regular file" : strerror(-rc));
+        char buf[256];
+        diag(d, 1, "cannot read the file: %s", sp_config_read_error(rc, buf, sizeof buf));
         return SERVPROF_EIO;
     }
     rc = sp_config_parse(text, len, c, d);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_edit.c — sets "enable" in the config file, keeping the rest.
  *
@@ -6,10 +7,15 @@
  * walks the top-level object (strings with escapes, nested objects and
  * arrays skipped as units), finds the span of each top-level "enable" value
  * and replaces it with 0 or 1; when the key is missing it is inserted after
- * the opening brace, with the indentation of the first key. The result is
- * then checked with jansson: it must parse, and be equal to the original
- * with only "enable" changed. Only then is the file replaced atomically
- * (temp + rename, mode kept). Used by timelimit / profiler_step_num and by
+ * the opening brace, with the indentation of the first key.
+ *
+ * Checks, with the library's own parser (sp_config_json_load and
+ * sp_config_parse in config.c: the same jansson flags, so a duplicate key,
+ * a byte-order mark or a NUL escape is refused here exactly as every
+ * running process would refuse it): the original must be a config the
+ * library accepts, and the result must parse to the original with only
+ * "enable" changed. Only then is the file replaced atomically (temp +
+ * rename, mode kept). Used by timelimit / profiler_step_num and by
  * `servprof enable|disable`.
  */
 #include <errno.h>
@@ -81,10 +87,8 @@ static size_t skip_value(const char *t, size_t i, size_t n)
 /* Finds the top-level object's brace, first key and every "enable" value. */
 static int scan(const char *t, size_t n, size_t *brace, size_t *first_key, span *hits, int *nhits)
 {
-    size_t i = 0;
-    if (n >= 3 && !memcmp(t, "\xEF\xBB\xBF", 3))
-        i = 3; /* UTF-8 byte order mark */
-    i = skip_ws(t, i, n);
+    /* A byte-order mark never gets here: sp_config_json_load refuses it. */
+    size_t i = skip_ws(t, 0, n);
     if (i >= n || t[i] != '{')
         return -1;
     *brace = i;
@@ -125,16 +129,11 @@ int sp_config_edit_enable_text(const char *text, size_t len, int value, char **o
 {
     *out = NULL;
     *outlen = 0;
-    json_error_t je;
-    json_t *orig = json_loadb(text, len, 0, &je);
+    char why[512];
+    json_t *orig = sp_config_json_load(text, len, why, sizeof why);
     if (!orig) {
-        snprintf(err, errlen, "not valid JSON (line %d, column %d: %s); left unchanged", je.line,
-                 je.column, je.text);
-        return SERVPROF_ECONFIG;
-    }
-    if (!json_is_object(orig)) {
-        json_decref(orig);
-        snprintf(err, errlen, "the top level is not a JSON object; left unchanged");
+        snprintf(err, errlen, "%s; every process would reject this file, so it was left "
+                 "unchanged", why);
         return SERVPROF_ECONFIG;
     }
     size_t brace, first_key;
@@ -180,7 +179,7 @@ int sp_config_edit_enable_text(const char *text, size_t len, int value, char **o
     }
     /* Check: the new text parses to the old object with only "enable" changed. */
     json_object_set_new(orig, "enable", json_integer(value));
-    json_t *now = json_loadb(res, o, 0, &je);
+    json_t *now = sp_config_json_load(res, o, why, sizeof why);
     int ok = now && json_equal(orig, now);
     json_decref(now);
     json_decref(orig);
@@ -195,15 +194,48 @@ int sp_config_edit_enable_text(const char *text, size_t len, int value, char **o
     return 0;
 }
 
-int sp_config_set_enable(const char *path, int value, int *changed, char *err, size_t errlen)
+static void quiet(void *ctx, int is_error, const char *msg)
+{
+    (void)ctx, (void)is_error, (void)msg;
+}
+
+/* Passes warnings on to the caller's diag; an error is said once, in err. */
+static void warnings_only(void *ctx, int is_error, const char *msg)
+{
+    sp_config_diag *to = ctx;
+    if (!is_error && to->emit)
+        to->emit(to->ctx, 0, msg);
+}
+
+int sp_config_set_enable_diag(const char *path, int value, int *changed, sp_config_diag *d,
+                              char *err, size_t errlen)
 {
     *changed = 0;
     char *text;
     size_t len;
-    int rc = sp_read_file(path, 1u << 20, &text, &len);
+    int rc = sp_read_file(path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot read it: %s", rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+        char buf[256];
+        snprintf(err, errlen, "cannot read it: %s", sp_config_read_error(rc, buf, sizeof buf));
         return rc == -ENOENT ? SERVPROF_ENOTFOUND : SERVPROF_EIO;
+    }
+    /* The whole file, as a running process would read it: warnings go to
+     * d (the file is still used), errors refuse the edit. */
+    sp_config_diag silent = {0, 0, quiet, NULL}, filtered = {0, 0, warnings_only, d};
+    sp_config parsed;
+    int prc = sp_config_parse(text, len, &parsed, d && d->emit ? &filtered : &silent);
+    if (d) {
+        d->nwarnings += filtered.nwarnings;
+        d->nerrors += filtered.nerrors;
+    }
+    if (prc != 0) {
+        char why[512];
+        json_t *j = sp_config_json_load(text, len, why, sizeof why);
+        json_decref(j);
+        snprintf(err, errlen, "%s; every process would reject this file, so it was left "
+                 "unchanged", j ? "the file could not be read as a config" : why);
+        free(text);
+        return SERVPROF_ECONFIG;
     }
     char *res;
     size_t rlen;
@@ -220,4 +252,9 @@ int sp_config_set_enable(const char *path, int value, int *changed, char *err, s
     free(res);
     free(text);
     return rc;
+}
+
+int sp_config_set_enable(const char *path, int value, int *changed, char *err, size_t errlen)
+{
+    return sp_config_set_enable_diag(path, value, changed, NULL, err, errlen);
 }

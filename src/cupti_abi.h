@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cupti_abi.h — the few CUPTI types, constants and record layouts servprof
  * uses, declared from NVIDIA's public CUPTI reference (cupti_activity.h,

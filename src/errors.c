@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * errors.c — names of the error codes, generated from SERVPROF_ERRNO_MAP so
  * codes and texts cannot drift apart.

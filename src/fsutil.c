@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsutil.c — folder creation, whole-file reads and atomic replacement.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsutil.h — small file-system helpers of the runtime (private).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — the contracts between libservprof's modules. Not API.
  *
@@ -8,9 +9,10 @@
  *   watch     (watch.c)     a thread that notices edits of the config file
  *   session   (session.c)   the session folder shared by the processes of a host
  *   runtime   (runtime.c)   process life: init, start/stop, limits, fork, exit
- *   recorder  (record.c, tbuf.c, writer.c, store.c, args.c)
+ *   recorder  (record.c, tbuf.c, writer.c, store.c, args.c, msgdec.c)
  *                           the hot path, per-thread buffers, the writer thread
- *                           and the SQLite raw store
+ *                           and the SQLite raw store; msgdec.c decodes the
+ *                           drop-in's messages (ext.h: its entry points)
  *   samplers  (sampler*.c)  host / GPU / device-activity background sampling
  *
  * The runtime is the only caller of sp_recorder_* and sp_samplers_*, and
@@ -101,6 +103,22 @@ int sp_config_parse(const char *text, size_t len, sp_config *c, sp_config_diag *
 
 /* Reads and parses a file. SERVPROF_ENOTFOUND when it does not exist. */
 int sp_config_load(const char *path, sp_config *c, sp_config_diag *d);
+
+/* A config file larger than this is a mistake (and is not read). */
+#define SP_CONFIG_MAX_BYTES (1u << 20)
+/* The jansson flags of every parse of a config file (sp_config_json_load). */
+#define SP_CONFIG_JSON_FLAGS JSON_REJECT_DUPLICATES
+
+/* The one JSON parse of config text: the runtime, `config check` and the
+ * editor all use it. Returns a new reference to the top-level object, or
+ * NULL with the reason in err (for users: no jansson flag names). The
+ * json_t type is jansson's; callers include <jansson.h>. */
+struct json_t;
+struct json_t *sp_config_json_load(const char *text, size_t len, char *err, size_t errlen);
+
+/* What a negative errno from sp_read_file() means for a config file, in
+ * words (buf holds the text when it is not a constant). */
+const char *sp_config_read_error(int rc, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* session.c                                                            */

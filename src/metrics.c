@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c — life of the live metrics: on/off with the config, the hooks
  * the recorder's consumer calls, and the drain thread used while tracing is

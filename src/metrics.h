@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h — live Prometheus metrics derived from the records (private).
  *

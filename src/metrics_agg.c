@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_agg.c — folds records into one process's live metrics.
  *
@@ -7,7 +8,7 @@
  * own and the serving threads pay nothing beyond copying their records.
  * Each record is decoded once, straight from the ring's bytes
  * (rec_format.h), keeping only the attributes the vocabulary gives metrics
- * meaning: rid, status, QueueSize/QueueName, recvTokenSize/replyTokenSize,
+ * meaning: rid, outcome (or status), QueueSize/QueueName, recvTokenSize/replyTokenSize,
  * the KV block counts, batch_size and the scheduled tokens of a step.
  *
  * Per-request metrics need the request's earlier times, so requests in
@@ -58,8 +59,8 @@ static struct {
 /* ---- decoding ------------------------------------------------------ */
 
 typedef struct view {
-    const char *name, *rid, *status, *queue, *from, *to;
-    size_t nl, ridl, sl, ql, fl, tl;
+    const char *name, *rid, *outcome, *status, *queue, *from, *to;
+    size_t nl, ridl, ol, sl, ql, fl, tl;
     char ridbuf[24];
     int has_qsize, has_recv, has_reply, has_bs, has_tokens, has_kv_total, has_kv_used,
         has_kv_free, has_kv_after, has_kv_usage;
@@ -147,12 +148,14 @@ static void decode_attrs(view *v, cur *c)
         switch (tag) {
         case SP_TAG_STR:
         case SP_TAG_SCOPE:
-        case SP_TAG_JSON: {
+        case SP_TAG_JSON:
+        case SP_TAG_MSG: { /* the drop-in's message text: skipped, not read (docs/metrics.md) */
             size_t n;
             const char *s = take_str(c, &n);
             if (depth)
                 break;
             if (tag == SP_TAG_STR && IS(k, kn, "rid")) v->rid = s, v->ridl = n;
+            else if (tag == SP_TAG_STR && IS(k, kn, "outcome")) v->outcome = s, v->ol = n;
             else if (tag == SP_TAG_STR && IS(k, kn, "status")) v->status = s, v->sl = n;
             else if (tag == SP_TAG_SCOPE && IS(k, kn, "QueueName")) v->queue = s, v->ql = n;
             break;
@@ -396,7 +399,10 @@ static void on_http_res(const view *v, int64_t ts)
     req *r = state(v->rid, v->ridl, ts, 0);
     if (r && r->end_pass)
         return; /* a second end of the same request */
-    count_outcome(v->status, v->sl);
+    if (v->outcome) /* the demo's key; "status" is the older spelling */
+        count_outcome(v->outcome, v->ol);
+    else
+        count_outcome(v->status, v->sl);
     if (v->has_recv)
         A.v.counter[SP_MC_PROMPT_TOKENS] += v->recv;
     if (v->has_reply)

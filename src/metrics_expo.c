@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_expo.c — a folder of per-process metrics files -> one Prometheus
  * text exposition (format 0.0.4), what `servprof metrics serve` answers.

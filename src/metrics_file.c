@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_file.c — one process's live metrics in a memory-mapped file.
  *

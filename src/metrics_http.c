@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_http.c — GET /metrics over HTTP: the text of a metrics folder
  * (metrics_expo.c), served by libmicrohttpd on one internal thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_schema.c — the live metric families: names (Prometheus
  * conventions: base units, `_seconds`, `_total`), help texts, the vLLM
@@ -78,7 +79,7 @@ const sp_mdef sp_mhist_defs[SP_MH_N] = {
 const char *const sp_metrics_domains[SP_METRICS_NDOMAINS] = {"Request", "Schedule",
                                                              "BatchSchedule", "KVCache"};
 
-const sp_mdef sp_mrequests_def = {"requests_total", "Finished requests by outcome (httpRes status).",
+const sp_mdef sp_mrequests_def = {"requests_total", "Finished requests by outcome (httpRes outcome, else status).",
                                   "vllm:request_success_total{finished_reason}"};
 
 #define TIME_BOUNDS 337  /* 2^(-12 + k/16), k = 0..336 */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvml_abi.h — the few NVML types, constants and entry points servprof
  * uses, declared from NVIDIA's public NVML reference (no CUDA headers are

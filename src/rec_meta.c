@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_meta.c — process-level Meta (servprof_meta) and the process name.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_spans.c — pairing span begins with span ends on the writer thread.
  *

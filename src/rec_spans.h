@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_spans.h — the writer's table of open spans (see rec_spans.c).
  * Writer thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_state.h — state shared by the recorder's files (record.c, writer.c,
  * store.c, args.c, rec_meta.c). Not API; see internal.h for the contract the

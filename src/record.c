@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record.c — the recording API of servprof.h: the hot path.
  *
@@ -44,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ext.h"
 #include "internal.h"
 #include "rec_format.h"
 #include "rec_state.h"
@@ -537,6 +539,22 @@ SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *key, const cha
     attr_str_k(r, SP_TAG_JSON, key, SIZE_MAX, json, SIZE_MAX);
 }
 
+/* The drop-in's message (ext.h): copied as given, decoded by the writer. */
+SERVPROF_API void servprof__attr_msg(servprof_rec *r, int take_name_domain, const char *msg,
+                                     size_t len)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (__builtin_expect(!msg, 0))
+        len = null_str(&msg);
+    if (__builtin_expect(len > SERVPROF__MSG_MAX, 0)) {
+        len = SERVPROF__MSG_MAX;
+        sp_count(&sp_rec_count.truncated, 1);
+    }
+    put_attr(tb, SP_TAG_MSG, take_name_domain ? "x" : "", take_name_domain ? 1 : 0, msg, len, 1);
+}
+
 static inline void attr_num_k(servprof_rec *r, uint8_t tag, const char *key, size_t kn,
                               const void *val)
 {
@@ -919,18 +937,34 @@ SERVPROF_API void servprof_set_thread_name(const char *name)
     sp_tbuf_unlock();
 }
 
-SERVPROF_API void servprof_get_stats(servprof_stats *out)
+/* The fields of version 0.1's servprof_stats: what servprof_get_stats(),
+ * the original entry point, fills. */
+#define STATS_V0_SIZE (offsetof(servprof_stats, write_errors) + sizeof(uint64_t))
+
+SERVPROF_API void servprof_get_stats_n(servprof_stats *out, size_t size)
 {
     if (!out)
         return;
-    memset(out, 0, sizeof *out);
-    sp_tbuf_totals(&out->records, &out->dropped);
-    out->written = atomic_load_explicit(&sp_rec_count.written, memory_order_relaxed);
-    out->truncated = atomic_load_explicit(&sp_rec_count.truncated, memory_order_relaxed);
-    out->bad_input = atomic_load_explicit(&sp_rec_count.bad_input, memory_order_relaxed);
-    out->span_double_end = atomic_load_explicit(&sp_rec_count.span_double_end,
+    servprof_stats all;
+    memset(&all, 0, sizeof all);
+    sp_tbuf_totals(&all.records, &all.dropped);
+    all.written = atomic_load_explicit(&sp_rec_count.written, memory_order_relaxed);
+    all.truncated = atomic_load_explicit(&sp_rec_count.truncated, memory_order_relaxed);
+    all.bad_input = atomic_load_explicit(&sp_rec_count.bad_input, memory_order_relaxed);
+    all.span_double_end = atomic_load_explicit(&sp_rec_count.span_double_end,
+                                               memory_order_relaxed);
+    all.span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
                                                 memory_order_relaxed);
-    out->span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
-                                                 memory_order_relaxed);
-    out->write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    all.write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    /* A caller built against an older header passes a smaller size: it gets
+     * the fields it knows. A newer one passes more: the rest is zero. */
+    size_t known = size < sizeof all ? size : sizeof all;
+    memcpy(out, &all, known);
+    if (size > known)
+        memset((char *)out + known, 0, size - known);
+}
+
+SERVPROF_API void(servprof_get_stats)(servprof_stats *out)
+{
+    servprof_get_stats_n(out, STATS_V0_SIZE);
 }

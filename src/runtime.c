@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.c — process life of libservprof: init, start/stop, limits, fork,
  * exit.
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ext.h"
 #include "fsutil.h"
 #include "internal.h"
 #include "metrics.h"
@@ -47,7 +49,6 @@
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
 
-#define CONFIG_MAX_BYTES (1u << 20)
 
 /* ---- state: everything below is owned by rt_mu unless it is atomic ---- */
 
@@ -60,13 +61,16 @@ static char cfg_path[SP_PATH_MAX];  /* "" when SERVICE_PROF_CONFIG_PATH is unset
 static sp_config cur;               /* the config in force (last good read) */
 static char *last_text;             /* content of the last read of the file */
 static size_t last_len;
-static int file_missing;            /* the file was gone at the last look */
+static int file_missing;            /* the file was unreadable at the last look */
+static int read_err;                /* its sp_read_file() code then (0: readable) */
+static int read_fails;              /* failed reads in a row with that same code */
 static int file_enable;             /* "enable" as last read from the file */
 static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
 static int collecting;
 static int trace_level;             /* the level tracing was started with */
 static const sp_domain_filter *trace_filter; /* ... and its filter (NULL: every domain) */
+static _Atomic int tracing_level;   /* trace_level while collecting, else 0 (drop-in's IsEnable) */
 static sp_session sess;             /* valid while collecting */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
@@ -85,6 +89,26 @@ typedef struct filter_node {
 } filter_node;
 static filter_node *filters;
 
+/* The drop-in's observer of transitions (ext.h); called under rt_mu. */
+static _Atomic(servprof__observer) observer;
+static int metric_told; /* the metric_enable last reported to the observer */
+
+static void tell(int what, int on, int by_exit)
+{
+    servprof__observer fn = atomic_load(&observer);
+    if (fn)
+        fn(what, on, by_exit);
+}
+
+/* Reports a change of "metric_enable" in the config in force. */
+static void tell_metric_locked(void)
+{
+    if (cur.metric_enable != metric_told) {
+        metric_told = cur.metric_enable;
+        tell(SERVPROF__SWITCH_METRIC, metric_told, 0);
+    }
+}
+
 static void lock(void)
 {
     assert(!in_runtime); /* rt_mu is not recursive: re-entry would deadlock */
@@ -102,7 +126,38 @@ static void unlock(void)
 
 static void log_diag(void *ctx, int is_error, const char *msg)
 {
-    sp_log(is_error ? SP_LOG_ERROR : SP_LOG_WARNING, "config %s: %s", (const char *)ctx, msg);
+    /* An error means the whole file was not used: say what happens instead. */
+    sp_log(is_error ? SP_LOG_ERROR : SP_LOG_WARNING, "config %s: %s%s", (const char *)ctx, msg,
+           is_error ? "; the previous settings stay in force" : "");
+}
+
+/* A read of the config file failed with rc. Each new reason is logged; the
+ * same reason again is only counted (the watcher may look every 100 ms),
+ * and the count is logged when the file becomes readable again. */
+static void read_failed(int rc)
+{
+    if (file_missing && rc == read_err) {
+        read_fails++;
+        return;
+    }
+    char buf[256];
+    sp_log(SP_LOG_WARNING, "config %s: cannot read it: %s; collection stays %s", cfg_path,
+           sp_config_read_error(rc, buf, sizeof buf), collecting ? "on" : "off");
+    file_missing = 1;
+    read_err = rc;
+    read_fails = 1;
+}
+
+static void read_ok(void)
+{
+    if (file_missing && read_fails > 1)
+        sp_log(SP_LOG_INFO, "config %s is readable again (after %d failed reads)", cfg_path,
+               read_fails);
+    else if (file_missing)
+        sp_log(SP_LOG_INFO, "config %s is readable again", cfg_path);
+    file_missing = 0;
+    read_err = 0;
+    read_fails = 0;
 }
 
 /* Parses text into *out, logging each problem. 0 or SERVPROF_ECONFIG. */
@@ -168,7 +223,13 @@ static void publish_level_locked(int mlevel)
         atomic_store_explicit(&sp__domain_filter, metrics_filter_locked(), memory_order_release);
     else if (collecting)
         atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
+    atomic_store_explicit(&tracing_level, collecting ? trace_level : 0, memory_order_relaxed);
     atomic_store_explicit(&servprof__level, lvl, memory_order_release);
+}
+
+SERVPROF_API int servprof__tracing_level(void)
+{
+    return atomic_load_explicit(&tracing_level, memory_order_relaxed);
 }
 
 static int start_locked(void)
@@ -200,6 +261,7 @@ static int start_locked(void)
     trace_level = cur.profiler_level;
     publish_level_locked(mlevel);
     sp_samplers_start(&sess, &cur);
+    tell(SERVPROF__SWITCH_COLLECTION, 1, 0);
     sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
            sess.dir, sess.store_path);
     return 0;
@@ -218,6 +280,7 @@ static int stop_locked(int close_generation, const char *why)
     publish_level_locked(sp_metrics_configure(&cur, 0)); /* metrics drain from here */
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
+    tell(SERVPROF__SWITCH_COLLECTION, 0, shutting);
     sp_log(SP_LOG_INFO, "Profiler Disabled Successfully! (%s) Data is in %s", why, sess.dir);
     return 0;
 }
@@ -250,16 +313,13 @@ static void on_changed(void)
     }
     char *text;
     size_t len;
-    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    int rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc != 0) {
-        if (!file_missing)
-            sp_log(SP_LOG_WARNING, "config %s: cannot read it (%s); collection stays %s",
-                   cfg_path, strerror(-rc), collecting ? "on" : "off");
-        file_missing = 1;
+        read_failed(rc);
         unlock();
         return;
     }
-    file_missing = 0;
+    read_ok();
     if (last_text && len == last_len && !memcmp(text, last_text, len)) {
         free(text); /* touched, not changed */
         unlock();
@@ -275,6 +335,7 @@ static void on_changed(void)
     }
     sp_config old = cur;
     cur = next;
+    tell_metric_locked();
     if (next.enable != file_enable) {
         file_enable = next.enable;
         self_wrote = 0;
@@ -387,6 +448,7 @@ static void atfork_child(void)
     sp_recorder_atfork_child();
     sp_samplers_atfork_child();
     sp_metrics_atfork_child();
+    atomic_store(&tracing_level, 0);
     atomic_store(&ready, 0);
     atomic_store_explicit(&servprof__level, SP_LEVEL_UNINIT, memory_order_release);
 }
@@ -401,6 +463,8 @@ static int read_initial_config(void)
     last_text = NULL;
     last_len = 0;
     file_missing = 0;
+    read_err = 0;
+    read_fails = 0;
     const char *env = getenv("SERVICE_PROF_CONFIG_PATH");
     if (!env || !*env) {
         cfg_path[0] = '\0';
@@ -425,23 +489,29 @@ static int read_initial_config(void)
     memcpy(cfg_path + n, env, strlen(env) + 1);
     char *text;
     size_t len;
-    int rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+    int rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
     if (rc == -ENOENT) {
         char why[SP_PATH_MAX + 128];
         if (sp_config_create_default(cfg_path, why, sizeof why) == 0) {
             sp_log(SP_LOG_INFO, "created config file %s with collection off (\"enable\": 0)",
                    cfg_path);
-            rc = sp_read_file(cfg_path, CONFIG_MAX_BYTES, &text, &len);
+            rc = sp_read_file(cfg_path, SP_CONFIG_MAX_BYTES, &text, &len);
         } else {
             sp_log(SP_LOG_WARNING, "config file %s does not exist and was not created: %s; "
                    "collection stays off until the file appears", cfg_path, why);
             file_missing = 1;
+            read_err = -ENOENT;
+            read_fails = 1;
             return 0;
         }
     }
     if (rc != 0) {
-        sp_log(SP_LOG_ERROR, "config %s: cannot read it (%s); collection stays off", cfg_path,
-               strerror(-rc));
+        char buf[256];
+        sp_log(SP_LOG_ERROR, "config %s: cannot read it: %s; collection stays off", cfg_path,
+               sp_config_read_error(rc, buf, sizeof buf));
+        file_missing = 1; /* a later fix of the file is picked up and said */
+        read_err = rc;
+        read_fails = 1;
         return SERVPROF_EIO;
     }
     last_text = text;
@@ -472,6 +542,8 @@ static int init_locked(void)
     start_failed = 0;
     self_wrote = 0;
     int rc = read_initial_config();
+    metric_told = 0;
+    tell_metric_locked();
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
     publish_level_locked(sp_metrics_configure(&cur, 0));
     atomic_store(&ready, 1);
@@ -636,4 +708,31 @@ SERVPROF_API int servprof_store_path(char *buf, size_t len)
     int rc = collecting ? copy_out(sess.store_path, buf, len) : SERVPROF_ESTATE;
     unlock();
     return rc;
+}
+
+/* ---- the drop-in's view (ext.h) ------------------------------------------ */
+
+SERVPROF_API void servprof__observe(servprof__observer fn)
+{
+    atomic_store(&observer, fn);
+}
+
+SERVPROF_API void servprof__config_view(servprof__cfg *out)
+{
+    ensure();
+    lock();
+    memset(out, 0, sizeof *out);
+    out->collecting = collecting;
+    out->metric_enable = cur.metric_enable;
+    out->profiler_level = cur.profiler_level;
+    out->acl_task_time = cur.acl_task_time;
+    out->acl_prof_task_time_level = cur.acl_prof_task_time_level;
+    out->torch_prof_stack = cur.torch_prof_stack;
+    out->torch_prof_modules = cur.torch_prof_modules;
+    out->torch_prof_step_num = cur.torch_prof_step_num;
+    snprintf(out->aicore_metrics, sizeof out->aicore_metrics, "%s", cur.aclprof_aicore_metrics);
+    snprintf(out->prof_dir, sizeof out->prof_dir, "%s", cur.prof_dir);
+    if (collecting)
+        snprintf(out->session_dir, sizeof out->session_dir, "%s", sess.dir);
+    unlock();
 }

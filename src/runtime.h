@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.h — interfaces between the runtime's own files (private):
  * config.c extras, config_edit.c, session.c, watch.c. The contracts shared
@@ -38,6 +39,13 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
  * atomically. Returns 0 (also when it already had that value: *changed
  * then 0), or a negative code with the reason in err. */
 int sp_config_set_enable(const char *path, int value, int *changed, char *err, size_t errlen);
+
+/* The same, reporting the file's warnings (a file with warnings is still
+ * used, and edited) through d; NULL: silent. A file the library would
+ * reject (syntax, duplicate key, byte-order mark ...) is never written:
+ * SERVPROF_ECONFIG with the reason in err. */
+int sp_config_set_enable_diag(const char *path, int value, int *changed, sp_config_diag *d,
+                              char *err, size_t errlen);
 
 /* The same edit on text in memory: a malloc'ed result in *out (free()).
  * Exposed for the tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler.c — the one background thread that runs every periodic sampler.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler.h — private contracts between the sampler modules (not API).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler_cupti.c — device activity (kernels, copies, memsets, runtime API
  * calls) through CUPTI's activity API, into the activity store.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler_host.c — host CPU and memory, and this process's own CPU and RSS,
  * from /proc.

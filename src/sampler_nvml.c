@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler_nvml.c — GPU memory used/total and utilization, per device,
  * through NVML loaded at run time.

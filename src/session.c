@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.c — the session folder, shared by the processes of one host that
  * use the same config file.
@@ -24,6 +25,13 @@
  *                                 holds a read lock (fcntl) on it; the
  *                                 kernel drops it when the process dies, so
  *                                 a crash never leaves a session "live".
+ *   <session>/.servprof-acks      one line per process that started or
+ *                                 stopped collecting in this folder:
+ *                                   start|stop <pid> <epoch ns> <config>
+ *                                 appended with O_APPEND, one write(2) a
+ *                                 line, so lines of several processes never
+ *                                 mix. `servprof enable|disable` reads it to
+ *                                 say which processes picked the edit up.
  *
  *   start: lock; read state; when it is open, its folder exists and
  *          another process holds .servprof-members (F_GETLK says a write
@@ -60,6 +68,26 @@
 /* Owned by the runtime mutex (sessions open and close under it). */
 static int members_fd = -1;
 static char state_path[SP_PATH_MAX + 64];
+static char ack_cfg[SP_PATH_MAX];   /* the config path of the open session */
+
+/* Appends "event pid ns config" to <dir>/.servprof-acks. Best effort: a
+ * failure only means `servprof enable` cannot confirm; it is logged. */
+static void write_ack(const char *dir, const char *event, const char *cfg)
+{
+    char path[SP_PATH_MAX + 32], line[SP_PATH_MAX + 96];
+    snprintf(path, sizeof path, "%s/.servprof-acks", dir);
+    int n = snprintf(line, sizeof line, "%s %d %lld %s\n", event, (int)getpid(),
+                     (long long)sp_now_realtime_ns(), cfg);
+    if (n < 0 || (size_t)n >= sizeof line)
+        return;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, SP_FILE_MODE);
+    ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
+    if (w != n)
+        sp_log(SP_LOG_DEBUG, "cannot append to %s: %s; servprof enable/disable will not see "
+               "this %s", path, strerror(errno), event);
+    if (fd >= 0)
+        close(fd);
+}
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
@@ -252,6 +280,8 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
     }
     s->start_ns = sp_now_realtime_ns();
     s->serial = serial;
+    snprintf(ack_cfg, sizeof ack_cfg, "%s", cfg);
+    write_ack(s->dir, "start", ack_cfg);
     sp_log(SP_LOG_DEBUG, "%s session folder %s", joined ? "joined" : "created", s->dir);
     return 0;
 }
@@ -261,6 +291,7 @@ void sp_session_leave(const sp_session *s, int close_generation)
     if (members_fd >= 0) {
         close(members_fd);
         members_fd = -1;
+        write_ack(s->dir, "stop", ack_cfg);
     }
     if (!close_generation || !state_path[0])
         return;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.c — the raw store: one SQLite file per process and session.
  *

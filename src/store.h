@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.h — the SQLite raw store of one process (collection.md §4).
  * Used by the writer thread only; nothing here is thread-safe.

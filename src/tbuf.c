@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tbuf.c — per-thread record buffers: creation, the global list, thread exit.
  *

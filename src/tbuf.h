@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tbuf.h — per-thread record buffers (see tbuf.c for the design).
  *

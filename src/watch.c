@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch.c — the thread that notices edits of the config file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * writer.h — the writer thread (writer.c). It implements the recorder
  * contract of internal.h (sp_recorder_open / close / atfork_child); this

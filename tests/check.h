@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check.h — assertions for the C tests. Each failed check prints the file,
  * line, the expression and both values, counts the failure and goes on, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_results.py — compares what gpu_work says it did with what servprof
 recorded (raw store, activity store) and what `servprof parse` made of it.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_prof.c — see gpu_prof.h: servprof calls for gpu_work.cu, in C. */
 #include "gpu_prof.h"
 

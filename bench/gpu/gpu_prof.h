@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_prof.h — the servprof calls gpu_work.cu makes, behind plain C
  * functions: include/servprof.h uses C11 atomics, which a C++ (nvcc host)
  * compiler before C++23 cannot read, so the calls live in gpu_prof.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu_work.cu — a small CUDA program that knows exactly what it did on the
 // GPU, run under servprof collection by bench/gpu_check.sh.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """engine.py — a toy asyncio LLM engine, instrumented like a vLLM-style server.
 
 Nothing is computed: the "model" sleeps for a time that grows with the
@@ -10,7 +11,7 @@ engine's:
               (detokenize) and ends (httpRes with token counts);
   scheduler   a WAITING queue and a RUNNING set (Enqueue / Dequeue with
               QueueSize= and scope#QueueName), continuous batching under a
-              token budget and a paged KV cache (Allocate / Free /
+              token budget and a paged KV cache (its state in
               KVCacheStatus), preemption back to WAITING when blocks run out;
   executor    one step per loop: the batch span (batchFrameworkProcessing,
               rid = [{rid, iter, type, num_scheduled_tokens}]), modelExec
@@ -88,15 +89,13 @@ class BlockPool:
             return False
         self.free -= want
         req.blocks += want
-        Profiler(Level.INFO).domain("KVCache").res(req.rid).metric("deviceBlock", self.free) \
-            .attr("blocks", want).event("Allocate")
+        # No per-request Allocate/Free events: the reference parser reads them
+        # as its old KV format, which it cannot mix with KVCacheStatus.
         return True
 
     def release(self, req):
         if req.blocks:
             self.free += req.blocks
-            Profiler(Level.INFO).domain("KVCache").res(req.rid).metric("deviceBlock", self.free) \
-                .attr("blocks", req.blocks).event("Free")
             req.blocks = 0
 
 
@@ -197,7 +196,7 @@ class Engine:
                      "num_prompt_tokens": r.prompt_tokens, "num_computed_tokens": r.computed}
                     for r, t, n in batch]
             kinds = {t for _, t, _ in batch}
-            btype = "Prefill,Decode" if len(kinds) == 2 else ("Prefill" if PREFILL in kinds
+            btype = "Prefill, Decode" if len(kinds) == 2 else ("Prefill" if PREFILL in kinds
                                                               else "Decode")
             sched.res(rids).attr("batch_type", btype).attr("batch_size", len(batch))
         if not batch:
@@ -244,7 +243,7 @@ async def generate(engine, n, prompt_tokens, max_tokens):
         .event("httpReq")
     with span("tokenize", domain="Request", rid=req.http_id, num_tokens=prompt_tokens):
         await asyncio.sleep(0)  # a real tokenizer would run here
-    servprof.link(req.rid, req.http_id)  # the same request under two ids
+    servprof.link(req.http_id, req.rid)  # front-end id first: reports name the request by it
     engine.add(req)
     out = 0
     while True:
@@ -256,7 +255,7 @@ async def generate(engine, n, prompt_tokens, max_tokens):
             .event("detokenize")
     (Profiler(Level.INFO).domain("Request").res(req.http_id)
      .metric("recvTokenSize", prompt_tokens).metric("replyTokenSize", out)
-     .attr("status", "ok").event("httpRes"))
+     .event("httpRes"))  # no `status`: the reference reads it as a queue state
     return out
 
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.h — the HTTP front end (libmicrohttpd): POST /v1/completions
  * (OpenAI-style, optionally streamed as server-sent events) and

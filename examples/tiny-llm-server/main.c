@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — tiny-llm-server: an OpenAI-style completion server over a tiny
  * random-weight decoder, instrumented with libservprof. Reads options,

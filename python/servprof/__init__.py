@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """servprof — profile a Python inference server with libservprof.
 
 A thin ctypes layer over the C library (standard library only). The
@@ -5,7 +6,13 @@ library is loaded when this package is imported; see _lib.py for where it
 is looked for. When it cannot be found, importing still works: one
 RuntimeWarning names every place tried, recording does nothing, and the
 control functions (start, stop, init, load_library ...) raise
-LibraryNotFoundError.
+LibraryNotFoundError — unless the config file named by
+SERVICE_PROF_CONFIG_PATH asks for collection ("enable": 1): then the import
+itself raises LibraryNotFoundError, since the user asked for records that
+would silently never be written.
+
+`python -m servprof` (and the `servprof` command a wheel installs) runs the
+C tool: the same verbs (parse, config, enable, disable, stress ...).
 
     import servprof
     from servprof import Profiler, Level
@@ -23,9 +30,8 @@ SERVICE_PROF_CONFIG_PATH (see docs/config.md), or by servprof.start() /
 servprof.stop(). Full guide: docs/python.md.
 """
 
-import enum as _enum
-
 from ._lib import LibraryNotFoundError
+from ._levels import Level
 from ._core import try_load as _try_load
 from ._profiler import Profiler
 from ._span import span, traced, event, Span
@@ -34,18 +40,26 @@ from ._control import (
     store_path, set_process_name, set_thread_name, meta, add_meta_info, link,
     now_ns, stats, library_path, load_library, install_exit_hooks as _install_exit_hooks)
 
-__version__ = "0.1.0"
+def _read_version() -> str:
+    """servprof/_version.py in a built wheel; in a source checkout, the
+    project(servprof VERSION ...) line of the top-level CMakeLists.txt (the
+    one place the version is written)."""
+    try:
+        from ._version import __version__ as v
+        return v
+    except ImportError:
+        import os
+        import re
+        top = os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")
+        try:
+            with open(top, encoding="utf-8") as f:
+                m = re.search(r"project\(servprof VERSION ([0-9.]+)", f.read())
+            return m.group(1) if m else "0+unknown"
+        except OSError:
+            return "0+unknown"
 
 
-class Level(_enum.IntEnum):
-    """Record levels: a record is kept when its level <= profiler_level."""
-    ERROR = 10
-    INFO = 20
-    DETAILED = 30
-    VERBOSE = 40
-    L0 = 10  # aliases of the reference tool
-    L1 = 20
-    L2 = 30
+__version__ = _read_version()
 
 
 __all__ = [

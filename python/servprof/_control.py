@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process-level control: start/stop, steps, names, meta, counters, exit.
 
 These map one to one onto the C control functions, called through the
@@ -16,10 +17,14 @@ this process: a child that never recorded creates no store on its way out.
 """
 
 import ctypes
+from typing import Any, Dict, Optional
 import multiprocessing.util as _mp_util
 
 from . import _core, _lib
 from ._core import state, b, LEVEL_UNINIT
+from ._levels import Level
+
+_INFO = int(Level.INFO)  # hot path: a plain int compare
 
 EINVAL, ENOMEM, EIO, ESTATE, ECONFIG, ESTORE, ENOTFOUND = -1, -2, -3, -4, -5, -6, -7
 
@@ -27,7 +32,7 @@ EINVAL, ENOMEM, EIO, ESTATE, ECONFIG, ESTORE, ENOTFOUND = -1, -2, -3, -4, -5, -6
 class ServprofError(RuntimeError):
     """A C function returned an error code (.code, servprof_strerror text)."""
 
-    def __init__(self, func, code):
+    def __init__(self, func: str, code: int) -> None:
         self.code = code
         text = _lib.load().slow.servprof_strerror(code).decode("utf-8", "replace")
         super().__init__("%s failed: %s (%d)" % (func, text, code))
@@ -44,20 +49,20 @@ def _check(func, rc):
     return rc
 
 
-def init():
+def init() -> None:
     """Reads the config and starts what it asks for (optional: the first
     record call does it). Raises ServprofError if the library could not start."""
     _check("servprof_init", _slow().servprof_init())
 
 
-def shutdown():
+def shutdown() -> None:
     """Stops collection, drains every buffer into the store, frees the
     library's state. Runs by itself at exit."""
     if state.lib is not None:
         state.lib.slow.servprof_shutdown()
 
 
-def start():
+def start() -> bool:
     """Starts a session now, whatever the config file says. True when a
     session was started, False when one was already running."""
     rc = _slow().servprof_start()
@@ -67,7 +72,7 @@ def start():
     return True
 
 
-def stop():
+def stop() -> bool:
     """Stops the session: drains, commits, closes. True when one was
     stopped, False when nothing was being collected."""
     rc = _slow().servprof_stop()
@@ -77,7 +82,7 @@ def stop():
     return True
 
 
-def is_enabled(level=20):
+def is_enabled(level: int = Level.INFO) -> bool:
     """True when records of this level are being collected now."""
     v = state.level.value  # 0 when the library is not loaded
     if v == LEVEL_UNINIT:
@@ -85,7 +90,7 @@ def is_enabled(level=20):
     return level <= v
 
 
-def step():
+def step() -> None:
     """Counts one scheduler step (profiler_step_num stops after N)."""
     if state.lib is not None:
         state.lib.slow.servprof_step()
@@ -102,29 +107,29 @@ def _path(func):
     return buf.value.decode("utf-8", "surrogateescape")
 
 
-def session_dir():
+def session_dir() -> Optional[str]:
     """Folder of the current session, or None when not collecting."""
     return _path("servprof_session_dir")
 
 
-def store_path():
+def store_path() -> Optional[str]:
     """This process's raw store in the current session, or None."""
     return _path("servprof_store_path")
 
 
-def set_process_name(name):
+def set_process_name(name: str) -> None:
     """Names this process in the timeline."""
     if state.lib is not None:
         state.lib.slow.servprof_set_process_name(str(name).encode("utf-8", "replace"))
 
 
-def set_thread_name(name):
+def set_thread_name(name: str) -> None:
     """Names the calling thread in the timeline."""
     if state.lib is not None:
         state.lib.slow.servprof_set_thread_name(str(name).encode("utf-8", "replace"))
 
 
-def meta(key, value):
+def meta(key: str, value: Any) -> None:
     """Adds key = str(value) to Meta of this process's store, now and in
     every later session."""
     if state.lib is not None:
@@ -135,31 +140,32 @@ def meta(key, value):
 add_meta_info = meta
 
 
-def link(from_rid, to_rid):
+def link(from_rid: Any, to_rid: Any) -> None:
     """Records that two ids name the same request (INFO, no domain)."""
-    if 20 <= state.level.value:
+    if _INFO <= state.level.value:
         state.f.servprof_link(str(from_rid).encode("utf-8", "replace"),
                               str(to_rid).encode("utf-8", "replace"))
 
 
-def now_ns():
+def now_ns() -> int:
     """Wall clock in ns since the epoch: the scale of every stored timestamp."""
     return _core.now_ns()
 
 
-def stats():
+def stats() -> Dict[str, int]:
     """Counters since the process started (servprof_get_stats) as a dict."""
     s = _lib.Stats()
-    _slow().servprof_get_stats(ctypes.byref(s))
+    # The sized entry point: a newer library fills only the fields we know.
+    _slow().servprof_get_stats_n(ctypes.byref(s), ctypes.sizeof(s))
     return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
 
 
-def library_path():
+def library_path() -> str:
     """The path libservprof was loaded from (raises LibraryNotFoundError)."""
     return _core.load().path
 
 
-def load_library():
+def load_library() -> str:
     """Loads libservprof now; raises LibraryNotFoundError naming every place
     tried. Returns the path loaded."""
     return _core.load().path
@@ -185,6 +191,6 @@ def _install_exit_finalizer(_obj=None):
     _mp_util.Finalize(None, _shutdown_at_exit, exitpriority=-1000)
 
 
-def install_exit_hooks():
+def install_exit_hooks() -> None:
     _install_exit_finalizer()
     _mp_util.register_after_fork(_exit_hook, _install_exit_finalizer)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The state every recording helper shares, and the encoding of values.
 
 Design: a disabled call site must cost well under a microsecond, so the
@@ -69,12 +70,32 @@ def load():
     return lib
 
 
-def try_load():
-    """load(), turning a failure into one warning and no-op recording."""
+def collection_requested() -> bool:
+    """True when the config file of SERVICE_PROF_CONFIG_PATH says "enable": 1
+    (read with the standard json module: only to decide how loudly to fail)."""
+    path = os.environ.get("SERVICE_PROF_CONFIG_PATH")
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and cfg.get("enable") == 1 and type(cfg.get("enable")) is int
+
+
+def try_load() -> None:
+    """load(), turning a failure into one warning and no-op recording — or
+    into the error itself when the config asks for collection: records the
+    user asked for must not be silently lost."""
     try:
         load()
     except _lib.LibraryNotFoundError as e:
         state.error = e
+        if collection_requested():
+            raise _lib.LibraryNotFoundError(
+                e.tried, "the config file %s asks for collection (\"enable\": 1), but "
+                % os.environ["SERVICE_PROF_CONFIG_PATH"]) from None
         warnings.warn("servprof: recording is off. " + str(e), RuntimeWarning, stacklevel=3)
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding, loading and describing libservprof for ctypes.
 
 Where the library is looked for, in this order:
@@ -40,9 +41,9 @@ LEVEL_UNINIT = 2**31 - 1
 class LibraryNotFoundError(ImportError):
     """libservprof could not be loaded; the message names every place tried."""
 
-    def __init__(self, tried):
+    def __init__(self, tried, why=""):
         self.tried = list(tried)  # [(place, reason), ...]
-        lines = ["libservprof could not be loaded. Places tried:"]
+        lines = [why + "libservprof could not be loaded. Places tried:"]
         lines += ["  - %s: %s" % (place, why) for place, why in self.tried]
         lines.append(
             "Build it (cmake --build build) and set SERVPROF_LIB=/path/to/libservprof.so, "
@@ -165,6 +166,8 @@ def _declare(fast, slow):
     _fn(slow, "servprof_set_thread_name", None, c_char_p)
     _fn(slow, "servprof_meta", c_int, c_char_p, c_char_p)
     _fn(slow, "servprof_get_stats", None, ctypes.POINTER(Stats))
+    _fn(slow, "servprof_get_stats_n", None, ctypes.POINTER(Stats), c_size_t)
+    _fn(slow, "servprof_version_string", c_char_p)
     # recording: GIL kept
     _fn(fast, "servprof_rec_begin_slow", R, c_int, c_char_p)
     _fn(fast, "servprof_rec_cancel", None, R)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Profiler: the builder users of the reference tool know.
 
     Profiler(Level.INFO).domain("Request").res(rid).attr("k", v).event("httpReq")
@@ -16,7 +17,10 @@ attributes set before span_start() go with the start, attributes set after
 it with the end (servprof_span_end_rec); span_end() may run on any thread.
 """
 
+from typing import Any
+
 from ._core import state, b, bdomain, put, res, number, internal_error
+from ._levels import Level
 
 # What a remembered attribute is (the first item of its tuple).
 _ATTR, _RES, _METRIC, _INC, _SCOPE = range(5)
@@ -49,7 +53,7 @@ class Profiler:
 
     __slots__ = ("_on", "_level", "_domain", "_attrs", "_span", "_name")
 
-    def __new__(cls, level=20):
+    def __new__(cls, level: int = Level.INFO) -> "Profiler":
         # Disabled: one shared instance that ignores everything, so the
         # off path allocates nothing. (No __init__: it would run again.)
         if level > state.level.value:
@@ -70,29 +74,29 @@ class Profiler:
 
     # -- builders: remember, return self ------------------------------
 
-    def domain(self, domain):
+    def domain(self, domain: str) -> "Profiler":
         if self._on:
             self._domain = domain
         return self
 
-    def res(self, rid):
+    def res(self, rid: Any) -> "Profiler":
         """The request id: a str, an int, or a list of dicts (a batch)."""
         if self._on:
             self._attrs["rid"] = (_RES, None, rid)
         return self
 
-    def attr(self, key, value):
+    def attr(self, key: str, value: Any) -> "Profiler":
         if self._on:
             self._attrs[key] = (_ATTR, None, value)
         return self
 
-    def metric(self, name, value):
+    def metric(self, name: str, value: float) -> "Profiler":
         """A gauge: args "name=": value."""
         if self._on:
             self._attrs[f"{name}="] = (_METRIC, name, value)
         return self
 
-    def metric_inc(self, name, value):
+    def metric_inc(self, name: str, value: float) -> "Profiler":
         """An increment: args "name+": value."""
         if self._on:
             self._attrs[f"{name}+"] = (_INC, name, value)
@@ -113,7 +117,7 @@ class Profiler:
     def _begin(self):
         return state.f.servprof_rec_begin_slow(self._level, bdomain(self._domain))
 
-    def event(self, name):
+    def event(self, name: str) -> "Profiler":
         """Records an instant event named name with what was set."""
         if self._on:
             r = None
@@ -130,9 +134,10 @@ class Profiler:
         """The reference tool's event named "Launch"."""
         return self.event("Launch")
 
-    def link(self, from_rid, to_rid):
+    def link(self, from_rid: Any, to_rid: Any) -> "Profiler":
         """Records that from_rid and to_rid name the same request
-        (name "Link", args type 3). Ids are recorded as strings."""
+        (name "Link", args type 3). Ids are recorded as strings. from_rid is
+        the upstream (front-end) id: reports name the request by it."""
         if self._on:
             r = None
             try:
@@ -144,7 +149,7 @@ class Profiler:
                 internal_error(r, e)
         return self
 
-    def span_start(self, name):
+    def span_start(self, name: str) -> "Profiler":
         """Starts a span with what was set so far (servprof_span_begin)."""
         if self._on:
             r = None
@@ -159,7 +164,7 @@ class Profiler:
                 internal_error(r, e)
         return self
 
-    def span_end(self):
+    def span_end(self) -> "Profiler":
         """Ends the span, adding what was set since span_start()."""
         h = self._span
         if self._on and h:
@@ -177,7 +182,7 @@ class Profiler:
                 internal_error(r, e)
         return self
 
-    def add_meta_info(self, key, value):
+    def add_meta_info(self, key: str, value: Any) -> "Profiler":
         """Adds key = str(value) to Meta of this process's store, now and in
         every later session (servprof_meta)."""
         if state.lib is not None:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python idioms: ``with span(...)``, ``@traced``, ``event(...)``.
 
 Design: a span is measured in Python and recorded whole when it ends. The
@@ -19,7 +20,10 @@ An exception inside the body ends the span anyway and marks it with
 import functools
 import inspect
 
+from typing import Any, Callable, Optional
+
 from ._core import state, b, bdomain, put, res, internal_error, now_ns
+from ._levels import Level
 
 
 def _emit(name, domain, level, rid, attrs, start, exc_type):
@@ -107,7 +111,8 @@ class _NoSpan:
 NO_SPAN = _NoSpan()
 
 
-def span(name, domain=None, rid=None, level=20, **attrs):
+def span(name: str, domain: Optional[str] = None, rid: Any = None, level: int = Level.INFO,
+         **attrs: Any) -> "Span":
     """A span around a block: ``with span("forward", domain="Execute",
     rid=batch, batch_size=4):`` (also ``async with``). Keyword arguments
     other than domain, rid and level become attributes."""
@@ -122,7 +127,8 @@ def span(name, domain=None, rid=None, level=20, **attrs):
     return s
 
 
-def event(name, domain=None, rid=None, level=20, **attrs):
+def event(name: str, domain: Optional[str] = None, rid: Any = None, level: int = Level.INFO,
+          **attrs: Any) -> None:
     """An instant event: ``event("httpReq", domain="Request", rid=rid)``."""
     if level > state.level.value:
         return
@@ -140,7 +146,8 @@ def event(name, domain=None, rid=None, level=20, **attrs):
         internal_error(r, e)
 
 
-def traced(fn=None, *, name=None, domain=None, level=20, **attrs):
+def traced(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None,
+           domain: Optional[str] = None, level: int = Level.INFO, **attrs: Any) -> Any:
     """Decorator recording each call of a function (sync or async) as a
     span named after it (or name=): ``@traced`` or
     ``@traced(domain="Execute", level=Level.DETAILED)``."""

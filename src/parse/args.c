@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.c — decodes a record's `args` JSON for the keys the reports need.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * btindex.c — an index b-tree built by hand (btindex.h) in SQLite's file
  * format (https://www.sqlite.org/fileformat2.html, "Index B-Tree Pages").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * btindex.h — index b-trees for tables written by btwrite.c (btindex.c):
  * the entries collected as the rows are written, sorted and laid out as

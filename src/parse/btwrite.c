@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * btwrite.c — writes an SQLite database file's table b-trees directly, in
  * the documented file format (https://www.sqlite.org/fileformat2.html), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * btwrite.h — writes an SQLite database file's table b-trees directly
  * (btwrite.c): rows appended in rowid order, page 1 (header + schema)

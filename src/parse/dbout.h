@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dbout.h — profiler.db extras: time-bucket tables and indexes (dbout.c). */
 #ifndef SERVPROF_PARSE_DBOUT_H
 #define SERVPROF_PARSE_DBOUT_H

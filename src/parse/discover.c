@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * discover.c — finds the stores under the input folder, recursively:
  * raw stores `ms_service_*.db` and device-activity stores

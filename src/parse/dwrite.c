@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dwrite.c — big output files written with O_DIRECT from a background
  * thread (dwrite.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dwrite.h — a big output file written around the page cache by a
  * background thread (dwrite.c). Used for chrome_tracing.json and

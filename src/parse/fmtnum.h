@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fmtnum.h — number formatting without printf for the writers (fmt.c). */
 #ifndef SERVPROF_PARSE_FMTNUM_H
 #define SERVPROF_PARSE_FMTNUM_H

@@ -1,13 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ids.c — request ids: interning and resolution through `Link` rows.
  *
  * Every id string seen in a `rid` is interned once into a node (open
  * addressing hash, eight bytes per step, names copied into one growing
  * arena). A `Link`
- * {from, to} says that two ids are the same request (a worker's id and the
- * front end's), so nodes form a union-find: the root of a set is the node
- * of the id that was linked *to* (the front end's id, the one reports show)
- * and it carries the request's state (`data`). A link may arrive after
+ * {from, to} says that two ids are the same request (the front end's id
+ * `from`, an engine's or worker's id `to`), so nodes form a union-find: the
+ * root of a set is the node of the id a link came *from* (the upstream
+ * system's id, the one reports show, as the reference parser maps `to` onto
+ * `from`) and it carries the request's state (`data`). A chain (front end ->
+ * engine -> worker) keeps the first `from`. A link may arrive after
  * records that used either id: the caller merges the absorbed root's state.
  *
  * Memory grows with the number of distinct ids (tens of bytes each), not
@@ -137,9 +140,9 @@ int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
     *absorbed = -1;
     if (rf == rt)
         return rt;
-    ids->nodes[rf].parent = rt;
-    *absorbed = rf;
-    return rt;
+    ids->nodes[rt].parent = rf;
+    *absorbed = rt;
+    return rf;
 }
 
 const char *spp_ids_name(spp_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * merge.c — k-way merge of the stores by timestamp. Each store yields its
  * records already ordered (ORDER BY timestamp); a binary min-heap keyed on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.c — the driver of `servprof parse`: discover the stores, open each
  * read-only, merge their records by time into the model (which feeds every
@@ -12,6 +13,7 @@
 #include "model.h"
 #include "progress.h"
 #include "report_ops.h"
+#include "sessions.h"
 #include "stats.h"
 #include "summary.h"
 #include "timeline.h"
@@ -90,7 +92,17 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_paths_free(&paths);
         return 1;
     }
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t started_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+    spp_sessions ss;
+    if (spp_sessions_find(&paths, opts->input, opts->session, &ss) != 0) {
+        spp_sessions_free(&ss);
+        spp_paths_free(&paths);
+        return 2;
+    }
     spp_store **stores = calloc((size_t)paths.nraw, sizeof *stores);
+    int *session_of = calloc((size_t)paths.nraw, sizeof *session_of);
     int n = 0;
     long long est = 0;
     int64_t origin = INT64_MAX;
@@ -98,6 +110,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_store *s = spp_store_open(paths.raw[i], n);
         if (!s)
             continue;
+        session_of[n] = ss.of_store[i];
         stores[n++] = s;
         est += estimate(s);
         spp_rec r;
@@ -109,6 +122,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_log(SPP_ERROR, "none of the %d store(s) under %s could be read; nothing to parse", paths.nraw,
                 opts->input);
         free(stores);
+        free(session_of);
+        spp_sessions_free(&ss);
         spp_paths_free(&paths);
         return 1;
     }
@@ -119,6 +134,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
         free(stores);
+        free(session_of);
+        spp_sessions_free(&ss);
         spp_paths_free(&paths);
         return 1;
     }
@@ -130,6 +147,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     while ((s = spp_merge_top(&mg)) && !spp_store_violations()) {
         spp_rec r;
         spp_store_peek(s, &r);
+        spp_sessions_note(&ss, session_of[s->index], r.ts,
+                          r.dur > 0 && r.dur < INT64_MAX - r.ts ? r.ts + r.dur : r.ts);
         spp_model_record(&m, &r);
         spp_merge_advance(&mg);
         if ((m.nrec & 65535) == 0)
@@ -142,6 +161,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
         free(stores);
+        free(session_of);
+        spp_sessions_free(&ss);
         spp_paths_free(&paths);
         *again = 1;
         return 1;
@@ -160,13 +181,15 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     if (spp_out_close(&m.out) != 0)
         rc = 1;
     if (opts->summary)
-        spp_summary_print(&m, n, skipped, paths.nactivity, now_s() - t0);
+        spp_summary_print(&m, n, skipped, paths.nactivity, now_s() - t0, &ss, started_ns);
     spp_stats_free(m.stats);
     free(m.fin);
     free(m.span_names);
     for (int i = 0; i < n; i++)
         spp_store_close(stores[i]);
     free(stores);
+    free(session_of);
+    spp_sessions_free(&ss);
     spp_paths_free(&paths);
     return rc;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.h — the contracts between the parser's modules (not API).
  *
@@ -54,6 +55,7 @@ typedef struct spp_opts {
     int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
     int summary;              /* print the terminal summary */
     int flows_all;            /* --flows all: a flow step on every slice naming a request */
+    const char *session;      /* --session NAME: only the stores of that session folder */
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
@@ -205,7 +207,8 @@ int spp_ids_get(spp_ids *ids, const char *s, int n);
 int spp_ids_find(spp_ids *ids, const char *s, int n);
 int spp_ids_root(spp_ids *ids, int node);
 /* Records that `from` is the same request as `to`; returns the root kept
- * (to's), and in *absorbed the root that disappeared (-1 if none). */
+ * (from's: reports name the request by the upstream id), and in *absorbed
+ * the root that disappeared (-1 if none). */
 int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed);
 const char *spp_ids_name(spp_ids *ids, int node);
 int spp_ids_name_len(spp_ids *ids, int node);
@@ -216,6 +219,8 @@ int spp_ids_count(spp_ids *ids);
 /* ---------------------------------------------------------------- fmt */
 /* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
 void spp_fmt_datetime(int64_t ns, char *buf);
+/* The same in UTC with us_sep before the microseconds (27 bytes). */
+void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep);
 /* Length of the valid UTF-8 sequence at p (before e): 1..4, or 0 if invalid. */
 int spp_utf8_len(const char *p, const char *e);
 /* Writes v in decimal (no locale, no printf). */
@@ -235,6 +240,19 @@ static inline spp_val spp_v_null(void) { spp_val v = {0}; return v; }
 static inline spp_val spp_v_int(long long i) { spp_val v = {0}; v.kind = SPP_INT; v.i = i; return v; }
 static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_REAL; v.d = d; return v; }
 static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
+/* A `(ms)` value known as integer nanoseconds: the CSV prints it correctly
+ * rounded to the microsecond from the integer (n = 1 marks it; a double of
+ * epoch milliseconds cannot hold every microsecond exactly), profiler.db
+ * gets the nearest double of milliseconds. */
+static inline spp_val spp_v_ns(int64_t ns)
+{
+    spp_val v = {0};
+    v.kind = SPP_MS;
+    v.i = ns;
+    v.n = 1;
+    v.d = (double)(ns / 1000000) + (double)(ns % 1000000) / 1e6;
+    return v;
+}
 static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
 /* stdio buffer of each output file: one write() per this many bytes. */
@@ -245,6 +263,8 @@ typedef struct spp_table {
     const char *db_name;    /* e.g. "request"; NULL: csv only */
     const spp_col *cols;
     int ncols;
+    int ncsv;               /* the first ncsv columns go to the CSV, the rest to profiler.db only
+                             * (spp_table_init sets ncols; a report lowers it after the init) */
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pending.c — a report row held back until a later record completes it
  * (batch rows wait for the next KVCacheStatus of their process, a forward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plog.c — the parser's messages: one line each on stderr,
  * "servprof parse: <LEVEL>: <message>". The threshold comes from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * progress.c — a progress bar on stderr, only when stderr is a terminal and
  * the input is large (an estimate from the stores' row ids), redrawn at most

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* progress.h — the stderr progress bar (progress.c). */
 #ifndef SERVPROF_PARSE_PROGRESS_H
 #define SERVPROF_PARSE_PROGRESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rawscan.c — reads the `slice` table of a raw store from its b-tree pages.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rawscan.h — the `slice` table of a raw store read straight from its
  * b-tree pages (rawscan.c), in rowid order, instead of stepping an SQLite

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * readvfs.c — a read-ahead layer under SQLite for the raw stores.
  *

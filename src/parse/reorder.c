@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reorder.c — puts records back in time order without sorting the table.
  *

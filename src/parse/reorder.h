@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reorder.h — a bounded reorder buffer (reorder.c): records read in rowid
  * order come out in (timestamp, rowid) order, given the largest lateness.

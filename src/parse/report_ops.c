@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_ops.c — op_summary.csv and op_statistic.csv from the activity
  * stores (ascend_service_profiler_*.db, table Kernel).

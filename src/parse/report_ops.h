@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_ops.h — device-activity reports (op_summary.csv, op_statistic.csv)
  * from the activity stores (ascend_service_profiler_*.db, tables Kernel/Api).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sqlfmt.h — the pieces of SQLite's file format (sqlite.org/fileformat2.html)
  * that both page writers need (btwrite.c: tables, btindex.c: indexes):

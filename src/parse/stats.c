@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.c — percentiles over kept values: sorted once, linear
  * interpolation between closest ranks (the same as numpy's default), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h — series of durations/values kept for percentiles (stats.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.c — one raw store, read as a stream of records in time order.
  *

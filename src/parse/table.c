@@ -1,7 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table.c — the row sink every report writes through: one call per row
  * writes the CSV line (when csv is on) and the profiler.db row (when db is
- * on), so the two can never disagree.
+ * on), so the two can never disagree. A report may give profiler.db columns
+ * the CSV has not (the reference's, after the CSV's: ncsv), and dbcompat.c
+ * may append virtual generated columns to a table's CREATE (computed when
+ * read; the rows here never carry them).
  *
  * CSV files are opened on the first row, so a report whose data never came
  * leaves no empty file behind; spp_table_close() then prints the one line
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "btwrite.h"
+#include "dbcompat.h"
 #include "dbout.h"
 #include "dwrite.h"
 #include "fmtnum.h"
@@ -168,10 +173,15 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
     t->db_name = o->db ? db_name : NULL;
     t->cols = cols;
     t->ncols = ncols;
+    t->ncsv = ncols;
     t->needs = needs;
     if (!t->db_name || !o->db_conn)
         return;
-    size_t cap = 256 + (size_t)ncols * 96;
+    /* The reference's names for columns we hold under other names:
+     * virtual generated columns (dbcompat.c), computed when read, so the
+     * page writer never sees them (they come after the stored ones). */
+    char *extra = spp_dbcompat_columns(db_name, cols, ncols);
+    size_t cap = 256 + (size_t)ncols * 96 + (extra ? strlen(extra) : 0);
     char *create = malloc(cap), *ins = malloc(cap);
     char q[160];
     quote_ident(q, sizeof q, db_name);
@@ -182,7 +192,8 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         n += (size_t)snprintf(create + n, cap - n, "%s%s %s", i ? ", " : "", q, cols[i].sqltype);
         m += (size_t)snprintf(ins + m, cap - m, "%s?", i ? ", " : "");
     }
-    snprintf(create + n, cap - n, ")");
+    snprintf(create + n, cap - n, "%s)", extra ? extra : "");
+    sqlite3_free(extra);
     snprintf(ins + m, cap - m, ")");
     if (sqlite3_exec(o->db_conn, create, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(o->db_conn, ins, -1, &t->ins, NULL) != SQLITE_OK) {
@@ -222,7 +233,7 @@ static int open_csv(spp_out *o, spp_table *t)
     t->csv_buf = malloc(SPP_OUT_BUF);
     setvbuf(t->csv, t->csv_buf, _IOFBF, SPP_OUT_BUF);
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
-    for (int i = 0; i < t->ncols; i++) {
+    for (int i = 0; i < t->ncsv; i++) {
         if (i)
             putc_unlocked(',', t->csv);
         spp_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
@@ -232,9 +243,13 @@ static int open_csv(spp_out *o, spp_table *t)
 }
 
 /* Milliseconds with microsecond precision, exactly: integer arithmetic. */
-static void put_ms(FILE *f, double ms)
+static void put_ms(FILE *f, const spp_val *v)
 {
-    long long us = llround(ms * 1000.0);
+    long long us;
+    if (v->n == 1) /* exact nanoseconds: round half away from zero in integers */
+        us = v->i >= 0 ? (v->i + 500) / 1000 : -((-v->i + 500) / 1000);
+    else
+        us = llround(v->d * 1000.0);
     if (us < 0) {
         putc_unlocked('-', f);
         us = -us;
@@ -324,13 +339,13 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
     t->rows++;
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
-        for (int i = 0; i < t->ncols; i++) {
+        for (int i = 0; i < t->ncsv; i++) {
             if (i)
                 putc_unlocked(',', f);
             switch (v[i].kind) {
             case SPP_INT: spp_put_int(f, v[i].i); break;
             case SPP_REAL: put_real(f, v[i].d); break;
-            case SPP_MS: put_ms(f, v[i].d); break;
+            case SPP_MS: put_ms(f, &v[i]); break;
             case SPP_TEXT: spp_csv_field(f, v[i].s, v[i].n); break;
             default: break;
             }

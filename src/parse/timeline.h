@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timeline.h — chrome_tracing.json (and the timeline tables of profiler.db).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // test_api_cxx.cpp — servprof.h compiles as C++11 and its calls work from C++:
 // a session started through the API records an event and a span, and the
 // inline check sees the level the runtime published.

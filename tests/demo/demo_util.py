@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """demo_util.py — helpers shared by the demo tests: start tiny-llm-server on a
 free port of 127.0.0.1 and stop it, plain HTTP calls, time limits scaled for
 sanitizer builds (10x slack, as the project's rules ask)."""

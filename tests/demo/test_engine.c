@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_engine.c — the engine of tiny-llm-server without HTTP: continuous
  * batching completes every request; the model is deterministic (same

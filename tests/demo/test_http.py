@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_http.py — tiny-llm-server's HTTP front end, over real HTTP on
 127.0.0.1: answers (whole and streamed), every kind of bad input answered with
 a 4xx JSON error and no crash, overload answered 503, a client that leaves

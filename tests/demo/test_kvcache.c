@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_kvcache.c — the block pool of tiny-llm-server: all-or-nothing
  * allocation, reference counts, LRU eviction, prefix caching (hits only on

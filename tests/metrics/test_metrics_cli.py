@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_metrics_cli.py — `servprof metrics` as a user meets it: options and
 their errors, `dump` of a real process's metrics folder validated by
 `promtool check metrics`, and `serve` over real HTTP on 127.0.0.1 (port 0,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics_files.c — the pieces of live metrics on bad input, without
  * a running library: the metric_dir key, a metrics file written and read

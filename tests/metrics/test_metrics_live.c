@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics_live.c — live metrics in one real process (and a forked
  * child), read back the way `servprof metrics serve` reads them:
@@ -152,7 +153,8 @@ static void one_request(const char *http, const char *eng, const char *status, i
     servprof_res_str(r, http);
     servprof_metric(r, "recvTokenSize", 10);
     servprof_metric(r, "replyTokenSize", 5);
-    servprof_attr_str(r, "status", status);
+    /* The demo's key is "outcome"; "status" is the older spelling, also read. */
+    servprof_attr_str(r, strcmp(status, "ok") ? "status" : "outcome", status);
     servprof_event(r, "httpRes");
 }
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_metrics_prometheus.py — live metrics end to end, as a user sets them
 up: tiny-llm-server runs with "metric_enable": 1 and tracing off;
 `servprof metrics serve` is the one scrape target; a real Prometheus

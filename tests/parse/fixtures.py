@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fixtures.py — builds raw stores (collection.md §4 schema) for the parse tests.
 
 Each test describes its scenario as rows with times in milliseconds after T0;

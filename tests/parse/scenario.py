@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scenario.py — the main hand-made scenario shared by the parse tests.
 
 Three processes on two hosts:
@@ -34,8 +35,8 @@ def build(root):
     a.event("httpRes", 60, "Request", rid="http-3", **{"recvTokenSize=": 10, "replyTokenSize=": 2})
     a.event("httpRes", 80, "Request", rid="http-2", **{"recvTokenSize=": 20, "replyTokenSize=": 3})
     # engine B: rows inserted out of time order on purpose (spans are written at their end)
-    b.link(0.5, "e1", "http-1")
-    b.link(1.5, "e2", "http-2")
+    b.link(0.5, "http-1", "e1")
+    b.link(1.5, "http-2", "e2")
     b.event("Enqueue", 2, "Schedule", rid="e1", **q("WAITING", 1))
     b.event("Enqueue", 3, "Schedule", rid="e2", **q("WAITING", 2))
     b.event("CacheHitRate", 4, "Schedule", rid="e1", hitCache=0.25)
@@ -65,7 +66,7 @@ def build(root):
     b.event("CpuUsage", 9, "host", **{"usage=": 12.5})
     b.event("MemUsage", 9, "host", **{"used=": 1000.0, "available=": 3000.0, "total=": 4000.0})
     # engine C on host B
-    c.link(2, "e3", "http-3")
+    c.link(2, "http-3", "e3")
     c.event("Enqueue", 2.5, "Schedule", rid="e3", **q("WAITING", 1))
     c.event("Dequeue", 4, "Schedule", rid="e3", **q("WAITING", 0))
     c.span("batchFrameworkProcessing", 4, 5, "BatchSchedule", rid=rl(("e3", 0, 0, 10)))

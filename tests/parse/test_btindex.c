@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_btindex.c — indexes laid out by btindex.c inside a file written by
  * btwrite.c: SQLite's integrity_check (every row found through every

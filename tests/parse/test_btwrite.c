@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_btwrite.c — profiler.db's page writer (btwrite.c) against SQLite
  * itself: the same rows are inserted by SQLite into a reference database

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dwrite.c — dwrite.c: files written through the O_DIRECT writer
  * thread read back byte for byte, at every size around the alignment and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """profiler.db's timeline storage: `slice` is a view over slice_data and
 slice_args (long args texts stored once), and must read exactly like the
 table it replaced: the columns of parsing.md, every record with its args
@@ -60,7 +61,9 @@ class DbOut(unittest.TestCase):
 
     def test_slice_has_the_columns_of_the_contract(self):
         cols = [r[1] for r in self.db.execute("PRAGMA table_info(slice)")]
-        self.assertEqual(cols, ["timestamp", "duration", "end_time", "name", "cat", "args", "pid", "tid"])
+        # then the reference's id (insertion order) and track_id (our lane, tid)
+        self.assertEqual(cols, ["timestamp", "duration", "end_time", "name", "cat", "args", "pid", "tid", "id",
+                                "track_id"])
 
     def test_every_record_with_its_args_byte_for_byte(self):
         rows = self.db.execute("SELECT timestamp, duration, name, args FROM slice ORDER BY timestamp").fetchall()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """profiler.db written page by page (src/parse/btwrite.c), seen from the
 CLI: the file SQLite reads back is sound (integrity_check), holds every
 record, has the same schema texts SQLite itself would store and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_fmt.c — the writers' number and field formatting (fmt.c)
  * gives exactly printf's text: spp_fmt_g6 against snprintf("%.6g") on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inputs that are not a clean, finished run: a store still being written
 (WAL, a writer holding it open), a truncated store, a file that is not
 SQLite, the reference's legacy Mstx table, missing domains, bad options."""
@@ -82,7 +83,7 @@ class Inputs(unittest.TestCase):
             (1, "^name^:^httpReq^,^domain^:^Request^,^type^:0,^rid^:^m1^,", 0, 0),
             (2, "{^name^:^Enqueue^,^domain^:^Schedule^,^type^:0,^rid^:^m1^,^QueueSize=^:1,"
                 "^scope#QueueName^:^WAITING^}", 1, 0),
-            (7, "^type^:3,^from^:7,^to^:^m1^,", 0.5, 0),  # a Link as the collector writes it: no name
+            (7, "^type^:3,^from^:^m1^,^to^:7,", 0.5, 0),  # a Link as the collector writes it: no name
             (3, "^name^:^Dequeue^,^domain^:^Schedule^,^type^:0,^rid^:7,^QueueSize=^:0,"
                 "^scope#QueueName^:^WAITING^,", 4, 0),
             (4, "^name^:^forward^,^domain^:^ModelExecute^,^type^:2,"

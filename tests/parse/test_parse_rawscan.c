@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_rawscan.c — the raw b-tree scan of `slice` (rawscan.c) against
  * SQLite on stores built for the purpose: every row must come out exactly

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The whole parse with the raw b-tree scan of `slice` (src/parse/rawscan.c,
 the default) and with SQLite reading every row (SERVPROF_RAWSCAN=0): every
 output identical, on the shared scenario plus a store whose odd values hand

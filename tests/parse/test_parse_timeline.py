@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """chrome_tracing.json validated structurally, as Perfetto / chrome://tracing
 need it: the file parses, every event has the fields its phase needs, flows
 pair up (one 's', one 'f', 'bp': 'e') and bind to a slice on their thread,

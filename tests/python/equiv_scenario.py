@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """equiv_scenario.py — the Python side of py_equiv.c, step for step.
 
 Run as a program (by test_py_api.py) with SERVICE_PROF_CONFIG_PATH naming a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fork_stress.py — fork repeatedly while another thread records.
 
 Run by test_py_mp.py as its own program, so that the order of imports is

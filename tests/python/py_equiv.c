@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * py_equiv.c — the C twin of equiv_scenario.py.
  *

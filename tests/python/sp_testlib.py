@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sp_testlib.py — what the Python binding's tests share.
 
 Import it before servprof: it puts the source tree's python/ folder first
@@ -85,13 +86,14 @@ def tmpdir(test, prefix="servprof-py-"):
     return d
 
 
-def run(args, env=None, timeout=60, check=True):
+def run(args, env=None, timeout=60, check=True, cwd=None):
     """Runs a program; returns CompletedProcess (text). On failure with
     check, raises AssertionError showing its output."""
     e = dict(os.environ)
     if env:
         e.update(env)
-    p = subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout * SLACK)
+    p = subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout * SLACK,
+                       cwd=cwd)
     if check and p.returncode != 0:
         raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
                              % (args, p.returncode, p.stdout, p.stderr))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_api.py — the Python binding writes what the C API writes.
 
 Real stores, real sessions: every test reads the SQLite raw store that

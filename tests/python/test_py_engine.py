@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_engine.py — the asyncio example engine, parsed into reports.
 
 Runs examples/python-engine/engine.py with collection on, then

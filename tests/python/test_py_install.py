@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_install.py — `pip install ./python` works with no network.
 
 pip runs with --no-index and with proxies pointing at a closed port, so any
@@ -7,6 +8,7 @@ bundled next to it and SERVPROF_LIB unset.
 """
 
 import os
+import shutil
 import sys
 import unittest
 import zipfile
@@ -74,6 +76,24 @@ class Install(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.split("\n")[0],
                          os.path.join(target, "servprof", "libservprof.so.0"))
+
+    def test_relative_bundle_path_from_where_pip_runs(self):
+        # pip runs the backend from python/, so a path relative to the user's
+        # folder was looked up there and not found; it is now tried against
+        # $PWD (the shell's folder) too, and the error names both.
+        d = T.tmpdir(self)
+        os.makedirs(os.path.join(d, "lib"))
+        rel = os.path.join("lib", "libservprof.so")
+        shutil.copy(os.environ["SERVPROF_LIB"], os.path.join(d, rel))
+        target = os.path.join(d, "site")
+        args = [sys.executable, "-m", "pip", "install", "--no-index", "--no-cache-dir",
+                "--target", target, "--config-settings", "servprof-lib=%s" % rel, T.PYDIR]
+        T.run(args, env=dict(OFFLINE, PWD=d), timeout=180, cwd=d)
+        self.assertTrue(os.path.exists(os.path.join(target, "servprof", "libservprof.so.0")))
+        p = T.run(args[:-4] + [os.path.join(d, "site2")] + args[-3:], env=dict(OFFLINE, PWD="/"),
+                  timeout=180, cwd=d, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("tried %s, %s" % (os.path.join(T.PYDIR, rel), "/" + rel), p.stdout + p.stderr)
 
     def test_missing_bundle_is_an_error(self):
         d = T.tmpdir(self)

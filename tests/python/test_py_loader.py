@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_loader.py — finding libservprof, and what happens when it is missing.
 
 Each case runs a fresh interpreter, since the library is found once per

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_py_mp.py — fork and multiprocessing: one store per worker, no deadlock.
 
 Collection is on from the config file (enable 1), so every process that

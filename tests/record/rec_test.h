@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_test.h — helpers for the recorder's tests: open the recorder directly
  * on a store in a fresh temporary folder (no runtime, no config file),

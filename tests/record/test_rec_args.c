@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_args.c — the JSON text of args.c on its own: string escaping
  * (invalid UTF-8 becomes \ufffd), shortest exact numbers, and valid JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_bad_input.c — every kind of bad input is survived, stored
  * sensibly and counted: NULL strings, over-long strings, invalid UTF-8,

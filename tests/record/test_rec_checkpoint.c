@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_checkpoint.c — the store's background checkpoints (store.c).
  * The writer's connection never checkpoints; a second thread does, woken

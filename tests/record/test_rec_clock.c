@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_clock.c — the recording clock (clock.h): TSC ticks taken on the
  * hot path and converted by the writer land as CLOCK_REALTIME ns, as close

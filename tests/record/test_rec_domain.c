@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_domain.c — the domain filter on the hot path: only records of
  * the listed domains are kept (exact names: no prefix, no longer name),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_literals.c — servprof.h's literal-length wrappers (servprof__*_k,
  * used when optimizing) record exactly what the plain functions record:

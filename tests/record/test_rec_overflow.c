@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_overflow.c — a full buffer never blocks: records are dropped,
  * counted per thread and in Meta 'dropped_records'; every record that was

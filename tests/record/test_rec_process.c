@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_process.c — the store under real process life:
  *  1. a child records from two threads while this process reads the store

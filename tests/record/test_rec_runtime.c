@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_runtime.c — the recorder driven by the real runtime: the first
  * record call of the process starts collection from the config file (lazy

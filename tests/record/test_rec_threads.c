@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_threads.c — many threads at once: 8 threads x 100k records land
  * with exact counts and per-thread order (20k under sanitizers), spans

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_stress.py — `servprof stress` end to end: with no config file it
 starts a session itself (prof_dir under $HOME); with SERVICE_PROF_CONFIG_PATH
 it follows the file; every record it reports written is a row in the store;

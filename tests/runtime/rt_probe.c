@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rt_probe.c — a small instrumented process for the runtime's integration
  * tests (driven by test_*.py). A background thread records an event every

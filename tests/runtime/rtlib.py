@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """rtlib.py — helpers for the runtime's integration tests: a driven
 rt_probe process, config files, waits with sanitizer-aware bounds."""
 import json

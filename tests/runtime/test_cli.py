@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_cli.py — `servprof config init|check`, `servprof enable|disable`."""
 import json
 import os
@@ -64,7 +65,8 @@ class Cli(RuntimeCase):
             f.write(text)
         r = cli("enable", self.cfg)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("not valid JSON", r.stderr)
+        self.assertIn("syntax error at line", r.stderr)
+        self.assertIn("every process would reject this file", r.stderr)
         with open(self.cfg) as f:
             self.assertEqual(f.read(), text)  # untouched
         text = ('{\n\t"prof_dir": "/data/p",\n\t"enable" : 0 ,\n'

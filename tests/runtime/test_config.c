@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — every config key: valid values, each kind of invalid
  * value (one warning naming key, bad value and value used), missing keys
@@ -393,7 +394,7 @@ static void test_default_files(const char *tmp)
         fclose(f);
     }
     CHECK_INT(sp_config_load(path, &c, &d), SERVPROF_EIO);
-    CHECK(strstr(msgs[nmsgs - 1], "larger than 1 MiB") != NULL);
+    CHECK(strstr(msgs[nmsgs - 1], "larger than the 1 MiB limit for a config file") != NULL);
 }
 
 static void edit(const char *in, int v, const char *want)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_live.py — the runtime with a real process (rt_probe): the config
 file created when absent, live start/stop by editing the file, sessions,
 limits, two processes, fork, rapid toggling, logs."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_race.c — every party that may start or stop collection, at once:
  * a thread flipping "enable" in the file (the watcher reacts), two threads

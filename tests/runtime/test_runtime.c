@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_runtime.c — the runtime's contract inside one process: lazy init
  * (SP_LEVEL_UNINIT until the first API call), the level and domain filter

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_store.py — what the runtime's decisions mean for the raw store
 (needs the recorder): nothing recorded while off, the level and domain
 filter published at start, a fork child's own store, one store per process."""

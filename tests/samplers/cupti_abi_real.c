@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cupti_abi_real.c — half of test_cupti_abi: the offsets and constants of
  * NVIDIA's own CUPTI header (built only where CMake finds cupti.h). Kept in

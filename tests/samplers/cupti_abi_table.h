@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cupti_abi_table.h — the list compared by test_cupti_abi: field offsets
  * and constants, in the same order on both sides. */
 #ifndef CUPTI_ABI_TABLE_H

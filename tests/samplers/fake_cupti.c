@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_cupti.c — libfake_cupti.so, a test double for CUPTI's activity API:
  * the entry points servprof calls, with scripted activity, so the CUPTI

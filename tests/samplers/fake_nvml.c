@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_nvml.c — libfake_nvml.so, a test double for NVML: the same entry
  * points as libnvidia-ml.so.1 with scripted answers, so the GPU memory

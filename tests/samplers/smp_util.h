@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * smp_util.h — helpers for the sampler tests: a temporary folder, stderr
  * capture (the library logs there), and an observer that keeps every row

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cupti.c — device activity against libfake_cupti.so (scripted CUPTI
  * records) and against a missing library. Checks what lands in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cupti_abi.c — src/cupti_abi.h (declared by hand from the public
  * documentation) against NVIDIA's own CUPTI header, where one is installed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cupti_real.c — NVIDIA's real libcupti, where a CUDA toolkit is
  * installed, on a machine without an NVIDIA driver (this test is only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_e2e.c — samplers through the real runtime and recorder: a config
  * file with host_system_usage_freq 10, started by servprof_init(), run for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fork.c — a fork while the sampler thread runs: the child forgets the
  * parent's thread (stopping must not try to join it), starts samplers of

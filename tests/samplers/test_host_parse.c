@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_host_parse.c — the /proc parsers on crafted text (odd command
  * old kernels without MemAvailable, missing lines, counters going

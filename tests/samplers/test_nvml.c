@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_nvml.c — the GPU memory sampler against libfake_nvml.so (scripted
  * NVML answers) and against a missing library: rows carry the scripted

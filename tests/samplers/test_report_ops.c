@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_report_ops.c — op_summary.csv and op_statistic.csv from activity
  * stores written by the activity store module: statistics per device and

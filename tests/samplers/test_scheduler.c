@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_scheduler.c — the sampler thread: host sampling at 10 Hz for 2 s
  * gives 20 ± 2 passes of sane rows, per-core rows only at DETAILED, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * batch.h — what one scheduler step decided: which requests run and how
  * many tokens each computes. Built and read by the engine thread only.

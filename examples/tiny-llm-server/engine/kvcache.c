@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kvcache.c — the block pool of the paged KV cache (see kvcache.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kvcache.h — the paged KV cache's block pool: fixed-size blocks, reference
  * counts, a free list in LRU order, and an optional prefix cache that maps

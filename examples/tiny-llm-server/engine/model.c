@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model.c — the tiny decoder's forward pass (see model.h).
  *

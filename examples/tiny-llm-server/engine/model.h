@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model.h — a tiny decoder-only transformer with random weights, run on the
  * CPU in plain C. Its keys and values live in a paged KV cache: block b of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.c — creation and destruction of a request (see request.h).
  * Ids come from one atomic counter: "cmpl-N" for the front end and "seq-N"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.h — one completion request as the front end and the engine share
  * it. Ownership is by field group (see the comments): the HTTP thread that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scheduler.h — the engine: one thread running scheduler steps over a
  * waiting queue and a running set (continuous batching, a token budget per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tokenizer.c — word-level toy tokenizer (see tokenizer.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tokenizer.h — a toy word-level tokenizer: text to token ids and back.
  * The text is not the point of the demo; the costs and the counts are.

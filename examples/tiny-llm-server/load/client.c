@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c — a minimal HTTP/1.1 client for the load generator (see
  * client.h). One connection per request ("Connection: close"), as an

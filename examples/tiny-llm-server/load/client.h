@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.h — one HTTP/1.1 request to the completion server over a plain
  * TCP socket, timing what a client sees: time to the first streamed token,

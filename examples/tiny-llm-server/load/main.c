@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — servprof-load: an open-loop load generator for the completion
  * server. Requests arrive as a Poisson process at --rate per second for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.c — what the clients saw, summarized (see stats.h).
  *

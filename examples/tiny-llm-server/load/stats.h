@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h — percentiles and the load generator's summary (human table and
  * one JSON line for scripts). Pure functions; thread-safe.
