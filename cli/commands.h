@@ -22,7 +22,8 @@
     X(config, cmd_config, "write a default config file, or check one as the library would") \
     X(enable, cmd_enable, "set \"enable\": 1 and report which processes started")          \
     X(disable, cmd_disable, "set \"enable\": 0 and report which processes stopped")        \
-    X(stress, cmd_stress, "record a synthetic load to check a setup and its disk")
+    X(stress, cmd_stress, "record a synthetic load to check a setup and its disk")        \
+    X(metrics, cmd_metrics, "serve or print the live metrics of a metrics folder (Prometheus)")
 
 #define SERVPROF_VERB_DECLARE(name, fn, summary) int fn(int argc, char **argv);
 SERVPROF_VERBS(SERVPROF_VERB_DECLARE)

@@ -25,6 +25,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 
 #include "fsutil.h"
 #include "internal.h"
+#include "metrics.h"
 #include "runtime.h"
 
 
@@ -552,9 +554,53 @@ static void key_domain(const key_def *k, const json_t *v, sp_config *c, sp_confi
     }
 }
 
+/* metric_dir: where each process publishes its live metrics file; "" keeps
+ * the default, <prof_dir>/metrics, chosen when metrics start. */
+static void key_metric_dir(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
+{
+    if (!expect_string(k, v, d, "\"\" (<prof_dir>/metrics)"))
+        return;
+    const char *s = json_string_value(v);
+    char out[SP_PATH_MAX], why[256];
+    if (!*s) {
+        c->metric_dir[0] = '\0';
+        return;
+    }
+    if (expand_path(s, out, sizeof out, why, sizeof why) != 0) {
+        diag(d, 0, "'%s': \"%.200s\": %s; using \"\" (<prof_dir>/metrics)", k->name, s, why);
+        c->metric_dir[0] = '\0';
+        return;
+    }
+    snprintf(c->metric_dir, sizeof c->metric_dir, "%s", out);
+}
+
+/* metric_port: 0 (none), a port 1..65535 on 127.0.0.1, or "ADDR:PORT". */
+static void key_metric_port(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
+{
+    char s[80];
+    struct sockaddr_in sa;
+    show(v, s, sizeof s);
+    c->metric_listen[0] = '\0';
+    if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 65535) {
+        if (json_integer_value(v) > 0)
+            snprintf(c->metric_listen, sizeof c->metric_listen, "127.0.0.1:%d",
+                     (int)json_integer_value(v));
+        return;
+    }
+    if (json_is_string(v) && strlen(json_string_value(v)) < sizeof c->metric_listen &&
+        sp_mhttp_parse_listen(json_string_value(v), &sa) == 0) {
+        snprintf(c->metric_listen, sizeof c->metric_listen, "%s", json_string_value(v));
+        return;
+    }
+    diag(d, 0, "'%s': %s is not 0, a port 1..65535 or \"IPv4ADDR:PORT\"; using 0 (no endpoint "
+         "in the process)", k->name, s);
+}
+
 static const key_def keys[] = {
     {"enable", key_enable, 0, 1},
     {"metric_enable", key_flag, 0, 1},
+    {"metric_dir", key_metric_dir, 0, 0},
+    {"metric_port", key_metric_port, 0, 0},
     {"prof_dir", key_prof_dir, 0, 0},
     {"profiler_level", key_level, 0, 0},
     {"host_system_usage_freq", key_freq, 1, 50},
@@ -755,6 +801,8 @@ int sp_config_default_text(char *buf, size_t len, int every_key)
                      "{\n"
                      "    \"enable\": 0,\n"
                      "    \"metric_enable\": 0,\n"
+                     "    \"metric_dir\": \"\",\n"
+                     "    \"metric_port\": 0,\n"
                      "    \"prof_dir\": %s,\n"
                      "    \"profiler_level\": \"INFO\",\n"
                      "    \"host_system_usage_freq\": -1,\n"
@@ -816,7 +864,8 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
         if (used < len)                                                                        \
             used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", name); \
     }
-    CMP(a->metric_enable != b->metric_enable, "metric_enable");
+    /* metric_enable, metric_dir and metric_port are not listed: they take
+     * effect at once (metrics.c logs it), not at the next start. */
     CMP(strcmp(a->prof_dir, b->prof_dir), "prof_dir");
     CMP(a->profiler_level != b->profiler_level, "profiler_level");
     CMP(a->host_system_usage_freq != b->host_system_usage_freq, "host_system_usage_freq");

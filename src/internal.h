@@ -59,7 +59,10 @@ void sp_log_reset(void);
 
 typedef struct sp_config {
     int enable;                     /* 0 / 1 */
-    int metric_enable;              /* 0 / 1 */
+    int metric_enable;              /* 0 / 1: live metrics (metrics_*.c) */
+    char metric_dir[SP_PATH_MAX];   /* expanded; "" = <prof_dir>/metrics */
+    char metric_listen[64];         /* key "metric_port": "ADDR:PORT" this process tries to
+                                       serve /metrics on; "" = none */
     char prof_dir[SP_PATH_MAX];     /* expanded (~, ${VAR}) */
     int profiler_level;             /* 10, 20, 30, 40 */
     int host_system_usage_freq;     /* -1 off, 1..50 Hz */

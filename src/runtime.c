@@ -44,6 +44,7 @@
 #include "ext.h"
 #include "fsutil.h"
 #include "internal.h"
+#include "metrics.h"
 #include "runtime.h"
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
@@ -67,6 +68,9 @@ static int file_enable;             /* "enable" as last read from the file */
 static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
 static int collecting;
+static int trace_level;             /* the level tracing was started with */
+static const sp_domain_filter *trace_filter; /* ... and its filter (NULL: every domain) */
+static _Atomic int tracing_level;   /* trace_level while collecting, else 0 (drop-in's IsEnable) */
 static sp_session sess;             /* valid while collecting */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
@@ -183,6 +187,51 @@ static const sp_domain_filter *filter_for(const sp_config *c)
     return &n->f;
 }
 
+/* The domain filter while live metrics are on: the metrics' domains, plus
+ * tracing's while it collects (NULL: every domain). */
+static const sp_domain_filter *metrics_filter_locked(void)
+{
+    if (collecting && !trace_filter)
+        return NULL;
+    sp_config u;
+    memset(u.domains, 0, sizeof u.domains); /* filter_for compares whole names */
+    u.ndomains = 0;
+    for (int i = 0; collecting && i < trace_filter->n; i++)
+        memcpy(u.domains[u.ndomains++], trace_filter->names[i], SP_DOMAIN_LEN);
+    for (int m = 0; m < SP_METRICS_NDOMAINS; m++) {
+        int have = 0;
+        for (int i = 0; i < u.ndomains && !have; i++)
+            have = !strcmp(u.domains[i], sp_metrics_domains[m]);
+        if (have)
+            continue;
+        if (u.ndomains == SP_MAX_DOMAINS)
+            return NULL; /* no room for the union: every domain */
+        snprintf(u.domains[u.ndomains++], SP_DOMAIN_LEN, "%s", sp_metrics_domains[m]);
+    }
+    return filter_for(&u);
+}
+
+/* Live metrics (metrics.c): publishes the level the call sites record at,
+ * tracing's while collecting or what metrics need (mlevel), whichever is
+ * higher, and the filter that lets the domains of both through. */
+static void publish_level_locked(int mlevel)
+{
+    int lvl = collecting ? trace_level : 0;
+    if (mlevel > lvl)
+        lvl = mlevel;
+    if (mlevel)
+        atomic_store_explicit(&sp__domain_filter, metrics_filter_locked(), memory_order_release);
+    else if (collecting)
+        atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
+    atomic_store_explicit(&tracing_level, collecting ? trace_level : 0, memory_order_relaxed);
+    atomic_store_explicit(&servprof__level, lvl, memory_order_release);
+}
+
+SERVPROF_API int servprof__tracing_level(void)
+{
+    return atomic_load_explicit(&tracing_level, memory_order_relaxed);
+}
+
 static int start_locked(void)
 {
     if (collecting || shutting)
@@ -190,15 +239,18 @@ static int start_locked(void)
     int rc = sp_session_open(&sess, &cur, cfg_path, serial + 1);
     if (rc != 0)
         return rc; /* logged by session.c */
+    int mlevel = sp_metrics_configure(&cur, 1); /* the writer drains from here */
     rc = sp_recorder_open(&sess, &cur);
     if (rc != 0) {
         sp_log(SP_LOG_ERROR, "cannot open the raw store '%s': %s; collection stays off",
                sess.store_path, servprof_strerror(rc));
         sp_session_leave(&sess, 0);
+        publish_level_locked(sp_metrics_configure(&cur, 0));
         return rc;
     }
     serial++;
-    atomic_store_explicit(&sp__domain_filter, filter_for(&cur), memory_order_release);
+    trace_filter = filter_for(&cur);
+    atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
     atomic_store(&steps, 0);
     atomic_store(&limit_hit, 0);
     atomic_store(&step_limit, cur.profiler_step_num);
@@ -206,7 +258,8 @@ static int start_locked(void)
                  cur.timelimit ? sp_now_monotonic_ns() + (int64_t)cur.timelimit * 1000000000 : 0);
     collecting = 1;
     assert(cur.profiler_level >= SERVPROF_LEVEL_ERROR && cur.profiler_level <= SERVPROF_LEVEL_VERBOSE);
-    atomic_store_explicit(&servprof__level, cur.profiler_level, memory_order_release);
+    trace_level = cur.profiler_level;
+    publish_level_locked(mlevel);
     sp_samplers_start(&sess, &cur);
     tell(SERVPROF__SWITCH_COLLECTION, 1, 0);
     sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
@@ -220,10 +273,11 @@ static int stop_locked(int close_generation, const char *why)
     if (!collecting)
         return SERVPROF_ESTATE;
     sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
-    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    atomic_store_explicit(&servprof__level, sp_metrics_level(), memory_order_release);
     sp_recorder_close();
     sp_session_leave(&sess, close_generation);
     collecting = 0;
+    publish_level_locked(sp_metrics_configure(&cur, 0)); /* metrics drain from here */
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
     tell(SERVPROF__SWITCH_COLLECTION, 0, shutting);
@@ -311,6 +365,7 @@ static void on_changed(void)
             sp_log(level, "config %s changed, \"enable\" stays %d: collection stays %s",
                    cfg_path, next.enable, collecting ? "on" : "off");
     }
+    publish_level_locked(sp_metrics_configure(&cur, collecting)); /* metric_enable is live */
     unlock();
 }
 
@@ -392,6 +447,8 @@ static void atfork_child(void)
     sp_session_atfork_child();
     sp_recorder_atfork_child();
     sp_samplers_atfork_child();
+    sp_metrics_atfork_child();
+    atomic_store(&tracing_level, 0);
     atomic_store(&ready, 0);
     atomic_store_explicit(&servprof__level, SP_LEVEL_UNINIT, memory_order_release);
 }
@@ -488,6 +545,7 @@ static int init_locked(void)
     metric_told = 0;
     tell_metric_locked();
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    publish_level_locked(sp_metrics_configure(&cur, 0));
     atomic_store(&ready, 1);
     if (file_enable) {
         int src = start_locked();
@@ -561,6 +619,8 @@ SERVPROF_API void servprof_shutdown(void)
     }
     shutting = 1; /* no start from here on, whoever asks */
     stop_locked(0, "shutdown");
+    atomic_store_explicit(&servprof__level, 0, memory_order_release);
+    sp_metrics_configure(NULL, 0); /* final values published, file closed */
     int was_watching = watching;
     watching = 0;
     unlock();

@@ -27,6 +27,7 @@ int sp_config_default_text(char *buf, size_t len, int every_key);
 int sp_config_create_default(const char *path, char *why, size_t whylen);
 
 /* Names the keys whose values differ between a and b, ignoring "enable",
+ * "metric_enable", "metric_dir" and "metric_port" (live, not "at the next start"),
  * as "k1, k2" in out ("" when none). Returns how many differ. */
 int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, size_t len);
 

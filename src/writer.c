@@ -63,6 +63,7 @@
 
 #include "args.h"
 #include "internal.h"
+#include "metrics.h"
 #include "msgdec.h"
 #include "rec_format.h"
 #include "rec_spans.h"
@@ -302,6 +303,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     sp_rec_hdr h;
     memcpy(&h, rec, sizeof h);
     sp_rec_hdr_times(&h); /* TSC ticks -> realtime ns (clock.h) */
+    sp_metrics_on_record(&h, rec, len); /* live metrics: every record, stored or not */
     if (h.epoch != w->epoch || sp_store_failed(w->st)) {
         count_lost(w);
         return;
@@ -508,6 +510,7 @@ static size_t pass(writer *w)
         sp_tbuf_reap(tb);
         tb = next;
     }
+    sp_metrics_after_pass(); /* live metrics: publish now and then */
     return bytes;
 }
 

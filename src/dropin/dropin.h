@@ -20,8 +20,10 @@
 
 typedef uint64_t SpanHandle;
 
-/* The level being collected (0 when off), initializing libservprof on the
- * first call of the process: one relaxed load after that. */
+/* The level tracing collects at (0 when off), initializing libservprof on
+ * the first call of the process: one relaxed load after that while nothing
+ * runs, one call more while something does (live metrics alone raise the
+ * native level, not tracing's: servprof__tracing_level in ext.h). */
 static inline int dropin_level(void)
 {
     int on = SERVPROF__LEVEL_NOW();
@@ -31,7 +33,7 @@ static inline int dropin_level(void)
         if (on == INT32_MAX)
             on = 0;
     }
-    return on;
+    return on > 0 ? servprof__tracing_level() : 0;
 }
 
 /* A record whose level is the lowest (so it is kept whenever collection is

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_metrics_files.c — the pieces of live metrics on bad input, without
+ * a running library: the metric_dir key, a metrics file written and read
+ * back (labels, liveness), damaged and foreign files in the folder, an
+ * unusable folder, and the histogram buckets.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "metrics.h"
+
+typedef struct msgs {
+    char text[2048];
+} msgs;
+
+static void collect(void *ctx, int is_error, const char *msg)
+{
+    msgs *m = ctx;
+    (void)is_error;
+    strncat(m->text, msg, sizeof m->text - strlen(m->text) - 2);
+    strcat(m->text, "\n");
+}
+
+static sp_config parse(const char *json, msgs *m)
+{
+    sp_config c;
+    sp_config_diag d = {0, 0, collect, m};
+    m->text[0] = 0;
+    CHECK(sp_config_parse(json, strlen(json), &c, &d) == 0);
+    return c;
+}
+
+static void test_metric_dir_key(void)
+{
+    msgs m;
+    char out[SP_PATH_MAX];
+    sp_config c = parse("{\"prof_dir\": \"/p\", \"metric_dir\": \"\"}", &m);
+    CHECK_STR(m.text, "");
+    sp_metrics_dir_for(&c, out, sizeof out);
+    CHECK_STR(out, "/p/metrics");
+    setenv("SP_TEST_MDIR", "/run/x", 1);
+    c = parse("{\"metric_dir\": \"${SP_TEST_MDIR}/m\"}", &m);
+    sp_metrics_dir_for(&c, out, sizeof out);
+    CHECK_STR(out, "/run/x/m");
+    c = parse("{\"prof_dir\": \"/p\", \"metric_dir\": \"${SP_TEST_UNSET_VAR}/m\"}", &m);
+    CHECK(strstr(m.text, "'metric_dir'") && strstr(m.text, "SP_TEST_UNSET_VAR") &&
+          strstr(m.text, "<prof_dir>/metrics"));
+    sp_metrics_dir_for(&c, out, sizeof out);
+    CHECK_STR(out, "/p/metrics");
+    c = parse("{\"metric_dir\": 5}", &m);
+    CHECK(strstr(m.text, "'metric_dir'") && strstr(m.text, "not a string"));
+    CHECK_STR(c.metric_dir, "");
+
+    c = parse("{\"metric_port\": 9464}", &m);
+    CHECK_STR(m.text, "");
+    CHECK_STR(c.metric_listen, "127.0.0.1:9464");
+    c = parse("{\"metric_port\": \"0.0.0.0:9000\"}", &m);
+    CHECK_STR(c.metric_listen, "0.0.0.0:9000");
+    c = parse("{\"metric_port\": 0}", &m);
+    CHECK_STR(m.text, "");
+    CHECK_STR(c.metric_listen, "");
+    const char *bad[] = {"70000", "-1", "\"localhost:80\"", "\"1.2.3.4\"", "true", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[64];
+        snprintf(json, sizeof json, "{\"metric_port\": %s}", bad[i]);
+        c = parse(json, &m);
+        CHECK(strstr(m.text, "'metric_port'") && strstr(m.text, "using 0"));
+        CHECK_STR(c.metric_listen, "");
+    }
+}
+
+static void test_file_roundtrip(const char *dir)
+{
+    sp_mfile *f = sp_mfile_create(dir);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    sp_mdata *d = calloc(1, sizeof *d), *back = calloc(1, sizeof *back);
+    snprintf(d->role, sizeof d->role, "prefill \"a\"");
+    snprintf(d->model, sizeof d->model, "m\\1");
+    snprintf(d->outcome[0], SP_M_OUTCOME_LEN, "ok");
+    d->outcome_n[0] = 7;
+    d->counter[SP_MC_PROMPT_TOKENS] = 123;
+    d->gauge[SP_MG_WAITING] = 4;
+    d->gauge_set = 1u << SP_MG_WAITING;
+    d->hist[SP_MH_TTFT].count = 1;
+    d->hist[SP_MH_TTFT].sum = 0.5;
+    d->hist[SP_MH_TTFT].b[sp_mhist_bucket(SP_MH_TTFT, 0.5)] = 1;
+    sp_mfile_publish(f, d);
+    int alive = 0;
+    int64_t pid = 0;
+    char why[256];
+    CHECK(sp_mfile_read(sp_mfile_path(f), back, &alive, &pid, why, sizeof why) == 0);
+    CHECK(alive == 1);
+    CHECK_INT(pid, getpid());
+    CHECK(memcmp(d, back, sizeof *d) == 0);
+
+    /* The exposition escapes label values and sums by label set. */
+    char *text;
+    size_t len;
+    CHECK(sp_metrics_render(dir, &text, &len) == 0);
+    CHECK(strstr(text, "servprof_requests_total{role=\"prefill \\\"a\\\"\",model_name=\"m\\\\1\","
+                       "outcome=\"ok\"} 7\n") != NULL);
+    CHECK(strstr(text, "servprof_requests_waiting{role=\"prefill \\\"a\\\"\",model_name=\"m\\\\1\"} 4\n"));
+    CHECK(strstr(text, "servprof_time_to_first_token_seconds_bucket{role=\"prefill \\\"a\\\"\","
+                       "model_name=\"m\\\\1\",le=\"0.5\"} 1\n"));
+    CHECK(strstr(text, "servprof_time_to_first_token_seconds_bucket{role=\"prefill \\\"a\\\"\","
+                       "model_name=\"m\\\\1\",le=\"0.478802\"} 0\n"));
+    free(text);
+
+    /* Damaged and foreign files: skipped, counted, named in a comment. */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/servprof-1-2.metrics", dir);
+    FILE *g = fopen(bad, "w");
+    fputs("not a metrics file", g);
+    fclose(g);
+    snprintf(bad, sizeof bad, "%s/notes.txt", dir);
+    g = fopen(bad, "w");
+    fputs("ignored", g);
+    fclose(g);
+    CHECK(sp_metrics_render(dir, &text, &len) == 0);
+    CHECK(strstr(text, "servprof_metrics_files_unreadable 1\n") != NULL);
+    CHECK(strstr(text, "# servprof: skipped servprof-1-2.metrics: not a metrics file") != NULL);
+    CHECK(strstr(text, "servprof_metrics_processes{state=\"live\"} 1\n") != NULL);
+    free(text);
+
+    /* Closed: the process reads as dead; counters stay, gauges go. */
+    sp_mfile_close(f);
+    CHECK(sp_metrics_render(dir, &text, &len) == 0);
+    CHECK(strstr(text, "servprof_metrics_processes{state=\"dead\"} 1\n") != NULL);
+    CHECK(strstr(text, "outcome=\"ok\"} 7\n") != NULL);
+    CHECK(strstr(text, "servprof_requests_waiting{") == NULL);
+    free(text);
+    free(d);
+    free(back);
+}
+
+static void test_bad_folders(void)
+{
+    /* A regular file in the way: no metrics, a message, no crash. */
+    CHECK(sp_mfile_create("/etc/passwd/metrics") == NULL);
+    char *text;
+    size_t len;
+    CHECK(sp_metrics_render("/nonexistent/servprof-metrics", &text, &len) < 0);
+    CHECK(text && strstr(text, "# servprof: cannot read the metrics folder") != NULL);
+    CHECK(text && strstr(text, "servprof_metrics_processes{state=\"live\"} 0\n") != NULL);
+    free(text);
+}
+
+static void test_buckets(void)
+{
+    const double *b;
+    int n = sp_mhist_bounds(SP_MH_TTFT, &b);
+    CHECK_INT(n, 337);
+    CHECK(b[0] == 1.0 / 4096 && b[16] == 1.0 / 2048 && b[336] == 512);
+    for (int i = 1; i < n; i++)
+        CHECK(b[i] > b[i - 1] * 1.044 && b[i] < b[i - 1] * 1.0443);
+    CHECK_INT(sp_mhist_bucket(SP_MH_TTFT, 0), 0);
+    CHECK_INT(sp_mhist_bucket(SP_MH_TTFT, 1.0 / 4096), 0);
+    CHECK_INT(sp_mhist_bucket(SP_MH_TTFT, 1e9), n); /* +Inf */
+    n = sp_mhist_bounds(SP_MH_BATCH_SIZE, &b);
+    CHECK(b[0] == 1 && b[1] == 1.5 && b[2] == 2 && b[3] == 3 && b[n - 1] == 65536);
+    CHECK_INT(sp_mhist_bucket(SP_MH_BATCH_SIZE, 3), 3);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/sp-mfiles-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    test_metric_dir_key();
+    test_file_roundtrip(dir);
+    test_bad_folders();
+    test_buckets();
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_DONE();
+}
