@@ -67,6 +67,7 @@ static int start_failed;            /* the last file-driven start failed */
 static int self_wrote;              /* we wrote "enable": 0 ourselves */
 static int collecting;
 static sp_session sess;             /* valid while collecting */
+static sp_config sess_cfg;          /* the config the current session started with */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
 static int watching;
@@ -177,6 +178,7 @@ static int start_locked(void)
         return rc;
     }
     serial++;
+    sess_cfg = cur;
     atomic_store_explicit(&sp__domain_filter, filter_for(&cur), memory_order_release);
     atomic_store(&steps, 0);
     atomic_store(&limit_hit, 0);
@@ -611,6 +613,25 @@ SERVPROF_API int servprof_session_dir(char *buf, size_t len)
     ensure();
     lock();
     int rc = collecting ? copy_out(sess.dir, buf, len) : SERVPROF_ESTATE;
+    unlock();
+    return rc;
+}
+
+SERVPROF_API int servprof_session_config_int(const char *key, int64_t *out)
+{
+    if (!key || !out)
+        return SERVPROF_EINVAL;
+    ensure();
+    lock();
+    int rc = SERVPROF_ESTATE;
+    if (collecting) {
+        if (!strcmp(key, "session")) {
+            *out = (int64_t)serial;
+            rc = 0;
+        } else {
+            rc = sp_config_int_key(&sess_cfg, key, out) == 0 ? 0 : SERVPROF_EINVAL;
+        }
+    }
     unlock();
     return rc;
 }
