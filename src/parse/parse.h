@@ -68,6 +68,8 @@ typedef struct spp_paths {
     int nraw;
     char **activity;  /* ascend_service_profiler_*.db, sorted */
     int nactivity;
+    char **torch;     /* torch_prof_*.json (acl_task_time 3, torch_trace.c), sorted */
+    int ntorch;
 } spp_paths;
 /* Walks dir recursively. Returns 0, or -1 when dir cannot be read (message printed). */
 int spp_discover(const char *dir, spp_paths *out);
