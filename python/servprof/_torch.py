@@ -276,14 +276,16 @@ class Controller:
         w.start()
         self.writers = [t for t in self.writers if t.is_alive()] + [w]
 
-    def stop_now(self):
-        """Stops a running profiler whatever collection says (exit)."""
+    def stop_now(self, why="collection stopped"):
+        """Stops a running profiler whatever collection says (servprof.stop(),
+        shutdown, exit); the step under way is recorded as a profiled step."""
         with self.lock:
             if self.prof is not None:
-                if self.step_range is not None:
+                if self.step_range is not None:  # the step under way counts
                     self._close_step_range()
                     self._record_step_span(self.steps, self.step_start, now_ns())
-                self._stop("process exit")
+                    self.steps += 1
+                self._stop(why)
 
     def wait_written(self, timeout=60.0):
         """Joins the writer threads (bounded); True when every file is out."""
@@ -302,7 +304,7 @@ class Controller:
         self.writers = []
 
     def at_exit(self):
-        self.stop_now()
+        self.stop_now("process exit")
         self.wait_written()
 
 
