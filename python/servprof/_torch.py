@@ -32,11 +32,14 @@ its file written.
 
 Clock. torch's event times are microseconds from an origin of its own
 (the legacy profiler: its start mark; kineto: the trace start). Right after
-the start, a "servprof::clock" range is recorded and time.time_ns() read
-just before it, so origin = that reading - the range's start: the file's
-"baseTimeNanoseconds" (epoch ns) + ts (µs) is the wall clock of every
-stored record. The error is the time between the clock read and torch's
-stamp of the range (about a microsecond).
+the start, five tiny clock ops (torch.eye(1), aten::eye) run, each between
+two time.time_ns() reads; the tightest window is matched to its op's
+midpoint, which gives "baseTimeNanoseconds" (epoch ns) such that base + ts
+* 1000 is the wall clock of every stored record. The error is about half
+that window plus torch's resolution: a few µs (the legacy profiler stamps
+in whole µs). A record_function range is no good as the anchor: its enter
+costs tens to hundreds of µs before torch stamps it (measured). The clock
+ops (and the ops inside them) are left out of the written trace.
 
 Failures (torch missing, a profiler error, an unwritable folder) are one
 RuntimeWarning per session, and the service records go on.
@@ -55,6 +58,7 @@ from ._core import state, LEVEL_UNINIT, now_ns
 TRACE_PREFIX = "torch_prof_"
 SPAN_DOMAIN = b"torch"
 SPAN_NAME = b"torch_profiler"
+ANCHORS = 5  # clock ops run right after the start (see Clock above)
 
 
 def _warn(msg):
@@ -122,7 +126,7 @@ class Controller:
         self.modules = None     # _ModuleRanges, or None
         self.opts = {}
         self.path = None
-        self.base_ns = 0
+        self.anchors = []       # (before, after) time_ns around each clock op
         self.writers = []
         self.exit_hook = False
 
@@ -195,10 +199,11 @@ class Controller:
             prof = torch.profiler.profile(activities=acts, record_shapes=True,
                                           with_stack=stack, with_modules=modules)
             prof.start()
-            t0 = now_ns()
-            with torch.autograd.profiler.record_function("servprof::clock"):
-                pass
-            self.base_ns = t0  # corrected at stop from the range's own start
+            self.anchors = []
+            for _ in range(ANCHORS):
+                a = time.time_ns()
+                torch.eye(1)
+                self.anchors.append((a, time.time_ns()))
             self.modules = _ModuleRanges(torch) if modules and not kineto else None
         except Exception as e:
             _warn("the torch profiler could not start (%s: %s); service records go on"
@@ -272,7 +277,7 @@ class Controller:
             return
         meta = dict(self.opts, steps=self.steps, stopped=why, pid=os.getpid())
         w = threading.Thread(target=_write_trace, name="servprof-torch-writer",
-                             args=(self.path, events, self.base_ns, meta))
+                             args=(self.path, events, self.anchors, meta))
         w.start()
         self.writers = [t for t in self.writers if t.is_alive()] + [w]
 
@@ -308,11 +313,11 @@ class Controller:
         self.wait_written()
 
 
-def _event_json(e, origin_us):
-    """One FunctionEvent as a Chrome trace "X" event, ts relative to the
-    file's baseTimeNanoseconds."""
+def _event_json(e):
+    """One FunctionEvent as a Chrome trace "X" event, ts in torch's µs:
+    epoch ns = the file's baseTimeNanoseconds + ts * 1000."""
     dev = str(getattr(e, "device_type", "CPU")).split(".")[-1]
-    start = e.time_range.start - origin_us
+    start = e.time_range.start
     out = {"ph": "X", "name": e.name, "ts": round(start, 3),
            "dur": round(max(0.0, e.time_range.end - e.time_range.start), 3),
            "pid": os.getpid()}
@@ -335,15 +340,34 @@ def _event_json(e, origin_us):
     return out
 
 
-def _write_trace(path, events, t0_ns, meta):
+def _clock(events, anchors):
+    """(base_ns, clock events): base_ns + torch µs * 1000 = epoch ns. The
+    clock ops are the first aten::eye events; the tightest (before, after)
+    window is matched to its op's midpoint."""
+    eyes = sorted((e for e in events if e.name == "aten::eye"),
+                  key=lambda e: e.time_range.start)[:len(anchors)]
+    if not eyes:
+        return None, ()
+    (a, b), e = min(zip(anchors, eyes), key=lambda p: p[0][1] - p[0][0])
+    mid_us = (e.time_range.start + e.time_range.end) / 2.0
+    return int((a + b) // 2 - mid_us * 1000.0), eyes
+
+
+def _write_trace(path, events, anchors, meta):
     """Writes the trace atomically (.tmp, then rename). Runs on a writer thread."""
     try:
-        clock = [e for e in events if e.name == "servprof::clock"]
-        origin_us = clock[0].time_range.start if clock else 0.0
-        trace = {"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": t0_ns,
+        base, eyes = _clock(events, anchors)
+        if base is None:
+            _warn("the torch trace %s has no clock ops; not written" % path)
+            return
+        # The clock ops and what they ran inside them are ours, not the model's.
+        spans = [(e.thread, e.time_range.start, e.time_range.end) for e in eyes]
+        ours = set(id(e) for e in events
+                   if any(e.thread == t and s <= e.time_range.start and e.time_range.end <= x
+                          for t, s, x in spans))
+        trace = {"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": base,
                  "servprof": meta,
-                 "traceEvents": [_event_json(e, origin_us) for e in events
-                                 if e.name != "servprof::clock"]}
+                 "traceEvents": [_event_json(e) for e in events if id(e) not in ours]}
         tmp = path + ".tmp"
         # json.dumps, not json.dump: dump streams through the pure-Python
         # encoder (measured 8 s for 40k events against well under 1 s),
