@@ -11,7 +11,10 @@ serving throughput (output tokens/s, requests/s) for:
   on    collection on at INFO, "acl_task_time": 0 (service records only)
 
 in interleaved rounds (off, on, off, on ...; a fresh server each run), the
-median of each and the overhead (off - on) / off. Goal: <= 2 %. Then one
+median of each and the overhead (off - on) / off. Goal: <= 2 %. Also the
+server's CPU time (user + system, /proc/PID/stat) per output token while the
+load ran, best run of each mode: on a shared machine throughput follows the
+neighbours' load, CPU per token much less. Then one
 run with "acl_task_time": 3 and torch_prof_step_num N reports what the
 profiled steps cost — torch's profiler, not servprof: the median forward
 span in the profiled steps against the others, and the pause after the
@@ -53,6 +56,13 @@ def start(cfg):
     return p, int(line.rsplit(":", 1)[1])
 
 
+def cpu_s(pid):
+    """CPU time (user + system, all threads) of process pid so far, in s."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(p):
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=300)
@@ -68,15 +78,18 @@ def run(args, folder, mode, extra):
         json.dump(c, f)
     p, port = start(cfg)
     try:
+        cpu0 = cpu_s(p.pid)
         out = subprocess.run([args.load, "--port", str(port), "--requests", str(args.requests),
                               "--rate", "100000", "--concurrency", str(args.concurrency),
                               "--vocab", "256", "--prompt-len", "16:48", "--output-len", "16:32",
                               "--shared-prefix", "0", "--seed", "5", "--quiet",
                               "--summary-json", "-"],
                              capture_output=True, text=True, timeout=600, check=True).stdout
+        cpu = cpu_s(p.pid) - cpu0
     finally:
         stop(p)
     s = json.loads(out.strip().splitlines()[-1])
+    s["cpu_ms_per_token"] = 1000.0 * cpu / max(1, s["output_tokens"])
     if s["ok"] != args.requests:
         raise SystemExit("%s run: %d of %d requests ok" % (mode, s["ok"], args.requests))
     return s, prof
@@ -111,6 +124,7 @@ def main():
     folder = tempfile.mkdtemp(prefix="servprof-bench-torch-")
     tput = {"off": [], "on": []}
     reqs = {"off": [], "on": []}
+    cpu = {"off": [], "on": []}
     try:
         for r in range(args.rounds):
             for mode in ("off", "on"):
@@ -122,11 +136,16 @@ def main():
                 shutil.rmtree(prof, ignore_errors=True)
                 tput[mode].append(s["output_tokens_per_s"])
                 reqs[mode].append(s["request_throughput"])
-                print("round %d %-3s %8.1f output tokens/s %7.2f req/s" %
-                      (r + 1, mode, s["output_tokens_per_s"], s["request_throughput"]), flush=True)
+                cpu[mode].append(s["cpu_ms_per_token"])
+                print("round %d %-3s %8.1f output tokens/s %7.2f req/s %7.3f server CPU ms/token" %
+                      (r + 1, mode, s["output_tokens_per_s"], s["request_throughput"],
+                       s["cpu_ms_per_token"]), flush=True)
         off, on = statistics.median(tput["off"]), statistics.median(tput["on"])
         print("median: off %.1f, on %.1f output tokens/s; overhead (off - on) / off = %.2f %% "
               "(goal <= 2 %%)" % (off, on, 100.0 * (off - on) / off))
+        coff, con = min(cpu["off"]), min(cpu["on"])
+        print("server CPU per output token, best run: off %.3f ms, on %.3f ms; (on - off) / off "
+              "= %.2f %%" % (coff, con, 100.0 * (con - coff) / coff))
 
         s, prof = run(args, folder, "torch", {"acl_task_time": 3,
                                               "torch_prof_step_num": args.torch_steps})
