@@ -172,6 +172,18 @@ class Torch(unittest.TestCase):
                          sum(sum(e["name"] == "aten::addmm" for e in self.load_trace(t)["traceEvents"])
                              for t in traces))
 
+    @NEEDS_TORCH
+    def test_timelimit_stops_it(self):
+        d = T.tmpdir(self)
+        prof = os.path.join(d, "prof")
+        _, res = self.child(d, "until", 60, enable=1, timelimit=1, torch_prof_step_num=0)
+        self.assertFalse(res["running"], "the profiler stopped with the session")
+        traces = self.traces(prof)
+        self.assertEqual(len(traces), 1, traces)
+        tr = self.load_trace(traces[0])
+        self.assertEqual(tr["servprof"]["stopped"], "collection stopped")
+        self.assertGreaterEqual(tr["servprof"]["steps"], 1)
+
     def test_torch_missing_is_one_warning(self):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")

@@ -5,6 +5,8 @@ run step by step under servprof, as a serving loop would.
     torch_steps.py api STEPS       servprof.start(), STEPS steps, servprof.stop()
     torch_steps.py toggle CYCLES   collection switched on and off CYCLES times by
                                    editing the config file while a loop steps
+    torch_steps.py until LIMIT_S   steps while the session the config file started
+                                   runs (it has a timelimit), at most LIMIT_S seconds
 
 Each step is one `forward` span (domain Execute) around the model, then
 servprof.step(). Prints one JSON line: the session folders used.
@@ -103,5 +105,21 @@ def toggle(cycles):
     print(json.dumps({"sessions": sessions, "errors": errors}))
 
 
+def until(limit_s):
+    from servprof import _torch
+    run = make_model()
+    servprof.init()
+    d = servprof.session_dir()
+    end = time.monotonic() + limit_s
+    n = 0
+    while servprof.is_enabled() and time.monotonic() < end:
+        one_step(run)
+        n += 1
+        time.sleep(0.01)  # the loop's pace
+    one_step(run)  # the first step after the stop: the profiler follows
+    _torch.controller.wait_written()
+    print(json.dumps({"sessions": [d], "steps": n, "running": _torch.controller.prof is not None}))
+
+
 if __name__ == "__main__":
-    {"api": api, "toggle": toggle}[sys.argv[1]](int(sys.argv[2]))
+    {"api": api, "toggle": toggle, "until": until}[sys.argv[1]](int(sys.argv[2]))
