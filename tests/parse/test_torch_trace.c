@@ -21,20 +21,10 @@ static void put(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
+    if (!f)
+        return;
     fputs(text, f);
     fclose(f);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
 }
 
 int main(void)
@@ -65,7 +55,7 @@ int main(void)
 
     char path[400];
     snprintf(path, sizeof path, "%s/op_statistic.csv", out);
-    char *stat = slurp(path);
+    char *stat = check_slurp(path);
     CHECK(stat != NULL);
     /* Host: 60 µs in all (linear 30 + addmm 20 + 10); addmm 30/60 = 50 %. */
     CHECK(strstr(stat, "-1,cpu_op,aten::addmm,2,30.000,10.000,15.000,20.000,50.00\n") != NULL);
@@ -77,7 +67,7 @@ int main(void)
     free(stat);
 
     snprintf(path, sizeof path, "%s/op_summary.csv", out);
-    char *summ = slurp(path);
+    char *summ = check_slurp(path);
     CHECK(summ != NULL);
     /* Start = base + ts; stream = torch's thread. Wait = start - the end of
      * the op before it by start on that thread (as for kernels): the addmm
@@ -100,6 +90,5 @@ int main(void)
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_INT(system(cmd), 0);
-    printf("ok\n");
-    return 0;
+    CHECK_DONE();
 }

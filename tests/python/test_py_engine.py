@@ -11,7 +11,6 @@ Skipped, saying why, when python3-torch or python3-aiohttp is missing;
 test_without_torch checks the example's own message then.
 """
 
-import csv
 import glob
 import json
 import os
@@ -38,15 +37,8 @@ NEEDS = unittest.skipIf(MISSING, "python3-torch and python3-aiohttp are needed f
                         "(scripts/install-deps.sh installs them): %s" % MISSING)
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
-def events(path):
-    with open(path) as f:
-        d = json.load(f)
-    return d["traceEvents"] if isinstance(d, dict) else d
 
 
 class Server:
@@ -135,7 +127,7 @@ class Engine(unittest.TestCase):
             self.assertTrue(r["a"]["to"].startswith("req-"), r["a"])
 
         out = self.parse(d, prof)
-        reqs = read_csv(os.path.join(out, "request.csv"))
+        reqs = T.read_csv(os.path.join(out, "request.csv"))
         # The request is named by one of its two linked ids (which one is the
         # parser's rule: the upstream one once Link(front end, engine) is read so).
         self.assertEqual(sorted(int(r["http_rid"].split("-")[1]) for r in reqs), list(range(1, 25)))
@@ -144,7 +136,7 @@ class Engine(unittest.TestCase):
             self.assertTrue(0 < ttft <= float(r["execution_time(ms)"]), r)
             self.assertTrue(4 <= int(r["reply_token_size"]) <= 12, r)
             self.assertTrue(8 <= int(r["recv_token_size"]) <= 24, r)
-        batches = read_csv(os.path.join(out, "batch.csv"))
+        batches = T.read_csv(os.path.join(out, "batch.csv"))
         types = " ".join(b["batch_type"] for b in batches)
         self.assertIn("Prefill", types)
         self.assertIn("Decode", types)
@@ -162,7 +154,7 @@ class Engine(unittest.TestCase):
         with open(traces[0]) as f:
             self.assertEqual(json.load(f)["servprof"]["steps"], 5)
 
-        ev = events(os.path.join(self.parse(d, prof), "chrome_tracing.json"))
+        ev = T.trace_events(os.path.join(self.parse(d, prof), "chrome_tracing.json"))
         steps = [e for e in ev if e.get("name") == "torch_profiler"]
         self.assertEqual(len(steps), 5)
         pid = steps[0]["pid"]

@@ -12,7 +12,6 @@ Without python3-torch every test that needs it is skipped, saying why; the
 "torch missing" test runs anyway (it hides torch on purpose).
 """
 
-import csv
 import glob
 import json
 import os
@@ -35,15 +34,8 @@ NEEDS_TORCH = unittest.skipUnless(
     "the torch profiler path cannot run")
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
-def trace_events(path):
-    with open(path) as f:
-        d = json.load(f)
-    return d["traceEvents"] if isinstance(d, dict) else d
 
 
 class Torch(unittest.TestCase):
@@ -92,7 +84,7 @@ class Torch(unittest.TestCase):
         self.assertEqual(sum(r["name"] == "forward" for r in rows), 8)
 
         out = self.parse(d, prof)
-        ev = trace_events(os.path.join(out, "chrome_tracing.json"))
+        ev = T.trace_events(os.path.join(out, "chrome_tracing.json"))
         fwd = [e for e in ev if e.get("name") == "forward" and e.get("ph") == "X"]
         addmm = [e for e in ev if e.get("name") == "aten::addmm"]
         self.assertEqual(len(addmm), 10, "2 Linear layers x 5 profiled steps")
@@ -112,10 +104,10 @@ class Torch(unittest.TestCase):
         self.assertIn("Input Dims", addmm[0]["args"])
         self.assertEqual(sum(e.get("name") == "nn.Module: Linear" for e in ev), 10)
 
-        stat = {(r["Device_id"], r["Op Name"]): r for r in read_csv(os.path.join(out, "op_statistic.csv"))}
+        stat = {(r["Device_id"], r["Op Name"]): r for r in T.read_csv(os.path.join(out, "op_statistic.csv"))}
         self.assertEqual(int(stat[("-1", "aten::addmm")]["Count"]), 10)
         self.assertEqual(int(stat[("-1", "aten::relu")]["Count"]), 5)
-        summ = [r for r in read_csv(os.path.join(out, "op_summary.csv")) if r["Op Name"] == "aten::addmm"]
+        summ = [r for r in T.read_csv(os.path.join(out, "op_summary.csv")) if r["Op Name"] == "aten::addmm"]
         self.assertEqual(len(summ), 10)
         self.assertEqual({r["OP Type"] for r in summ}, {"cpu_op"})
         db = sqlite3.connect(os.path.join(out, "profiler.db"))
@@ -166,7 +158,7 @@ class Torch(unittest.TestCase):
                                     2 * (tr["servprof"]["steps"] - 1))
         self.assertFalse(glob.glob(os.path.join(prof, "**", "*.tmp"), recursive=True))
         out = self.parse(d, prof)
-        stat = [r for r in read_csv(os.path.join(out, "op_statistic.csv")) if r["Op Name"] == "aten::addmm"]
+        stat = [r for r in T.read_csv(os.path.join(out, "op_statistic.csv")) if r["Op Name"] == "aten::addmm"]
         self.assertEqual(len(stat), 1)
         self.assertEqual(int(stat[0]["Count"]),
                          sum(sum(e["name"] == "aten::addmm" for e in self.load_trace(t)["traceEvents"])
