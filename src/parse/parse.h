@@ -22,6 +22,7 @@
  *   stats.c      percentiles; summary.c the terminal summary; progress.c
  *   fmt.c        datetimes and numbers; plog.c messages
  *   parse.c      the driver; report_ops.c (samplers' issue) operator reports
+ *   torch_trace.c  torch profiler traces (acl_task_time 3): lanes, op rows
  *
  * Everything runs on one thread. Record strings (name, cat, args) belong to
  * SQLite and are valid only until the store's cursor steps again: modules
