@@ -148,7 +148,7 @@ static int generate(const char *dir, long long nreq, int tokens, int batch)
             int64_t at = w + i * 100000LL;
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"http-%lld\"}", r);
             row(&fe, at, 0, "httpReq", "Request", 1001, a);
-            snprintf(a, sizeof a, "{\"type\":3,\"from\":\"engine-%lld\",\"to\":\"http-%lld\"}", r, r);
+            snprintf(a, sizeof a, "{\"type\":3,\"from\":\"http-%lld\",\"to\":\"engine-%lld\"}", r, r);
             row(&en, at + 20000, 0, "Link", "Request", 2001, a);
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"QueueSize=\":%d,"
                                   "\"scope#QueueName\":\"WAITING\"}", r, i + 1);

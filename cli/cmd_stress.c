@@ -14,9 +14,10 @@
  * SERVICE_PROF_CONFIG_PATH through the normal runtime when it is set (so
  * "enable" in the file decides, and may change while it runs); otherwise
  * stress starts a session itself with the defaults. At the end it prints
- * records emitted, accepted, dropped, written, and the rate achieved.
- * Exit status: 0, 1 when records were dropped or the store failed, 2 on a
- * usage error.
+ * records emitted, accepted, dropped and not recorded (these three add up
+ * to the emitted), rows written, and the rate achieved.
+ * Exit status: 0, 1 when records were dropped, the store failed or
+ * collection could not start, 2 on a usage error.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -115,6 +116,26 @@ static const cli_verb stress_verb = {
     "otherwise a session is started with the defaults.",
     stress_options};
 
+/* What a failed servprof_init() means for the user, by its code: the
+ * library's own ERROR line (above) names the folder or key. */
+static const char *why_not_started(int rc, const char *cfg)
+{
+    static char buf[512];
+    switch (rc) {
+    case SERVPROF_EIO:
+    case SERVPROF_ESTORE:
+        return "the store could not be created under prof_dir (the folder cannot be created or written, or "
+               "the disk is full: the ERROR line above names it)";
+    case SERVPROF_ECONFIG:
+        snprintf(buf, sizeof buf, "the config file %s was rejected (the ERROR line above says why; "
+                 "check it with: servprof config check %s)", cfg, cfg);
+        return buf;
+    default:
+        snprintf(buf, sizeof buf, "%s (see the log above)", servprof_strerror(rc));
+        return buf;
+    }
+}
+
 int cmd_stress(int argc, char **argv)
 {
     stress_opts o = {2, 10000, 5};
@@ -137,13 +158,14 @@ int cmd_stress(int argc, char **argv)
     }
 
     const char *cfg = getenv("SERVICE_PROF_CONFIG_PATH");
-    int started = 0;
+    int started = 0, init_failed = 0;
     if (cfg && *cfg) {
         int rc = servprof_init();
-        if (rc != 0)
-            fprintf(stderr, "servprof stress: the library did not start (%s); see the log above\n",
-                    servprof_strerror(rc));
-        if (!servprof_is_enabled(SERVPROF_LEVEL_INFO))
+        if (rc != 0) {
+            init_failed = 1;
+            fprintf(stderr, "servprof stress: collection did not start: %s; this run records nothing\n",
+                    why_not_started(rc, cfg));
+        } else if (!servprof_is_enabled(SERVPROF_LEVEL_INFO))
             fprintf(stderr, "servprof stress: collection is off in %s (\"enable\" is not 1, or "
                     "profiler_level/domain exclude INFO BatchSchedule); records are not stored "
                     "unless it is enabled while this runs (servprof enable %s)\n", cfg, cfg);
@@ -190,15 +212,23 @@ int cmd_stress(int argc, char **argv)
 
     unsigned long long accepted = b.records - a.records, dropped = b.dropped - a.dropped;
     unsigned long long written = b.written - a.written, errors = b.write_errors - a.write_errors;
+    /* emitted = accepted + dropped + not recorded: a span whose begin was
+     * dropped has no end to record (its end call does nothing), and with
+     * collection off nothing is recorded at all. */
+    unsigned long long kept = accepted + dropped;
+    unsigned long long unrecorded = (unsigned long long)emitted > kept ? (unsigned long long)emitted - kept : 0;
     printf("threads:            %d\n", o.threads);
     printf("seconds:            %.2f\n", took);
-    printf("records emitted:    %ld (asked %.0f/s per thread)\n", emitted, o.rate);
+    printf("records emitted:    %ld (asked %.0f/s per thread; a span's begin and end are two)\n", emitted,
+           o.rate);
     printf("records accepted:   %llu\n", accepted);
-    printf("records dropped:    %llu\n", dropped);
+    printf("records dropped:    %llu (buffers full)\n", dropped);
+    printf("not recorded:       %llu (ends of spans whose begin was dropped, and records while "
+           "collection was off)\n", unrecorded);
     printf("rows written:       %llu (a span's begin and end make one row)\n", written);
     printf("write errors:       %llu\n", errors);
     printf("achieved rate:      %.0f records/s (%.0f per thread)\n", (double)emitted / took,
            (double)emitted / took / (o.threads ? o.threads : 1));
     printf("store:              %s\n", store);
-    return dropped || errors ? 1 : 0;
+    return dropped || errors || init_failed ? 1 : 0;
 }

@@ -294,7 +294,9 @@ SERVPROF_API void servprof_metric_scope(servprof_rec *r, const char *name, const
 SERVPROF_API void servprof_event(servprof_rec *r, const char *name);
 
 /* A link between two ids of one request (name "Link", args
- * {"type": 3, "from": from, "to": to}). */
+ * {"type": 3, "from": from, "to": to}). `from` is the upstream id (the front
+ * end's), `to` the downstream one (the engine's): reports name the request
+ * by `from`. */
 SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to);
 /* Shorthand: a link at INFO level without a domain. */
 SERVPROF_API void servprof_link(const char *from, const char *to);

@@ -63,6 +63,11 @@ void sp_sb_put(sp_sbuf *b, const char *s, size_t n)
     }
 }
 
+void sp_sb_reserve(sp_sbuf *b, size_t n)
+{
+    (void)grow(b, n);
+}
+
 static inline void putc_(sp_sbuf *b, char c)
 {
     if (b->len + 2 <= b->cap || grow(b, 1))
@@ -209,7 +214,9 @@ void sp_json_double(sp_sbuf *b, double v)
     }
     /* Integral values print as integers ("3", not "3.0"), as a JSON reader
      * reads them back to the same double either way. */
-    if (v == (double)(int64_t)v && fabs(v) < 9007199254740992.0) {
+    /* The range test first: converting a double beyond int64_t is
+     * undefined behaviour (clang's float-cast-overflow check). */
+    if (fabs(v) < 9007199254740992.0 && v == (double)(int64_t)v) {
         if (v == 0 && signbit(v))
             sp_sb_put(b, "-0.0", 4);
         else

@@ -19,6 +19,8 @@ typedef struct sp_sbuf {
 
 void sp_sb_free(sp_sbuf *b);
 void sp_sb_put(sp_sbuf *b, const char *s, size_t n);
+/* Makes room for n more bytes (and a NUL) without writing them. */
+void sp_sb_reserve(sp_sbuf *b, size_t n);
 static inline void sp_sb_clear(sp_sbuf *b)
 {
     b->len = 0;

@@ -9,9 +9,10 @@
  *   watch     (watch.c)     a thread that notices edits of the config file
  *   session   (session.c)   the session folder shared by the processes of a host
  *   runtime   (runtime.c)   process life: init, start/stop, limits, fork, exit
- *   recorder  (record.c, tbuf.c, writer.c, store.c, args.c)
+ *   recorder  (record.c, tbuf.c, writer.c, store.c, args.c, msgdec.c)
  *                           the hot path, per-thread buffers, the writer thread
- *                           and the SQLite raw store
+ *                           and the SQLite raw store; msgdec.c decodes the
+ *                           drop-in's messages (ext.h: its entry points)
  *   samplers  (sampler*.c)  host / GPU / device-activity background sampling
  *
  * The runtime is the only caller of sp_recorder_* and sp_samplers_*, and

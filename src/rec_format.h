@@ -23,6 +23,12 @@
  *   BOOL             u8         SCOPE                u16 length + bytes
  *   INT_ARR, DBL_ARR u32 count + count * 8 bytes
  *   ARR, OBJ         (nothing: a container opens)   END  (no key) closes one
+ *   MSG              u16 length + bytes: a message in the reference
+ *                    collector's text (JSON or `^key^:value,`), copied as
+ *                    given by the drop-in library (src/dropin/); the writer
+ *                    decodes it (msgdec.c). Its key is "" when the record
+ *                    carries its own name and domain, "x" when they are to
+ *                    be taken from the message (the legacy MarkEvent form).
  *
  * GAUGE, INC and SCOPE keep the bare metric name as key; the writer adds the
  * reference tool's "=", "+" and "scope#" so the caller never concatenates.
@@ -57,6 +63,7 @@ enum sp_attr_tag {
     SP_TAG_GAUGE = 11,
     SP_TAG_INC = 12,
     SP_TAG_SCOPE = 13,
+    SP_TAG_MSG = 14,
 };
 
 typedef struct sp_rec_hdr {

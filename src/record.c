@@ -45,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ext.h"
 #include "internal.h"
 #include "rec_format.h"
 #include "rec_state.h"
@@ -536,6 +537,22 @@ SERVPROF_API void servprof_attr_strn(servprof_rec *r, const char *key, const cha
 SERVPROF_API void servprof_attr_json(servprof_rec *r, const char *key, const char *json)
 {
     attr_str_k(r, SP_TAG_JSON, key, SIZE_MAX, json, SIZE_MAX);
+}
+
+/* The drop-in's message (ext.h): copied as given, decoded by the writer. */
+SERVPROF_API void servprof__attr_msg(servprof_rec *r, int take_name_domain, const char *msg,
+                                     size_t len)
+{
+    sp_tbuf *tb = building(r);
+    if (!tb)
+        return;
+    if (__builtin_expect(!msg, 0))
+        len = null_str(&msg);
+    if (__builtin_expect(len > SERVPROF__MSG_MAX, 0)) {
+        len = SERVPROF__MSG_MAX;
+        sp_count(&sp_rec_count.truncated, 1);
+    }
+    put_attr(tb, SP_TAG_MSG, take_name_domain ? "x" : "", take_name_domain ? 1 : 0, msg, len, 1);
 }
 
 static inline void attr_num_k(servprof_rec *r, uint8_t tag, const char *key, size_t kn,

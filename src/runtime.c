@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ext.h"
 #include "fsutil.h"
 #include "internal.h"
 #include "runtime.h"
@@ -84,6 +85,26 @@ typedef struct filter_node {
     struct filter_node *next;
 } filter_node;
 static filter_node *filters;
+
+/* The drop-in's observer of transitions (ext.h); called under rt_mu. */
+static _Atomic(servprof__observer) observer;
+static int metric_told; /* the metric_enable last reported to the observer */
+
+static void tell(int what, int on, int by_exit)
+{
+    servprof__observer fn = atomic_load(&observer);
+    if (fn)
+        fn(what, on, by_exit);
+}
+
+/* Reports a change of "metric_enable" in the config in force. */
+static void tell_metric_locked(void)
+{
+    if (cur.metric_enable != metric_told) {
+        metric_told = cur.metric_enable;
+        tell(SERVPROF__SWITCH_METRIC, metric_told, 0);
+    }
+}
 
 static void lock(void)
 {
@@ -189,6 +210,7 @@ static int start_locked(void)
     assert(cur.profiler_level >= SERVPROF_LEVEL_ERROR && cur.profiler_level <= SERVPROF_LEVEL_VERBOSE);
     atomic_store_explicit(&servprof__level, cur.profiler_level, memory_order_release);
     sp_samplers_start(&sess, &cur);
+    tell(SERVPROF__SWITCH_COLLECTION, 1, 0);
     sp_log(SP_LOG_INFO, "Profiler Enabled Successfully! Output path: %s (this process: %s)",
            sess.dir, sess.store_path);
     return 0;
@@ -206,6 +228,7 @@ static int stop_locked(int close_generation, const char *why)
     collecting = 0;
     atomic_store(&deadline_ns, 0);
     atomic_store(&step_limit, 0);
+    tell(SERVPROF__SWITCH_COLLECTION, 0, shutting);
     sp_log(SP_LOG_INFO, "Profiler Disabled Successfully! (%s) Data is in %s", why, sess.dir);
     return 0;
 }
@@ -260,6 +283,7 @@ static void on_changed(void)
     }
     sp_config old = cur;
     cur = next;
+    tell_metric_locked();
     if (next.enable != file_enable) {
         file_enable = next.enable;
         self_wrote = 0;
@@ -463,6 +487,8 @@ static int init_locked(void)
     start_failed = 0;
     self_wrote = 0;
     int rc = read_initial_config();
+    metric_told = 0;
+    tell_metric_locked();
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
     atomic_store(&ready, 1);
     if (file_enable) {
@@ -643,4 +669,31 @@ SERVPROF_API int servprof_store_path(char *buf, size_t len)
     int rc = collecting ? copy_out(sess.store_path, buf, len) : SERVPROF_ESTATE;
     unlock();
     return rc;
+}
+
+/* ---- the drop-in's view (ext.h) ------------------------------------------ */
+
+SERVPROF_API void servprof__observe(servprof__observer fn)
+{
+    atomic_store(&observer, fn);
+}
+
+SERVPROF_API void servprof__config_view(servprof__cfg *out)
+{
+    ensure();
+    lock();
+    memset(out, 0, sizeof *out);
+    out->collecting = collecting;
+    out->metric_enable = cur.metric_enable;
+    out->profiler_level = cur.profiler_level;
+    out->acl_task_time = cur.acl_task_time;
+    out->acl_prof_task_time_level = cur.acl_prof_task_time_level;
+    out->torch_prof_stack = cur.torch_prof_stack;
+    out->torch_prof_modules = cur.torch_prof_modules;
+    out->torch_prof_step_num = cur.torch_prof_step_num;
+    snprintf(out->aicore_metrics, sizeof out->aicore_metrics, "%s", cur.aclprof_aicore_metrics);
+    snprintf(out->prof_dir, sizeof out->prof_dir, "%s", cur.prof_dir);
+    if (collecting)
+        snprintf(out->session_dir, sizeof out->session_dir, "%s", sess.dir);
+    unlock();
 }

@@ -63,6 +63,7 @@
 
 #include "args.h"
 #include "internal.h"
+#include "msgdec.h"
 #include "rec_format.h"
 #include "rec_spans.h"
 #include "rec_state.h"
@@ -93,6 +94,7 @@ typedef struct writer {
     uint8_t *linear; /* a record that wraps the ring, made contiguous */
     size_t linear_cap;
     sp_span_table spans;
+    sp_msg msg; /* the drop-in's message of the record in hand (msgdec.h) */
     unsigned meta_gen, proc_gen;
     int64_t txn_since; /* monotonic ns when the open transaction began; 0 none */
     int64_t ckpt_wait_since; /* monotonic ns the wait for a checkpoint began; 0 none */
@@ -311,21 +313,29 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     const char *cat = read_str(&p, end, &cl), *name = "";
     cat = sp_utf8_clean(&w->clean_cat, cat, cl, &cl);
     sp_sb_clear(&w->members);
-    if (sp_args_members(&w->members, &p, end, &w->bad_json) != 0) {
+    sp_msg_reset(&w->msg);
+    int has_msg = sp_msg_take(&w->msg, &w->members, &p, end); /* drop-in records (msgdec.c) */
+    w->bad_json += (uint64_t)w->msg.malformed;
+    if (has_msg < 0 || sp_args_members(&w->members, &p, end, &w->bad_json) != 0) {
         sp_log(SP_LOG_ERROR, "internal: malformed record (kind %d, %zu bytes); args dropped",
                h.kind, len);
         sp_sb_clear(&w->members);
     }
+    int type = h.kind == SP_REC_EVENT ? 0 : 2;
     switch (h.kind) {
     case SP_REC_EVENT:
         name = read_str(&p, end, &nl);
         name = sp_utf8_clean(&w->clean_name, name, nl, &nl);
-        make_args(w, 0, "", 0, w->members.p, w->members.len);
+        if (!sp_msg_apply(&w->msg, 1, &name, &nl, &cat, &cl, &type))
+            break; /* the message's domain is filtered out */
+        make_args(w, type, "", 0, w->members.p, w->members.len);
         add_row(w, h.ts, 0, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
         break;
     case SP_REC_SPAN_AT:
         name = read_str(&p, end, &nl);
         name = sp_utf8_clean(&w->clean_name, name, nl, &nl);
+        if (!sp_msg_apply(&w->msg, 0, &name, &nl, &cat, &cl, &type))
+            break;
         make_args(w, 2, "", 0, w->members.p, w->members.len);
         add_row(w, h.ts, h.ts2 - h.ts, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
         break;
@@ -536,13 +546,15 @@ static void finish_session(writer *w)
     sp_spans_drain(&w->spans, unended, w);
     uint64_t never = atomic_load_explicit(&sp_rec_count.span_never_ended, memory_order_relaxed) -
                      never_before;
+    /* Meta counts this session's, also those the drop-in found (ext.h). */
+    uint64_t never_meta = counter_now(0) - w->counts_at_open[0];
     uint64_t records, dropped;
     sp_tbuf_totals(&records, &dropped);
     dropped -= w->dropped_at_open;
     commit(w); /* the rows first: Meta below counts them */
     begin_if_needed(w);
     put_meta_u64(w, "dropped_records", dropped);
-    put_meta_u64(w, "spans_never_ended", never);
+    put_meta_u64(w, "spans_never_ended", never_meta);
     put_meta_u64(w, "span_double_end", counter_now(1) - w->counts_at_open[1]);
     put_meta_u64(w, "truncated_strings", counter_now(2) - w->counts_at_open[2]);
     put_meta_u64(w, "bad_input", counter_now(3) - w->counts_at_open[3] + w->bad_json);
@@ -839,6 +851,7 @@ void sp_recorder_close(void)
     w->linear = NULL;
     w->linear_cap = 0;
     sp_spans_free(&w->spans);
+    sp_msg_free(&w->msg);
     w_open = 0;
 }
 

@@ -55,7 +55,7 @@ int ins_link(const tl_request *r)
     servprof_rec *x = servprof_rec_begin(L, NULL);
     if (!x)
         return 0;
-    servprof_link_rec(x, r->engine_id, r->http_id);
+    servprof_link_rec(x, r->http_id, r->engine_id); /* front end first: reports name it */
     return 1;
 }
 
@@ -67,7 +67,7 @@ int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
     servprof_res_str(x, r->http_id);
     servprof_metric(x, "recvTokenSize", r->n_prompt);
     servprof_metric(x, "replyTokenSize", reply_tokens);
-    servprof_attr_str(x, "status", status);
+    servprof_attr_str(x, "outcome", status); /* not "status": the reference reads that as a queue state */
     servprof_event(x, "httpRes");
     if (!r->link_recorded)
         ins_link(r); /* it began before collection was on: join its ids now */
@@ -88,7 +88,7 @@ void ins_queue(const char *event, const char *queue, const tl_request *r, int qu
 static const char *batch_type(const tl_batch *b)
 {
     if (b->n_prefill && b->n_decode)
-        return "Prefill,Decode";
+        return "Prefill, Decode";
     return b->n_prefill ? "Prefill" : "Decode";
 }
 
@@ -166,25 +166,6 @@ void ins_cache_hit(const tl_request *r, int hit_tokens)
     servprof_attr_double(x, "hitCache", r->n_tokens ? (double)hit_tokens / r->n_tokens : 0.0);
     servprof_attr_int(x, "hit_tokens", hit_tokens);
     servprof_event(x, "CacheHitRate");
-}
-
-static void kv_event(const char *name, const tl_request *r, int n_blocks, const kv_pool *kv)
-{
-    servprof_rec *x = servprof_rec_begin(L, "KVCache");
-    servprof_res_str(x, r->engine_id);
-    servprof_metric(x, "deviceBlock", kv_free_blocks(kv));
-    servprof_attr_int(x, "blocks", n_blocks);
-    servprof_event(x, name);
-}
-
-void ins_kv_allocate(const tl_request *r, int n_blocks, const kv_pool *kv)
-{
-    kv_event("Allocate", r, n_blocks, kv);
-}
-
-void ins_kv_free(const tl_request *r, int n_blocks, const kv_pool *kv)
-{
-    kv_event("Free", r, n_blocks, kv);
 }
 
 void ins_kv_status(const tl_batch *b, const kv_pool *kv)

@@ -7,8 +7,8 @@
  *
  * Ids: front-end records (httpReq, tokenize, detokenize, httpRes) name the
  * HTTP id; scheduler, KV cache and execution records name the engine id; a
- * Link row {from: engine id, to: HTTP id} ties the two (the parser reports
- * requests under the id linked *to*). The link is recorded at submission
+ * Link row {from: HTTP id, to: engine id} ties the two (the parser reports
+ * requests under the id a link comes *from*, as the reference does). The link is recorded at submission
  * and again at the end, so a request that began before collection was
  * switched on still has its two ids joined. Thread-safe (libservprof is).
  */
@@ -36,7 +36,7 @@ int ins_link(const tl_request *r);
  * Recorded at INFO for a request's first tokens, at DETAILED after. */
 void ins_detokenize(const tl_request *r, int n, int n_out);
 /* The request ends: returns 1 when the record was taken (collection on).
- * status: "ok", "aborted" or "rejected". */
+ * outcome: "ok", "aborted" or "rejected" (attribute `outcome`). */
 int ins_http_res(const tl_request *r, const char *status, int reply_tokens);
 
 /* Scheduler. */
@@ -47,9 +47,9 @@ void ins_model_exec_end(servprof_span s, const tl_batch *b);
 void ins_forward(const tl_batch *b, int64_t t0, int64_t t1);
 void ins_cache_hit(const tl_request *r, int hit_tokens);
 
-/* KV cache. */
-void ins_kv_allocate(const tl_request *r, int n_blocks, const kv_pool *kv);
-void ins_kv_free(const tl_request *r, int n_blocks, const kv_pool *kv);
+/* KV cache: one KVCacheStatus per step. No per-request Allocate/Free
+ * events: the reference parser reads those as its old KV format, which it
+ * cannot mix with KVCacheStatus (it loses batch.csv's KV columns). */
 void ins_kv_status(const tl_batch *b, const kv_pool *kv);
 
 #endif

@@ -136,7 +136,8 @@ class Profiler:
 
     def link(self, from_rid: Any, to_rid: Any) -> "Profiler":
         """Records that from_rid and to_rid name the same request
-        (name "Link", args type 3). Ids are recorded as strings."""
+        (name "Link", args type 3). Ids are recorded as strings. from_rid is
+        the upstream (front-end) id: reports name the request by it."""
         if self._on:
             r = None
             try:

@@ -55,6 +55,30 @@ static const unsigned char stop[256] = {
     X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1),
 };
 
+static int hexval(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Length of the escape at p ('\\' then one of "\\/bfnrt or uXXXX), 0 if
+ * malformed or cut short. */
+static int escape_len(const unsigned char *p, const unsigned char *e)
+{
+    if (e - p < 2)
+        return 0;
+    switch (p[1]) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return 2;
+    case 'u':
+        if (e - p < 6)
+            return 0;
+        for (int i = 2; i < 6; i++)
+            if (hexval(p[i]) < 0)
+                return 0;
+        return 6;
+    default: return 0;
+    }
+}
+
 static int str(J *j, spp_str *out)
 {
     if (j->p >= j->e || *j->p != '"')
@@ -70,8 +94,14 @@ static int str(J *j, spp_str *out)
         if (*p == '"')
             break;
         if (*p == '\\') {
-            esc = 1; /* skip the escaped byte */
-            p += 2;
+            /* Escapes are checked here, so that a text called valid can be
+             * copied verbatim into chrome_tracing.json and spp_str_copy()
+             * never meets a malformed one. */
+            esc = 1;
+            int n = escape_len(p, e);
+            if (!n)
+                return j->err = 1, 0;
+            p += n;
             continue;
         }
         int n = spp_utf8_len((const char *)p, (const char *)e);
@@ -239,8 +269,50 @@ static void skip(J *j, int depth)
     }
 }
 
-/* A numeric value, or a string holding a number. */
+/* Values out of range, since the last spp_args_range_reset(): counted, not
+ * used. The parser runs on one thread. */
+static long long range_errors;
+
+long long spp_args_range_errors(void) { return range_errors; }
+void spp_args_range_reset(void) { range_errors = 0; }
+
+/* Largest magnitude a numeric value may have: 2^53, beyond which a double
+ * no longer holds every integer (no token count, block count or byte
+ * count comes near it). Larger values and infinities are treated as
+ * absent (NAN) and counted, so that no report ever converts an
+ * unrepresentable double to an integer (undefined behaviour in C). */
+#define NUM_LIMIT 9007199254740992.0
+
+static double bounded(double d)
+{
+    if (isnan(d) || (d >= -NUM_LIMIT && d <= NUM_LIMIT))
+        return d;
+    range_errors++;
+    return NAN;
+}
+
+/* An int-valued key (iter, type, scope#device, scope#cpu): -1 when absent,
+ * and when out of int's range (counted). */
+static int to_int(double d)
+{
+    if (isnan(d))
+        return -1;
+    if (d > -2147483649.0 && d < 2147483648.0)
+        return (int)d;
+    range_errors++;
+    return -1;
+}
+
+static double numval_raw(J *j);
+
+/* A numeric value, or a string holding a number; NAN when absent, not a
+ * number or out of range (bounded()). */
 static double numval(J *j)
+{
+    return bounded(numval_raw(j));
+}
+
+static double numval_raw(J *j)
 {
     const char *p = j->p, *e = j->e;
     if (p < e && (unsigned)(*p - '0') < 10) {
@@ -372,11 +444,10 @@ static void rid_entry(J *j, spp_args *a)
         if (key < 0)
             return;
         guess = key + 1;
-        double d;
         switch (key) {
         case EK_RID: idval(j, &r->rid); break;
-        case EK_ITER: d = numval(j); r->iter = isnan(d) ? -1 : (int)d; break;
-        case EK_TYPE: d = numval(j); r->type = isnan(d) ? -1 : (int)d; break;
+        case EK_ITER: r->iter = to_int(numval(j)); break;
+        case EK_TYPE: r->type = to_int(numval(j)); break;
         case EK_SCHED: r->sched_tokens = numval(j); break;
         case EK_PROMPT: r->prompt_tokens = numval(j); break;
         case EK_COMPUTED: r->computed_tokens = numval(j); break;
@@ -458,7 +529,6 @@ static void reset(spp_args *a)
 
 static void member(J *j, spp_args *a, spp_str k)
 {
-    double d;
     switch (k.p[0]) {
     case 'r':
         if (KEY("rid"))
@@ -471,11 +541,8 @@ static void member(J *j, spp_args *a, spp_str k)
             return (void)(a->rss = numval(j));
         break;
     case 't':
-        if (KEY("type")) {
-            d = numval(j);
-            a->type = isnan(d) ? -1 : (int)d;
-            return;
-        }
+        if (KEY("type"))
+            return (void)(a->type = to_int(numval(j)));
         if (KEY("to"))
             return idval(j, &a->to);
         if (KEY("total="))
@@ -490,16 +557,10 @@ static void member(J *j, spp_args *a, spp_str k)
             idval(j, &a->status);
             return;
         }
-        if (KEY("scope#device")) {
-            d = numval(j);
-            a->device = isnan(d) ? -1 : (int)d;
-            return;
-        }
-        if (KEY("scope#cpu")) {
-            d = numval(j);
-            a->cpu_index = isnan(d) ? -1 : (int)d;
-            return;
-        }
+        if (KEY("scope#device"))
+            return (void)(a->device = to_int(numval(j)));
+        if (KEY("scope#cpu"))
+            return (void)(a->cpu_index = to_int(numval(j)));
         if (KEY("spec_decode_accepted_by_req")) {
             ws(j);
             const char *s = j->p;
@@ -620,51 +681,101 @@ void spp_args_decode(spp_args *a, const char *text, int len)
     a->valid = j.p == j.e;
 }
 
+/* UTF-8 of code point v into o (room checked by the caller): 1..4 bytes. */
+static int put_utf8(char *o, unsigned v)
+{
+    if (v < 0x80) {
+        o[0] = (char)v;
+        return 1;
+    }
+    if (v < 0x800) {
+        o[0] = (char)(0xC0 | v >> 6);
+        o[1] = (char)(0x80 | (v & 0x3F));
+        return 2;
+    }
+    if (v < 0x10000) {
+        o[0] = (char)(0xE0 | v >> 12);
+        o[1] = (char)(0x80 | ((v >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (v & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | v >> 18);
+    o[1] = (char)(0x80 | ((v >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((v >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (v & 0x3F));
+    return 4;
+}
+
+static unsigned hex4(const char *p)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval((unsigned char)p[i]);
+        v = v * 16 + (unsigned)(h < 0 ? 0 : h);
+    }
+    return v;
+}
+
+/* The code point of the \u escape at p[0..5] (and of the low surrogate
+ * that follows a high one: *used = 12 then, else 6). NUL and unpaired
+ * surrogates become U+FFFD, the replacement character: an id is a C string
+ * in the reports (a NUL would cut it), and a lone surrogate has no UTF-8. */
+static unsigned u_escape(const char *p, const char *e, int *used)
+{
+    unsigned v = hex4(p + 2);
+    *used = 6;
+    if (v >= 0xD800 && v < 0xDC00 && e - p >= 12 && p[6] == '\\' && p[7] == 'u') {
+        unsigned lo = hex4(p + 8);
+        if (lo >= 0xDC00 && lo < 0xE000) {
+            *used = 12;
+            return 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+        }
+    }
+    if (v == 0 || (v >= 0xD800 && v < 0xE000))
+        return 0xFFFD;
+    return v;
+}
+
+/* The text of a string exactly as JSON defines it (str() checked every
+ * escape): \uXXXX to UTF-8, surrogate pairs joined into one 4-byte
+ * sequence (not two 3-byte ones: CESU-8), so an id escaped by one writer
+ * (Python's json.dumps escapes non-ASCII) and raw from another (C) are the
+ * same bytes. The unescaped text is never longer than s.n. Cut at cap-1
+ * bytes, never inside a UTF-8 sequence. */
 int spp_str_copy(spp_str s, char *buf, int cap)
 {
     int o = 0;
     if (cap <= 0)
         return 0;
-    for (int i = 0; i < s.n && o < cap - 1; i++) {
-        char c = s.p[i];
-        if (s.esc && c == '\\' && i + 1 < s.n) {
-            c = s.p[++i];
-            switch (c) {
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'u': {
-                /* \uXXXX: ASCII kept, the rest as UTF-8 (BMP only). */
-                unsigned v = 0;
-                int k = 0;
-                for (; k < 4 && i + 1 < s.n; k++) {
-                    char h = s.p[++i];
-                    v = v * 16 + (unsigned)(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
+    const char *p = s.p, *e = s.p + s.n;
+    while (p < e) {
+        char u[4];
+        int n = 1;
+        if (!s.esc || *p != '\\' || e - p < 2) {
+            u[0] = *p++;
+        } else {
+            switch (p[1]) {
+            case 'n': u[0] = '\n'; p += 2; break;
+            case 't': u[0] = '\t'; p += 2; break;
+            case 'r': u[0] = '\r'; p += 2; break;
+            case 'b': u[0] = '\b'; p += 2; break;
+            case 'f': u[0] = '\f'; p += 2; break;
+            case 'u':
+                if (e - p >= 6) {
+                    int used;
+                    n = put_utf8(u, u_escape(p, e, &used));
+                    p += used;
+                    break;
                 }
-                if (v < 0x80) {
-                    c = (char)v;
-                } else if (v < 0x800) {
-                    if (o < cap - 2) {
-                        buf[o++] = (char)(0xC0 | v >> 6);
-                        c = (char)(0x80 | (v & 0x3F));
-                    } else
-                        continue;
-                } else {
-                    if (o < cap - 3) {
-                        buf[o++] = (char)(0xE0 | v >> 12);
-                        buf[o++] = (char)(0x80 | ((v >> 6) & 0x3F));
-                        c = (char)(0x80 | (v & 0x3F));
-                    } else
-                        continue;
-                }
+                u[0] = *p++; /* cut short (not from str()): kept as it is */
                 break;
-            }
-            default: break; /* \" \\ \/ */
+            default: u[0] = p[1]; p += 2; break; /* \" \\ \/ */
             }
         }
-        buf[o++] = c;
+        if (o + n > cap - 1)
+            break;
+        memcpy(buf + o, u, (size_t)n);
+        o += n;
     }
     buf[o] = 0;
     return o;

@@ -6,12 +6,18 @@
  *
  * The rid list of a step is JSON (args.c) and each entry's `type` (0
  * prefill, 1 decode; else iter 0 = prefill) splits the batch. KV columns
- * come from the nearest KVCacheStatus of the same process at or after the
- * step start, which is a look-ahead: rows wait in a per-process FIFO until
- * that record arrives (bounded: beyond MAX_PENDING the oldest goes out with
- * empty KV columns). An execution that carries no rid list takes the one of
- * the schedule step it runs, matched by process and order (FIFO), never by
- * comparing printed id lists.
+ * belong to the step: a schedule step takes the first KVCacheStatus of the
+ * same process at or after its start (the scheduler reports the KV state
+ * once it has placed the step's blocks), and the execution of that step
+ * takes the same state — not the next step's, which often comes before the
+ * execution ends. That is a look-ahead: rows wait in a per-process FIFO
+ * until the record arrives (bounded: beyond MAX_PENDING the oldest goes
+ * out with empty KV columns); rows still waiting at the end take the
+ * process's last KVCacheStatus, as the reference does. An execution is
+ * matched to the schedule step it runs by process and order (FIFO), never
+ * by comparing printed id lists; one that carries no rid list takes the
+ * step's list. An execution with no schedule step (a server that records
+ * execution only) takes the first KVCacheStatus at or after its start.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +26,21 @@
 
 #define MAX_PENDING 4096
 #define SCHED_FIFO 64
-enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_PSIZE, C_DSIZE,
-       C_PTOK, C_DTOK, C_TTOK, C_KV0, C_DP = C_KV0 + 6, C_START, C_END, C_ACC, C_ACCPOS, C_N };
+#define STEP_TYPES 64 /* schedule steps remembered for their forwards */
+
+/* The reference's column order; ours (accepted_ratio*) after it. */
+enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_KV0,
+       C_PSIZE = C_KV0 + 6, C_DSIZE, C_PTOK, C_DTOK, C_TTOK, C_DP, C_START, C_END, C_ACC, C_ACCPOS, C_N };
 
 static const spp_col cols[C_N] = {
     {"name", "TEXT"}, {"res_list", "TEXT"}, {"start_datetime", "TEXT"}, {"end_datetime", "TEXT"},
     {"during_time(ms)", "REAL"}, {"batch_type", "TEXT"}, {"prof_id", "TEXT"}, {"batch_size", "INTEGER"},
+    {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
+    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
+    {"kvcache_usage_rate", "REAL"},
     {"prefill_batch_size", "INTEGER"}, {"decode_batch_size", "INTEGER"},
     {"prefill_scheduled_tokens", "INTEGER"}, {"decode_scheduled_tokens", "INTEGER"},
-    {"total_scheduled_tokens", "INTEGER"}, {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
-    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
-    {"kvcache_usage_rate", "REAL"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
+    {"total_scheduled_tokens", "INTEGER"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
     {"end_time(ms)", "REAL"}, {"accepted_ratio", "REAL"}, {"accepted_ratio_per_pos", "TEXT"},
 };
 
@@ -69,19 +79,35 @@ static void enqueue(spp_model *m, spp_store_state *st, spp_pending *p)
     }
 }
 
+static void set_kv(spp_pending *p, const double kv[6])
+{
+    for (int i = 0; i < 5; i++)
+        p->vals[C_KV0 + i] = num_or_null(kv[i]);
+    p->vals[C_KV0 + 5] = spp_v_real(kv[5]);
+    p->kv_set = 1;
+}
+
+/* A KVCacheStatus of `store`: completes the rows waiting for it, and the
+ * schedule steps whose executions are still to come. */
 void spp_batch_kv(spp_model *m, int store, const double kv[6])
 {
     spp_store_state *st = &m->st[store];
     while (st->pend_head) {
         spp_pending *p = st->pend_head;
         st->pend_head = p->next;
-        for (int i = 0; i < 5; i++)
-            p->vals[C_KV0 + i] = num_or_null(kv[i]);
-        p->vals[C_KV0 + 5] = spp_v_real(kv[5]);
+        if (!p->kv_set)
+            set_kv(p, kv);
         emit(m, p);
     }
     st->pend_tail = NULL;
     st->npend = 0;
+    for (int i = 0; i < st->sched_n; i++) {
+        spp_pending *p = (spp_pending *)st->sched_fifo[(st->sched_head + i) % SCHED_FIFO];
+        if (!p->kv_set)
+            set_kv(p, kv);
+    }
+    memcpy(st->last_kv, kv, sizeof st->last_kv);
+    st->have_last_kv = 1;
 }
 
 static void sched_push(spp_store_state *st, const spp_val *v)
@@ -112,9 +138,7 @@ typedef struct acc_ctx { spp_model *m; spp_store_state *st; double *acc; } acc_c
 static void acc_member(spp_str key, double v, void *c)
 {
     acc_ctx *a = c;
-    char buf[512];
-    int n = spp_str_copy(key, buf, sizeof buf);
-    int node = spp_ids_find(a->m->ids, buf, n);
+    int node = spp_ids_find_str(a->m->ids, key);
     if (node < 0 || isnan(v))
         return;
     int root = spp_ids_root(a->m->ids, node);
@@ -145,8 +169,12 @@ static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
             have = 1;
             sa += acc[i];
             sd += st->spec_drafted[i];
-            if ((int)st->spec_drafted[i] > maxd)
-                maxd = (int)st->spec_drafted[i];
+            /* only positions 1..64 are reported: clamped before the cast
+             * (a double beyond int is undefined behaviour to convert) */
+            double dd = st->spec_drafted[i];
+            int d = dd > 64 ? 64 : dd < 0 ? 0 : (int)dd;
+            if (d > maxd)
+                maxd = d;
         }
         if (have && sd > 0) {
             p->vals[C_ACC] = spp_v_real(sa / sd);
@@ -174,6 +202,41 @@ static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
     st->spec_n = 0;
 }
 
+/* Keeps the schedule step's request set and type for the forwards that
+ * run it (in this or another process). */
+static void remember_step_type(spp_model *m, const spp_val *type)
+{
+    if (type->kind != SPP_TEXT || !m->nroots)
+        return;
+    if (!m->step_types)
+        m->step_types = calloc(STEP_TYPES, sizeof *m->step_types);
+    struct spp_step_type *t = &m->step_types[m->step_types_next];
+    m->step_types_next = (m->step_types_next + 1) % STEP_TYPES;
+    if (m->nstep_types < STEP_TYPES)
+        m->nstep_types++;
+    t->roots = realloc(t->roots, (size_t)m->nroots * sizeof *t->roots);
+    memcpy(t->roots, m->roots, (size_t)m->nroots * sizeof *t->roots);
+    t->nroots = m->nroots;
+    int n = type->n < (int)sizeof t->type - 1 ? type->n : (int)sizeof t->type - 1;
+    memcpy(t->type, type->s, (size_t)n);
+    t->type[n] = 0;
+}
+
+const char *spp_batch_step_type(spp_model *m)
+{
+    for (int i = 1; i <= m->nstep_types; i++) { /* newest first */
+        struct spp_step_type *t = &m->step_types[(m->step_types_next - i + STEP_TYPES) % STEP_TYPES];
+        if (t->nroots != m->nroots)
+            continue;
+        int j = 0;
+        while (j < t->nroots && spp_ids_root(m->ids, t->roots[j]) == m->roots[j])
+            j++;
+        if (j == t->nroots)
+            return t->type;
+    }
+    return NULL;
+}
+
 void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
 {
     const spp_args *a = &m->args;
@@ -187,11 +250,11 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     v[C_NAME] = spp_v_text(r->name, -1);
     v[C_START_DT] = spp_v_text(sdt, -1);
     v[C_END_DT] = spp_v_text(edt, -1);
-    v[C_DUR] = spp_v_ms((double)r->dur / 1e6);
+    v[C_DUR] = spp_v_ns(r->dur);
     v[C_PROF] = spp_v_text(r->store->prof_id, -1);
     v[C_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
-    v[C_START] = spp_v_ms((double)r->ts / 1e6);
-    v[C_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    v[C_START] = spp_v_ns(r->ts);
+    v[C_END] = spp_v_ns(r->ts + r->dur);
     char type_buf[64];
     spp_pending *sched = NULL;
     if (a->rid_kind == 2 || a->rid_kind == 1) {
@@ -231,7 +294,7 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
             spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
             v[C_TYPE] = spp_v_text(type_buf, -1);
         } else if (a->rid_kind == 2 && pre + dec > 0) {
-            v[C_TYPE] = spp_v_text(pre && dec ? "Prefill,Decode" : pre ? "Prefill" : "Decode", -1);
+            v[C_TYPE] = spp_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
         }
     } else if (a->batch_type.p) {
         spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
@@ -252,6 +315,7 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         return;
     }
     if (k == K_BATCH) {
+        remember_step_type(m, &v[C_TYPE]);
         sched_push(st, v);
     } else if (k == K_EXEC) {
         spec_release(m, st, a->accepted);
@@ -264,7 +328,13 @@ void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k)
                     v[inherit[i]] = sched->vals[inherit[i]];
         }
     }
-    enqueue(m, st, spp_pending_new(v, C_N));
+    spp_pending *row = spp_pending_new(v, C_N);
+    if (sched && sched->kv_set) { /* its step's KV state came before this execution */
+        for (int i = 0; i < 6; i++)
+            row->vals[C_KV0 + i] = sched->vals[C_KV0 + i];
+        row->kv_set = 1;
+    }
+    enqueue(m, st, row);
     spp_pending_free(sched);
 }
 
@@ -273,7 +343,8 @@ void spp_batch_finish(spp_model *m)
     double none[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     for (int i = 0; i < m->nstores; i++) {
         spec_release(m, &m->st[i], (spp_str){0});
-        spp_batch_kv(m, i, none);
+        /* No KVCacheStatus after these rows: the process's last one. */
+        spp_batch_kv(m, i, m->st[i].have_last_kv ? m->st[i].last_kv : none);
         spp_store_state *st = &m->st[i];
         free(st->spec_roots);
         free(st->spec_drafted);
@@ -282,4 +353,9 @@ void spp_batch_finish(spp_model *m)
         while (st->sched_n)
             spp_pending_free(sched_pop(st));
     }
+    for (int i = 0; i < m->nstep_types; i++)
+        free(m->step_types[i].roots);
+    free(m->step_types);
+    m->step_types = NULL;
+    m->nstep_types = 0;
 }

@@ -206,7 +206,7 @@ spp_bt *spp_bt_open(const char *path, int page_size)
         errno = EINVAL;
         return NULL;
     }
-    spp_dw *dw = spp_dw_open(path, SPP_DW_BUF);
+    spp_dw *dw = spp_dw_open_unstaged(path, SPP_DW_BUF);
     if (!dw)
         return NULL;
     spp_bt *w = calloc(1, sizeof *w);

@@ -2,20 +2,31 @@
 /*
  * dbout.c — what profiler.db has beyond the report tables: the time-bucket
  * tables (first_token_latency, req_latency, prefill_gen_speed,
- * decode_gen_speed) and the indexes dashboards' queries need (laid out by
- * btindex.c while their tables are written).
+ * decode_gen_speed), the indexes dashboards' queries need (laid out by
+ * btindex.c while their tables are written), and, last, the reference's
+ * views (dbcompat.c).
  *
- * Buckets: one row per time bucket with avg, p50, p90, p99 of the values
- * that fall in that bucket only (not cumulative, which hides spikes). The
- * width is the smallest of 100 ms, 200 ms, 500 ms, 1 s that keeps the run
- * under 2000 buckets (1 s beyond). Values are placed at the time they were
- * observed (first token for TTFT, end for latency and decode speed, first
- * token for prefill speed).
+ * Buckets: one row per time bucket with avg, p50, p90, p99, min and max of
+ * the values that fall in that bucket only (not cumulative, which hides
+ * spikes), and p50_alltime, the median of the whole run. The width is the
+ * smallest of 100 ms, 200 ms, 500 ms, 1 s that keeps the run under 2000
+ * buckets (1 s beyond). Values are placed at the time they were observed
+ * (first token for TTFT, end for latency and decode speed, first token for
+ * prefill speed).
+ *
+ * The columns are the reference's, with its meaning (its parser's
+ * exporter_latency, read by its Grafana dashboard): `timestamp` is the
+ * bucket start as its time text (dbcompat.c: UTC), latencies are in
+ * microseconds, speeds in tokens/s. Ours beside them: `timestamp(ms)` (the
+ * bucket start in ms since the epoch, what a dashboard filters on),
+ * `bucket_ms` and `count`. There is no column named `time`: a query
+ * aliasing `... AS time` would have its WHERE read that column instead.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "btwrite.h"
+#include "dbcompat.h"
 #include "dbout.h"
 #include "stats.h"
 
@@ -68,9 +79,11 @@ void spp_dbout_declare_indexes(spp_table *t, struct spp_bt_tab *bt)
 }
 
 static const spp_col cols[] = {
-    {"timestamp", "INTEGER"}, {"time", "TEXT"}, {"bucket_ms", "INTEGER"}, {"count", "INTEGER"},
-    {"avg", "REAL"}, {"p50", "REAL"}, {"p90", "REAL"}, {"p99", "REAL"},
+    {"timestamp", "TEXT"}, {"avg", "REAL"}, {"p50", "REAL"}, {"p90", "REAL"}, {"p99", "REAL"},
+    {"p50_alltime", "REAL"}, {"min_value", "REAL"}, {"max_value", "REAL"},
+    {"timestamp(ms)", "INTEGER"}, {"bucket_ms", "INTEGER"}, {"count", "INTEGER"},
 };
+#define NCOLS ((int)(sizeof cols / sizeof *cols))
 
 typedef struct pt { int64_t at; double v; } pt;
 
@@ -80,12 +93,17 @@ static int cmp_pt(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* p: n values (already in the table's unit) and when they were seen. */
 static void bucket_table(spp_model *m, const char *name, pt *p, long long n, int64_t width)
 {
     spp_table t;
-    spp_table_init(&m->out, &t, NULL, name, cols, 8, NULL);
+    spp_table_init(&m->out, &t, NULL, name, cols, NCOLS, NULL);
     qsort(p, (size_t)n, sizeof *p, cmp_pt);
     double *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+    for (long long i = 0; i < n; i++)
+        vals[i] = p[i].v;
+    spp_sort_values(vals, n);
+    double alltime = spp_percentile(vals, n, 50);
     for (long long i = 0; i < n;) {
         int64_t b = p[i].at / width * width;
         long long k = 0;
@@ -96,11 +114,12 @@ static void bucket_table(spp_model *m, const char *name, pt *p, long long n, int
             i++;
         }
         spp_sort_values(vals, k);
-        char dt[40];
-        spp_fmt_datetime(b, dt);
-        spp_val v[8] = {spp_v_int(b / 1000000), spp_v_text(dt, -1), spp_v_int(width / 1000000), spp_v_int(k),
-                        spp_v_real(sum / (double)k), spp_v_real(spp_percentile(vals, k, 50)),
-                        spp_v_real(spp_percentile(vals, k, 90)), spp_v_real(spp_percentile(vals, k, 99))};
+        char ts[32];
+        spp_dbcompat_time(b, ts);
+        spp_val v[NCOLS] = {spp_v_text(ts, -1), spp_v_real(sum / (double)k), spp_v_real(spp_percentile(vals, k, 50)),
+                            spp_v_real(spp_percentile(vals, k, 90)), spp_v_real(spp_percentile(vals, k, 99)),
+                            spp_v_real(alltime), spp_v_real(vals[0]), spp_v_real(vals[k - 1]),
+                            spp_v_int(b / 1000000), spp_v_int(width / 1000000), spp_v_int(k)};
         spp_table_row(&m->out, &t, v);
     }
     free(vals);
@@ -128,9 +147,9 @@ void spp_dbout_finish(spp_model *m)
             const spp_reqsum *s = &m->fin[i];
             double v = NAN;
             int64_t at = -1;
-            switch (tabs[t].field) {
-            case 0: v = s->ttft; at = s->first_token; break;
-            case 1: v = s->e2e; at = s->end; break;
+            switch (tabs[t].field) { /* latencies: ms to the reference's µs */
+            case 0: v = s->ttft * 1000; at = s->first_token; break;
+            case 1: v = s->e2e * 1000; at = s->end; break;
             case 2: v = s->prefill_speed; at = s->first_token; break;
             default: v = s->decode_speed; at = s->end; break;
             }
@@ -149,4 +168,5 @@ void spp_dbout_finish(spp_model *m)
             sqlite3_free(err);
         }
     }
+    spp_dbcompat_views(&m->out);
 }

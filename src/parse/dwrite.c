@@ -26,6 +26,15 @@
  * Errors: the first failed write's errno is kept; later buffers are
  * dropped (the file is incomplete either way), so the caller never blocks
  * on a failed disk; spp_dw_close() returns that errno.
+ *
+ * Staging (nothing lost, nothing half-written under a final name): while a
+ * parse writes its outputs (spp_dw_stage_begin() .. _commit()), every file
+ * opened by spp_dw_open() or spp_dw_fopen() is written as NAME.partial; a
+ * clean close queues its rename, a failed one removes it. The commit
+ * renames them all at the end of the parse, so a parse killed at any point
+ * leaves the previous run's reports as they were (and *.partial files),
+ * never a truncated file under a report's name. The queue is the process's
+ * (the parser runs on one thread, one parse at a time).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +46,7 @@
 #include <unistd.h>
 
 #include "dwrite.h"
+#include "parse.h"
 
 #define NBUF 3
 
@@ -60,6 +70,7 @@ struct spp_dw {
     int err;
     /* Caller only: */
     int cur;               /* the buffer being filled */
+    char *tmp, *final;     /* staged: written as tmp, renamed to final at the commit */
     /* Writer only (the caller in unthreaded mode): */
     off_t off;
 };
@@ -148,7 +159,101 @@ static char *alloc_buf(size_t cap)
     return b;
 }
 
+/* ---------------------------------------------------------- staging */
+typedef struct staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
+static staged *stage_q;
+static int stage_n, stage_cap, staging;
+
+void spp_dw_stage_begin(void)
+{
+    spp_dw_stage_discard();
+    staging = 1;
+}
+
+void spp_dw_stage_add(const char *tmp, const char *final)
+{
+    if (!staging) { /* no parse is staging its outputs: done at once */
+        if (!tmp)
+            unlink(final);
+        else if (rename(tmp, final) != 0)
+            spp_log(SPP_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+        return;
+    }
+    if (stage_n == stage_cap) {
+        stage_cap = stage_cap ? stage_cap * 2 : 32;
+        stage_q = realloc(stage_q, (size_t)stage_cap * sizeof *stage_q);
+    }
+    stage_q[stage_n].tmp = tmp ? strdup(tmp) : NULL;
+    stage_q[stage_n].final = strdup(final);
+    stage_n++;
+}
+
+static void stage_end(void)
+{
+    for (int i = 0; i < stage_n; i++) {
+        free(stage_q[i].tmp);
+        free(stage_q[i].final);
+    }
+    free(stage_q);
+    stage_q = NULL;
+    stage_n = stage_cap = 0;
+    staging = 0;
+}
+
+int spp_dw_stage_commit(void)
+{
+    int failed = 0;
+    for (int i = 0; i < stage_n; i++) {
+        staged *q = &stage_q[i];
+        if (!q->tmp) {
+            if (unlink(q->final) == 0)
+                spp_log(SPP_INFO, "removed %s of an earlier run", q->final);
+        } else if (rename(q->tmp, q->final) != 0) {
+            spp_log(SPP_ERROR, "cannot rename %s to %s: %s; that output is left under the first name", q->tmp,
+                    q->final, strerror(errno));
+            failed = 1;
+        }
+    }
+    stage_end();
+    return failed ? -1 : 0;
+}
+
+void spp_dw_stage_discard(void)
+{
+    for (int i = 0; i < stage_n; i++)
+        if (stage_q[i].tmp)
+            unlink(stage_q[i].tmp);
+    stage_end();
+}
+
+static spp_dw *open_file(const char *path, size_t cap);
+
 spp_dw *spp_dw_open(const char *path, size_t cap)
+{
+    if (!staging)
+        return open_file(path, cap);
+    size_t n = strlen(path) + sizeof SPP_DW_PARTIAL;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    snprintf(tmp, n, "%s" SPP_DW_PARTIAL, path);
+    spp_dw *w = open_file(tmp, cap);
+    if (!w) {
+        int e = errno;
+        free(tmp);
+        errno = e;
+        return NULL;
+    }
+    w->tmp = tmp;
+    w->final = strdup(path);
+    return w;
+}
+
+spp_dw *spp_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap); }
+
+static spp_dw *open_file(const char *path, size_t cap)
 {
     int direct = direct_wanted();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
@@ -246,6 +351,14 @@ int spp_dw_close(spp_dw *w, size_t n)
     pthread_cond_destroy(&w->room);
     for (int i = 0; i < NBUF; i++)
         free(w->buf[i]);
+    if (w->tmp) {
+        if (e)
+            unlink(w->tmp); /* half a file is no output */
+        else
+            spp_dw_stage_add(w->tmp, w->final);
+    }
+    free(w->tmp);
+    free(w->final);
     free(w);
     return e;
 }

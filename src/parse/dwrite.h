@@ -19,8 +19,26 @@
 typedef struct spp_dw spp_dw;
 
 /* Creates (truncates) path, with buffers of cap bytes (a multiple of
- * SPP_DW_ALIGN). NULL with errno set when it cannot be opened. */
+ * SPP_DW_ALIGN). NULL with errno set when it cannot be opened. While
+ * staging is on (below), the file written is path SPP_DW_PARTIAL. */
 spp_dw *spp_dw_open(const char *path, size_t cap);
+/* The same, never staged: for a file the caller names and renames itself
+ * (profiler.db.partial, whose page 1 is written after the close). */
+spp_dw *spp_dw_open_unstaged(const char *path, size_t cap);
+
+/* Staging (dwrite.c): from _begin on, files are written under a temporary
+ * name; a clean close queues the rename to the real name, a failed close
+ * removes the temporary file. _add queues a rename of a file written
+ * otherwise (tmp NULL: remove final, a report of an earlier run).
+ * Without staging on, _add does its step at once.
+ * _commit does every queued step in order (0, or -1 if a rename failed,
+ * printed) and ends staging; _discard removes the temporary files
+ * instead. One thread, one parse at a time. */
+#define SPP_DW_PARTIAL ".partial"
+void spp_dw_stage_begin(void);
+void spp_dw_stage_add(const char *tmp, const char *final);
+int spp_dw_stage_commit(void);
+void spp_dw_stage_discard(void);
 /* The buffer to fill next: cap bytes, aligned. */
 char *spp_dw_buf(spp_dw *w);
 /* Hands over the current buffer, full (cap bytes); returns the next

@@ -3,7 +3,8 @@
  * fmt.c — text formats of the reports: local datetimes and CSV fields.
  *
  * Datetimes are "YYYY-MM-DD HH:MM:SS.ffffff" in the local time zone of the
- * machine that parses (TZ applies). localtime_r is costly per row, so the
+ * machine that parses (TZ applies); profiler.db's reference-style texts are
+ * in UTC (spp_fmt_datetime_utc, for dbcompat.c). localtime_r is costly per row, so the
  * formatted second is cached and only the microseconds change between rows
  * of the same second.
  */
@@ -13,27 +14,32 @@
 #include "fmtnum.h"
 #include "parse.h"
 
-void spp_fmt_datetime(int64_t ns, char *buf)
+/* The formatted second of the last call, per time zone (the parse formats
+ * from one thread). */
+typedef struct dt_cache { time_t sec; char text[24]; } dt_cache;
+
+static void fmt_cached(int64_t ns, char *buf, dt_cache *c, int utc, char us_sep)
 {
-    static time_t cached_sec = (time_t)-1;
-    static char cached[24];
     int64_t sec = ns / 1000000000;
     int64_t rem = ns % 1000000000;
     if (rem < 0) {
         rem += 1000000000;
         sec--;
     }
-    if ((time_t)sec != cached_sec) {
+    if ((time_t)sec != c->sec) {
         time_t t = (time_t)sec;
         struct tm tm;
-        localtime_r(&t, &tm);
-        strftime(cached, sizeof cached, "%Y-%m-%d %H:%M:%S", &tm);
-        cached_sec = t;
+        if (utc)
+            gmtime_r(&t, &tm);
+        else
+            localtime_r(&t, &tm);
+        strftime(c->text, sizeof c->text, "%Y-%m-%d %H:%M:%S", &tm);
+        c->sec = t;
     }
-    size_t n = strlen(cached);
-    memcpy(buf, cached, n);
+    size_t n = strlen(c->text);
+    memcpy(buf, c->text, n);
     int us = (int)(rem / 1000);
-    buf[n] = '.';
+    buf[n] = us_sep;
     for (int i = 6; i >= 1; i--) {
         buf[n + (size_t)i] = (char)('0' + us % 10);
         us /= 10;
@@ -41,11 +47,77 @@ void spp_fmt_datetime(int64_t ns, char *buf)
     buf[n + 7] = 0;
 }
 
+void spp_fmt_datetime(int64_t ns, char *buf)
+{
+    static dt_cache local = {(time_t)-1, ""};
+    fmt_cached(ns, buf, &local, 0, '.');
+}
+
+void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep)
+{
+    static dt_cache utc = {(time_t)-1, ""};
+    fmt_cached(ns, buf, &utc, 1, us_sep);
+}
+
 /* Bytes that make a CSV field need quotes. */
 static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
 
+/* A decimal number as a spreadsheet reads one ([+-]digits[.digits][e[+-]digits]). */
+static int is_number(const char *s, int n)
+{
+    int i = 0, d = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, d++;
+    if (i < n && s[i] == '.')
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            d++;
+    if (!d)
+        return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int e = 0;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, e++;
+        if (!e)
+            return 0;
+    }
+    return i == n;
+}
+
+/* CSV injection (OWASP): a spreadsheet runs a text cell that starts with
+ * = + - @ tab or CR as a formula (`=cmd|' /C calc'!A0`); such a cell gets a
+ * leading ' (shown by no spreadsheet, and the text stays readable).
+ * Numbers (-3, +1.5e3) are left alone: they are no formula. Ids come from
+ * the profiled server's clients, so they are untrusted. */
+static int formula_like(const char *s, int n)
+{
+    if (n == 0)
+        return 0;
+    switch (s[0]) {
+    case '=': case '@': case '\t': case '\r': return 1;
+    case '+': case '-': return !is_number(s, n);
+    default: return 0;
+    }
+}
+
 void spp_csv_field(FILE *f, const char *s, int n)
 {
+    if (__builtin_expect(n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
+                                   s[0] == '\r'), 0) && formula_like(s, n)) {
+        putc_unlocked('"', f);
+        putc_unlocked('\'', f);
+        for (int i = 0; i < n; i++) {
+            if (s[i] == '"')
+                putc_unlocked('"', f);
+            putc_unlocked(s[i], f);
+        }
+        putc_unlocked('"', f);
+        return;
+    }
     int i = 0;
     while (i < n && !csv_special[(unsigned char)s[i]])
         i++;

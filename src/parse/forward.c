@@ -4,7 +4,9 @@
  * step). bubble_time is the idle gap until the next forward of the same
  * prof_id, so each row is held until that next forward starts (one row per
  * process held at a time); forward_iter counts from 1 per prof_id;
- * relative_start_time counts from the first forward of the host.
+ * relative_start_time counts from the first forward of the host. batch_type
+ * is the record's own, else its entries' (type, else iter), else the type
+ * of the schedule step that ran the same requests (batch.c), else empty.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,7 @@ static void release(spp_model *m, spp_store_state *st, int64_t next_start)
     if (!p)
         return;
     if (next_start >= 0)
-        p->vals[F_BUBBLE] = spp_v_ms((double)(next_start - p->end) / 1e6);
+        p->vals[F_BUBBLE] = spp_v_ns(next_start - p->end);
     spp_table_row(&m->out, &m->t_forward, p->vals);
     spp_pending_free(p);
     st->fwd_held = NULL;
@@ -65,10 +67,10 @@ void spp_forward_record(spp_model *m, const spp_rec *r)
     spp_fmt_datetime(r->ts + r->dur, edt);
     int64_t first = host_first(m, r->store->hostname, r->ts);
     v[F_NAME] = spp_v_text(r->name, -1);
-    v[F_REL] = spp_v_ms((double)(r->ts - first) / 1e6);
+    v[F_REL] = spp_v_ns(r->ts - first);
     v[F_START_DT] = spp_v_text(sdt, -1);
     v[F_END_DT] = spp_v_text(edt, -1);
-    v[F_DUR] = spp_v_ms((double)r->dur / 1e6);
+    v[F_DUR] = spp_v_ns(r->dur);
     if (a->rid_kind)
         v[F_SIZE] = spp_v_int(m->nroots);
     else if (!isnan(a->batch_size))
@@ -77,20 +79,29 @@ void spp_forward_record(spp_model *m, const spp_rec *r)
         spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
         v[F_TYPE] = spp_v_text(type_buf, -1);
     } else if (a->rid_kind == 2 && a->nrids) {
-        int pre = 0, dec = 0;
-        for (int i = 0; i < a->nrids; i++) {
-            int is_pre = a->rids[i].type >= 0 ? a->rids[i].type == 0 : a->rids[i].iter == 0;
+        /* From the entries when each says what it is; else from the schedule
+         * step this forward runs (same requests); else unknown: a missing
+         * iter is never taken for a decode. */
+        int pre = 0, dec = 0, told = 1;
+        for (int i = 0; i < a->nrids && told; i++) {
+            const spp_rident *e = &a->rids[i];
+            told = e->type >= 0 || e->iter >= 0;
+            int is_pre = e->type >= 0 ? e->type == 0 : e->iter == 0;
             pre += is_pre;
             dec += !is_pre;
         }
-        v[F_TYPE] = spp_v_text(pre && dec ? "Prefill,Decode" : pre ? "Prefill" : "Decode", -1);
+        const char *step = told ? NULL : spp_batch_step_type(m);
+        if (told)
+            v[F_TYPE] = spp_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
+        else if (step)
+            v[F_TYPE] = spp_v_text(step, -1);
     }
     v[F_ITER] = spp_v_int(++st->fwd_iter);
     v[F_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
     v[F_PROF] = spp_v_text(r->store->prof_id, -1);
     v[F_HOST] = spp_v_text(r->store->hostname, -1);
-    v[F_START] = spp_v_ms((double)r->ts / 1e6);
-    v[F_END] = spp_v_ms((double)(r->ts + r->dur) / 1e6);
+    v[F_START] = spp_v_ns(r->ts);
+    v[F_END] = spp_v_ns(r->ts + r->dur);
     st->fwd_held = spp_pending_new(v, F_N);
     st->fwd_held->end = r->ts + r->dur;
 }

@@ -5,10 +5,12 @@
  * Every id string seen in a `rid` is interned once into a node (open
  * addressing hash, eight bytes per step, names copied into one growing
  * arena). A `Link`
- * {from, to} says that two ids are the same request (a worker's id and the
- * front end's), so nodes form a union-find: the root of a set is the node
- * of the id that was linked *to* (the front end's id, the one reports show)
- * and it carries the request's state (`data`). A link may arrive after
+ * {from, to} says that two ids are the same request (the front end's id
+ * `from`, an engine's or worker's id `to`), so nodes form a union-find: the
+ * root of a set is the node of the id a link came *from* (the upstream
+ * system's id, the one reports show, as the reference parser maps `to` onto
+ * `from`) and it carries the request's state (`data`). A chain (front end ->
+ * engine -> worker) keeps the first `from`. A link may arrive after
  * records that used either id: the caller merges the absorbed root's state.
  *
  * Memory grows with the number of distinct ids (tens of bytes each), not
@@ -95,7 +97,7 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
     unsigned h = hash(s, n) & (ids->nslots - 1);
     while (ids->slots[h]) {
         node *nd = &ids->nodes[ids->slots[h] - 1];
-        if (nd->len == n && !memcmp(ids->arena + nd->name, s, (size_t)n))
+        if (nd->len == n && (n == 0 || !memcmp(ids->arena + nd->name, s, (size_t)n)))
             return ids->slots[h] - 1;
         h = (h + 1) & (ids->nslots - 1);
     }
@@ -109,7 +111,8 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
         ids->acap = (ids->acap + (size_t)n + 1) * 2;
         ids->arena = realloc(ids->arena, ids->acap);
     }
-    memcpy(ids->arena + ids->used, s, (size_t)n);
+    if (n) /* s may be NULL for the empty id */
+        memcpy(ids->arena + ids->used, s, (size_t)n);
     ids->arena[ids->used + (size_t)n] = 0;
     int i = ids->n++;
     ids->nodes[i] = (node){i, (int)ids->used, n, NULL};
@@ -122,6 +125,25 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
 
 int spp_ids_get(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
 int spp_ids_find(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
+
+/* An id as the args text holds it: unescaped whole (no length cut, so two
+ * long ids never merge); the text is never longer unescaped. */
+static int lookup_str(spp_ids *ids, spp_str s, int create)
+{
+    if (!s.esc)
+        return lookup(ids, s.p, s.n, create);
+    char small[512], *buf = s.n < (int)sizeof small ? small : malloc((size_t)s.n + 1);
+    if (!buf)
+        return -1;
+    int n = spp_str_copy(s, buf, s.n + 1);
+    int found = lookup(ids, buf, n, create);
+    if (buf != small)
+        free(buf);
+    return found;
+}
+
+int spp_ids_get_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 1); }
+int spp_ids_find_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 0); }
 
 int spp_ids_root(spp_ids *ids, int i)
 {
@@ -138,9 +160,9 @@ int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
     *absorbed = -1;
     if (rf == rt)
         return rt;
-    ids->nodes[rf].parent = rt;
-    *absorbed = rf;
-    return rt;
+    ids->nodes[rt].parent = rf;
+    *absorbed = rt;
+    return rf;
 }
 
 const char *spp_ids_name(spp_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }

@@ -4,7 +4,8 @@
  * Allocate, AppendSlot, Free). used = total − free; allocated =
  * max(before − after, 0); freed = max(after − before, 0); usage =
  * UsagePercent= (÷100 when > 1) else used / total; the old style's
- * deviceBlock= is the blocks left on the device. A KVCacheStatus also
+ * deviceBlock= is the blocks left on the device. `start_time` holds the
+ * record's datetime, under the reference's column name. A KVCacheStatus also
  * completes the batch rows of its process that wait for KV columns.
  */
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "model.h"
 
 static const spp_col cols[] = {
-    {"rid", "TEXT"}, {"name", "TEXT"}, {"start_datetime", "TEXT"}, {"total_blocks", "INTEGER"},
+    {"rid", "TEXT"}, {"name", "TEXT"}, {"start_time", "TEXT"}, {"total_blocks", "INTEGER"},
     {"used_blocks", "INTEGER"}, {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"},
     {"blocks_freed", "INTEGER"}, {"device_kvcache_left", "INTEGER"}, {"kvcache_usage_rate", "REAL"},
 };

@@ -98,11 +98,7 @@ enum spp_kind spp_kind_of(const char *name, const spp_args *a)
 
 static int node_of(spp_model *m, spp_str s)
 {
-    char buf[512];
-    if (!s.esc)
-        return spp_ids_get(m->ids, s.p, s.n);
-    int n = spp_str_copy(s, buf, sizeof buf);
-    return spp_ids_get(m->ids, buf, n);
+    return spp_ids_get_str(m->ids, s);
 }
 
 static void push_root(spp_model *m, int root)
@@ -298,7 +294,8 @@ static void counters(spp_model *m, const spp_rec *r, enum spp_kind k)
     } else if ((k == K_QUEUE || k == K_ENQUEUE || k == K_DEQUEUE)) {
         spp_store_state *st = &m->st[r->store->index];
         static const char *const q[] = {"waiting", "running", "swapped"};
-        double v[3] = {st->waiting, st->running, st->swapped};
+        double v[3] = {isnan(st->waiting) ? 0 : st->waiting, isnan(st->running) ? 0 : st->running,
+                       isnan(st->swapped) ? 0 : st->swapped};
         if (!isnan(a->queue_size))
             spp_timeline_counter(m->tl, pid, "queue size", r->ts, q, v, 3);
     } else if (k == K_CPU) {
@@ -430,6 +427,10 @@ void spp_model_finish(spp_model *m)
 
 void spp_model_close(spp_model *m)
 {
+    spp_reqorder_free(m);
+    for (int i = 0; i < m->nstep_types; i++)
+        free(m->step_types[i].roots);
+    free(m->step_types);
     spp_table_close(&m->out, &m->t_request);
     spp_table_close(&m->out, &m->t_batch);
     spp_table_close(&m->out, &m->t_forward);

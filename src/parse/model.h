@@ -18,15 +18,20 @@ enum spp_kind {
 typedef struct spp_req spp_req;
 typedef struct spp_timeline spp_timeline;
 typedef struct spp_stats spp_stats;
+typedef struct spp_reqorder spp_reqorder;
 
 /* Per-store state of the reports (index = store index). */
 typedef struct spp_store_state {
     int64_t first_ts;
-    /* request_status: current queue sizes */
+    /* request_status: current queue sizes (NAN: not reported yet), first row */
     double waiting, running, swapped;
+    int64_t rs_first;
+    double pending; /* profiler.db's request_status.PENDING (reqstatus.c) */
     /* batch rows waiting for the next KVCacheStatus of this process */
     struct spp_pending *pend_head, *pend_tail;
     int npend;
+    double last_kv[6];     /* the last KVCacheStatus of this process */
+    int have_last_kv;
     /* forward: the last row, waiting for the next forward's start */
     struct spp_pending *fwd_held;
     long long fwd_iter;
@@ -39,6 +44,13 @@ typedef struct spp_store_state {
     char **sched_fifo;
     int sched_n, sched_head;
 } spp_store_state;
+
+/* A schedule step's requests (id roots) and batch type (batch.c). */
+struct spp_step_type {
+    int *roots;
+    int nroots;
+    char type[24];
+};
 
 typedef struct spp_model {
     const spp_opts *opts;
@@ -84,7 +96,10 @@ typedef struct spp_model {
     int nspan_names;
     /* requests */
     spp_req *done_head, *done_tail; /* ended, finalized after a grace period */
+    spp_req *live_head, *live_tail; /* every request with state, oldest first seen first */
+    spp_reqorder *reqorder;         /* finished rows waiting for start order (reqorder.c) */
     long long nrequests;
+    long long nincomplete;          /* rows cut by the collection window (complete = 0) */
     struct spp_reqsum *fin;  /* one per finished request: summary, buckets */
     int nfin, capfin;
     double out_tokens;
@@ -94,6 +109,11 @@ typedef struct spp_model {
     int nfwd_hosts;
     spp_timeline *tl;
     spp_stats *stats;
+    /* The last schedule steps' request sets and batch types (batch.c), so
+     * that a forward whose rid list says nothing about its type (no iter,
+     * no type: vLLM-style workers) takes the type of the step it runs. */
+    struct spp_step_type *step_types;
+    int nstep_types, step_types_next;
 } spp_model;
 
 /* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
@@ -108,6 +128,7 @@ typedef struct spp_pending {
     spp_val *vals;         /* owned strings */
     int64_t start, end;
     int store;
+    int kv_set;            /* batch rows: KV columns already filled */
     const char *block_end; /* end of the one allocation holding the row (pending.c) */
 } spp_pending;
 
@@ -132,11 +153,20 @@ void spp_request_link(spp_model *m, int kept, int absorbed);
 void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_request_flush(spp_model *m, int all);
 
+/* reqorder.c: request.csv rows released in start order */
+void spp_reqorder_push(spp_model *m, int64_t key, int64_t key2, const spp_val *vals, int n);
+void spp_reqorder_release(spp_model *m, int64_t bound);
+void spp_reqorder_release_all(spp_model *m);
+void spp_reqorder_free(spp_model *m);
+
 /* batch.c forward.c kvcache.c reqstatus.c spaninfo.c */
 void spp_batch_init(spp_model *m);
 void spp_batch_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_batch_kv(spp_model *m, int store, const double kv[6]);
 void spp_batch_finish(spp_model *m);
+/* Batch type of the latest schedule step that ran exactly the requests of
+ * the record being handled (m->roots), or NULL. */
+const char *spp_batch_step_type(spp_model *m);
 void spp_forward_init(spp_model *m);
 void spp_forward_record(spp_model *m, const spp_rec *r);
 void spp_forward_finish(spp_model *m);

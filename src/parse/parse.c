@@ -50,6 +50,7 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     spp_timeline_close(m->tl, stores, n);
     m->tl = NULL;
     spp_model_close(m);
+    m->out.discard = 1; /* the exact run writes them again */
     spp_out_close(&m->out);
     spp_stats_free(m->stats);
     free(m->fin);
@@ -58,6 +59,21 @@ static void abandon(spp_model *m, spp_store **stores, int n)
 }
 
 static int run_once(const spp_opts *opts, double t0, int *again);
+
+/* Values read but not used, counted where they were read (store.c, args.c)
+ * and said once per parse: nothing is dropped silently. */
+static void warn_dropped_values(spp_store **stores, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (stores[i]->absurd_dur)
+            spp_log(SPP_WARNING, "store %s: %lld record(s) had an absurd duration (over %.1f years, or ending "
+                    "past the year 2262); they are read as events (duration 0)", stores[i]->path,
+                    stores[i]->absurd_dur, (double)SPP_MAX_DUR_NS / 1e9 / 86400 / 365.25);
+    long long range = spp_args_range_errors();
+    if (range)
+        spp_log(SPP_WARNING, "%lld numeric value(s) in args were out of range (beyond 2^53, infinite, or an "
+                "iter/type/scope#device/scope#cpu beyond a 32-bit integer); they are treated as absent", range);
+}
 
 /* One pass over the stores (store.c); in the rare input where a row comes
  * later than the window the single pass guessed, everything is parsed again
@@ -81,6 +97,7 @@ int spp_run(const spp_opts *opts)
 static int run_once(const spp_opts *opts, double t0, int *again)
 {
     *again = 0;
+    spp_args_range_reset();
     /* SQLite's malloc takes a process-wide mutex only to keep memory
      * statistics, on every row read and inserted; we never ask for them.
      * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
@@ -133,6 +150,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         origin = 0;
     spp_model m;
     if (spp_model_open(&m, opts, stores, n, origin) != 0) {
+        spp_model_close(&m); /* what the open allocated before the output folder failed */
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
         free(stores);
@@ -169,6 +187,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         *again = 1;
         return 1;
     }
+    warn_dropped_values(stores, n);
     spp_model_finish(&m);
     spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
     spp_torch_timeline(m.tl, paths.torch, paths.ntorch, stores, n);

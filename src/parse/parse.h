@@ -6,7 +6,7 @@
  *
  *   discover.c   finds raw stores (ms_service_*.db) and activity stores
  *   store.c      opens one store read-only and yields its records in time order
- *                (the `slice` table, or the legacy `Mstx` table)
+ *                (the `slice` table, or the legacy `Mstx` table); walcheck.c its WAL
  *   reorder.c    the bounded buffer that puts rowid order back in time order
  *   merge.c      k-way merge of the stores' cursors by timestamp
  *   args.c       decodes the few keys the reports need from a record's args JSON
@@ -17,6 +17,7 @@
  *   reqstatus.c  request_status.csv; spaninfo.c span_info/NAME.csv + statistics
  *   timeline.c   chrome_tracing.json, streamed, and device-activity lanes
  *   table.c      one row sink for a report: CSV file and/or profiler.db table
+ *   dwrite.c     output files (O_DIRECT, under temporary names until the parse ends)
  *   pending.c    report rows held back for a look-ahead
  *   dbout.c      profiler.db: indexes, time-bucket tables
  *   stats.c      percentiles; summary.c the terminal summary; progress.c
@@ -110,6 +111,9 @@ typedef struct spp_store {
     struct spp_rawrow *raw_row; /* the raw scan's current row (owned) */
     int raw_where;        /* the raw scan skips rows whose timestamp is not > 0 (the SQL's WHERE) */
     int raw_path;         /* how slice was read: 0 SQLite, 1 raw scan, 2 raw then handed to SQLite */
+    long long absurd_dur; /* records whose duration was absurd, read as events (store.c) */
+    int64_t last_ts;      /* timestamp of the last record handed out (time order is checked) */
+    int disordered;       /* a damaged file broke time order: the store ended there */
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;
@@ -118,6 +122,10 @@ typedef struct spp_store {
 const char *spp_store_thread_name(const spp_store *s, long long tid);
 
 enum { SPP_READ_DIRECT = 0, SPP_READ_REORDER, SPP_READ_SORTED };
+/* Longest duration a record may have: 1e17 ns, about 3.2 years. Longer
+ * ones (and ones ending past INT64_MAX ns) are read as events and counted,
+ * so that no report's timestamp + duration can overflow. */
+#define SPP_MAX_DUR_NS 100000000000000000LL
 
 typedef struct spp_rec {
     int64_t ts, dur;      /* ns since epoch; dur 0 for events */
@@ -147,6 +155,10 @@ int spp_store_peek(spp_store *s, spp_rec *rec);
 /* Moves to the next record (invalidates strings of the previous one). */
 void spp_store_next(spp_store *s);
 void spp_store_close(spp_store *s);
+/* The legacy Mstx message (pseudo-JSON, `^` for `"`) of n bytes as a JSON
+ * object in s->legacy_buf: fills r's args, args_len, name and cat (valid
+ * until the next call on s). Exposed for the fuzz target. */
+void spp_legacy_decode(spp_store *s, const char *msg, int n, spp_rec *r);
 
 /* --------------------------------------------------------------- merge */
 typedef struct spp_merge {
@@ -190,8 +202,15 @@ void spp_args_free(spp_args *a);
 /* Decodes text (len bytes). Never fails: unknown keys are skipped; a
  * malformed text leaves valid = 0 and what was decoded before the error. */
 void spp_args_decode(spp_args *a, const char *text, int len);
-/* Copies s into buf (unescaping), NUL-terminated; returns length. */
+/* Copies s into buf (unescaping), NUL-terminated; returns length. The
+ * unescaped text is never longer than s.n (cap = s.n + 1 holds it whole).
+ * \u0000 and unpaired surrogates become U+FFFD; surrogate pairs become one
+ * 4-byte UTF-8 sequence. */
 int spp_str_copy(spp_str s, char *buf, int cap);
+/* Values of numeric keys found out of range (beyond 2^53, infinite, or an
+ * int key beyond int) and treated as absent, since the last reset. */
+long long spp_args_range_errors(void);
+void spp_args_range_reset(void);
 /* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
 double spp_json_object_number(spp_str obj, const char *key, int keylen);
 /* Calls fn(key, value) for each member of a flat object (NAN when not a number). */
@@ -208,9 +227,13 @@ void spp_ids_free(spp_ids *ids);
 int spp_ids_get(spp_ids *ids, const char *s, int n);
 /* Node of id s, or -1 when never seen. */
 int spp_ids_find(spp_ids *ids, const char *s, int n);
+/* The same for an id as decoded from args (escapes resolved, any length). */
+int spp_ids_get_str(spp_ids *ids, spp_str s);
+int spp_ids_find_str(spp_ids *ids, spp_str s);
 int spp_ids_root(spp_ids *ids, int node);
 /* Records that `from` is the same request as `to`; returns the root kept
- * (to's), and in *absorbed the root that disappeared (-1 if none). */
+ * (from's: reports name the request by the upstream id), and in *absorbed
+ * the root that disappeared (-1 if none). */
 int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed);
 const char *spp_ids_name(spp_ids *ids, int node);
 int spp_ids_name_len(spp_ids *ids, int node);
@@ -221,11 +244,15 @@ int spp_ids_count(spp_ids *ids);
 /* ---------------------------------------------------------------- fmt */
 /* "YYYY-MM-DD HH:MM:SS.ffffff" in local time; buf >= 32. */
 void spp_fmt_datetime(int64_t ns, char *buf);
+/* The same in UTC with us_sep before the microseconds (27 bytes). */
+void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep);
 /* Length of the valid UTF-8 sequence at p (before e): 1..4, or 0 if invalid. */
 int spp_utf8_len(const char *p, const char *e);
 /* Writes v in decimal (no locale, no printf). */
 void spp_put_int(FILE *f, long long v);
-/* Appends a CSV field (quoted when needed). */
+/* Appends a CSV text field (quoted when needed; a text a spreadsheet would
+ * run as a formula, starting with = + - @ tab or CR and not a number, gets
+ * a leading ', quoted). */
 void spp_csv_field(FILE *f, const char *s, int n);
 
 /* --------------------------------------------------------------- table */
@@ -240,6 +267,19 @@ static inline spp_val spp_v_null(void) { spp_val v = {0}; return v; }
 static inline spp_val spp_v_int(long long i) { spp_val v = {0}; v.kind = SPP_INT; v.i = i; return v; }
 static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_REAL; v.d = d; return v; }
 static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
+/* A `(ms)` value known as integer nanoseconds: the CSV prints it correctly
+ * rounded to the microsecond from the integer (n = 1 marks it; a double of
+ * epoch milliseconds cannot hold every microsecond exactly), profiler.db
+ * gets the nearest double of milliseconds. */
+static inline spp_val spp_v_ns(int64_t ns)
+{
+    spp_val v = {0};
+    v.kind = SPP_MS;
+    v.i = ns;
+    v.n = 1;
+    v.d = (double)(ns / 1000000) + (double)(ns % 1000000) / 1e6;
+    return v;
+}
 static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
 /* stdio buffer of each output file: one write() per this many bytes. */
@@ -250,6 +290,8 @@ typedef struct spp_table {
     const char *db_name;    /* e.g. "request"; NULL: csv only */
     const spp_col *cols;
     int ncols;
+    int ncsv;               /* the first ncsv columns go to the CSV, the rest to profiler.db only
+                             * (spp_table_init sets ncols; a report lowers it after the init) */
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */
@@ -271,6 +313,7 @@ typedef struct spp_out {
      * converting the rare values that need SQLite's affinity rules. */
     struct spp_bt *bt;
     int db_lost;            /* profiler.db failed (reported once, file removed) */
+    int discard;            /* spp_out_close removes this run's outputs instead of committing them */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
@@ -281,6 +324,9 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
 void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
 /* Closes the CSV; a report with no rows prints its skip line. */
 void spp_table_close(spp_out *o, spp_table *t);
-int spp_out_close(spp_out *o); /* commits profiler.db */
+/* Finishes profiler.db, then renames every output of the run from its
+ * temporary name to its own (dwrite.c, staging); with o->discard set the
+ * temporary files are removed instead. 0, or -1 if anything failed. */
+int spp_out_close(spp_out *o);
 
 #endif

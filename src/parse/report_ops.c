@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "dwrite.h"
 #include "parse.h"
 #include "report_ops.h"
 #include "torch_trace.h"
@@ -80,13 +83,27 @@ fail:
     return -1;
 }
 
+/* Written as NAME.partial and renamed with the parse's other outputs
+ * (dwrite.c, staging): a killed parse leaves no half report. */
 static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 {
-    snprintf(path, len, "%s/%s", dir, name);
+    snprintf(path, len, "%s/%s" SPP_DW_PARTIAL, dir, name);
     FILE *f = fopen(path, "w");
     if (!f)
         perror(path);
     return f;
+}
+
+/* After the fclose: the file is queued for its rename, or removed. */
+static void close_out(const char *path, int bad)
+{
+    if (bad) {
+        unlink(path);
+        return;
+    }
+    char final[4200];
+    snprintf(final, sizeof final, "%.*s", (int)(strlen(path) - strlen(SPP_DW_PARTIAL)), path);
+    spp_dw_stage_add(path, final);
 }
 
 static int write_summary(sqlite3 *db, const char *dir)
@@ -121,6 +138,7 @@ static int write_summary(sqlite3 *db, const char *dir)
     int bad = (rc != SQLITE_DONE) | (fclose(f) != 0);
     if (bad)
         fprintf(stderr, "servprof parse: writing %s failed (%s)\n", path, sqlite3_errmsg(db));
+    close_out(path, bad);
     return bad ? -1 : 0;
 }
 
@@ -157,6 +175,7 @@ static int write_statistic(sqlite3 *db, const char *dir)
     int bad = (rc != SQLITE_DONE) | (fclose(f) != 0);
     if (bad)
         fprintf(stderr, "servprof parse: writing %s failed (%s)\n", path, sqlite3_errmsg(db));
+    close_out(path, bad);
     return bad ? -1 : 0;
 }
 

@@ -3,25 +3,52 @@
  * reqstatus.c — request_status.csv: the queue sizes over time. Each Queue /
  * Enqueue / Dequeue record carrying `QueueSize=` updates the size of its
  * queue (scope#QueueName, else status: WAITING, RUNNING, SWAPPED) for its
- * process and writes one row with the three current sizes.
+ * process and writes one row with the three current sizes (empty for a
+ * queue not reported yet). relative_timestamp counts from the process's
+ * first such row, as the reference's does.
+ *
+ * profiler.db gets four more columns (after the CSV's: ncsv), the
+ * reference's request_status as its dashboard and tests read it:
+ * `timestamp` (its time text, UTC: dbcompat.c), `QueueSize=` and `status`
+ * (the size and name of the queue this record changed), and `PENDING` (the
+ * current size of the PENDING queue, which writes no row of its own).
+ * Its WAITING and RUNNING are our waiting and running: SQLite's column
+ * names are case-insensitive.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "dbcompat.h"
 #include "model.h"
 
 static const spp_col cols[] = {
     {"hostuid", "TEXT"}, {"pid", "INTEGER"}, {"start_datetime", "TEXT"},
     {"relative_timestamp(ms)", "REAL"}, {"waiting", "INTEGER"}, {"running", "INTEGER"},
     {"swapped", "INTEGER"}, {"timestamp(ms)", "REAL"},
+    /* profiler.db only */
+    {"timestamp", "TEXT"}, {"QueueSize=", "INTEGER"}, {"status", "TEXT"}, {"PENDING", "INTEGER"},
 };
+#define NCSV 8 /* the CSV's columns: the first 8 */
+
+/* Why the report may be empty when records with QueueSize= did come: their
+ * queue names (shown, the first one) are none of the three columns. One
+ * parse at a time; reset by init. */
+static char unknown_why[256];
+static long long unknown_n;
 
 void spp_reqstatus_init(spp_model *m)
 {
+    unknown_why[0] = 0;
+    unknown_n = 0;
     spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
                    sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
-    for (int i = 0; i < m->nstores; i++)
-        m->st[i].waiting = m->st[i].running = m->st[i].swapped = 0;
+    m->t_reqstatus.ncsv = NCSV;
+    for (int i = 0; i < m->nstores; i++) {
+        m->st[i].waiting = m->st[i].running = m->st[i].swapped = NAN;
+        m->st[i].pending = 0;
+        m->st[i].rs_first = -1;
+    }
 }
 
 static spp_val n(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
@@ -33,20 +60,43 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         return;
     spp_str q = a->queue_name.p ? a->queue_name : a->status;
     spp_store_state *st = &m->st[r->store->index];
-    if (!q.p || (q.n == 7 && !memcmp(q.p, "WAITING", 7)))
+    const char *status;
+    if (!q.p || (q.n == 7 && !memcmp(q.p, "WAITING", 7))) {
         st->waiting = a->queue_size;
-    else if (q.n == 7 && !memcmp(q.p, "RUNNING", 7))
+        status = "WAITING";
+    } else if (q.n == 7 && !memcmp(q.p, "RUNNING", 7)) {
         st->running = a->queue_size;
-    else if (q.n == 7 && !memcmp(q.p, "SWAPPED", 7))
+        status = "RUNNING";
+    } else if (q.n == 7 && !memcmp(q.p, "SWAPPED", 7)) {
         st->swapped = a->queue_size;
-    else
-        return; /* PENDING and others: not a column of this report */
-    char dt[40];
+        status = "SWAPPED";
+    } else {
+        if (q.n == 7 && !memcmp(q.p, "PENDING", 7))
+            st->pending = a->queue_size; /* profiler.db's PENDING, shown on the next row */
+        /* PENDING and others: not a column of this report. Said if no
+         * other row comes (the skip line would claim no QueueSize=). */
+        if (!unknown_n++) {
+            char name[64];
+            spp_str_copy(q, name, sizeof name);
+            snprintf(unknown_why, sizeof unknown_why, "records with QueueSize= were found, but for no queue it "
+                     "reports (WAITING, RUNNING, SWAPPED): the first named '%s' (%s)", name,
+                     a->queue_name.p ? "scope#QueueName" : "status");
+            m->t_reqstatus.needs = unknown_why;
+        }
+        return;
+    }
+    char dt[40], ts[32];
     spp_fmt_datetime(r->ts, dt);
-    spp_val v[8] = {
+    if (st->rs_first < 0)
+        st->rs_first = r->ts;
+    ts[0] = 0;
+    if (m->out.db)
+        spp_dbcompat_time(r->ts, ts);
+    spp_val v[12] = {
         spp_v_text(r->store->hostname, -1), spp_v_int(r->pid), spp_v_text(dt, -1),
-        spp_v_ms((double)(r->ts - m->origin_ns) / 1e6), n(st->waiting), n(st->running), n(st->swapped),
-        spp_v_ms((double)r->ts / 1e6),
+        spp_v_ns(r->ts - st->rs_first), n(st->waiting), n(st->running), n(st->swapped),
+        spp_v_ns(r->ts),
+        spp_v_text(ts, -1), n(a->queue_size), spp_v_text(status, -1), n(st->pending),
     };
     spp_table_row(&m->out, &m->t_reqstatus, v);
 }

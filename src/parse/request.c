@@ -5,13 +5,21 @@
  * A request's state is created by the first record that names it and hangs
  * on its id root (ids.c). It accumulates the request's times: arrival
  * (httpReq), each wait in the WAITING queue (Enqueue -> Dequeue, summed, so
- * a preempted and re-queued request waits twice), the first token out, the
- * first step that ran it, token counts and cache hits. An end event
- * (httpRes / DecodeEnd / sendResponse) puts it on the `done` list; because
- * "end" is the *last* of those events, the row is written and the state
- * freed only once the stream has moved GRACE_NS past the end (or at the end
- * of input). A finished id keeps a tombstone so that stragglers do not
- * resurrect it. The request's flow in the timeline is drawn here as well:
+ * a preempted and re-queued request waits twice), the first token (the
+ * reference parser's rule: the latest end among the steps that ran the
+ * request with iter 0 — schedule, execution, forward, any process —, its
+ * first detokenize / decode and its first sendResponse), the first step
+ * that ran it, token counts and cache hits. An end event (httpRes /
+ * DecodeEnd / sendResponse) puts it on the `done` list; because "end" is
+ * the *last* of those events, the row is written and the state freed only
+ * once the stream has moved GRACE_NS past the end (or at the end of input).
+ * A request whose httpReq or end was not recorded (collection switched on
+ * or off mid-request) is marked complete = 0, its unknown figures are left
+ * empty and it stays out of the summary's percentiles. Rows go out in
+ * start order through reqorder.c; the states live on a list in the order
+ * they were created (their first record), whose head bounds the start of
+ * every row still to come. A finished id keeps a tombstone so that
+ * stragglers do not resurrect it. The request's flow in the timeline is drawn here as well:
  * each slice naming it becomes a flow step, the previous one held back so
  * that the last can be written as the flow's end ('f'). By default the
  * per-token slices are left out of the flow (decode steps, i.e. entries
@@ -29,7 +37,10 @@
 
 struct spp_req {
     int root;
-    int64_t first_seen, start, end, first_token, first_step_start, first_step_end;
+    int64_t first_seen, start, end, first_step_start;
+    int64_t iter0_end;   /* latest end of a step that ran it with iter 0 */
+    int64_t tok_end;     /* end of its first detokenize / decode */
+    int64_t send_end;    /* end of its first sendResponse */
     int64_t wait_since, queue_wait;
     int nwait, preempted, ended, queued;
     double recv, reply, hit;
@@ -37,7 +48,8 @@ struct spp_req {
     int nflow;
     int flow_pid, flow_tid;
     int64_t flow_ts;
-    spp_req *next;
+    spp_req *next;          /* done list */
+    spp_req *older, *newer; /* live list (creation order) */
 };
 
 static int tombstone;
@@ -48,12 +60,13 @@ static const spp_col cols[] = {
     {"reply_token_size", "INTEGER"}, {"execution_time(ms)", "REAL"}, {"queue_wait_time(ms)", "REAL"},
     {"first_token_latency(ms)", "REAL"}, {"cache_hit_rate", "REAL"}, {"start_time(ms)", "REAL"},
     {"tpot(ms)", "REAL"}, {"prefill_time(ms)", "REAL"}, {"decode_time(ms)", "REAL"},
-    {"preempted", "INTEGER"},
+    {"preempted", "INTEGER"}, {"complete", "INTEGER"},
 };
+#define NCOLS ((int)(sizeof cols / sizeof *cols))
 
 void spp_request_init(spp_model *m)
 {
-    spp_table_init(&m->out, &m->t_request, "request.csv", "request", cols, sizeof cols / sizeof *cols,
+    spp_table_init(&m->out, &m->t_request, "request.csv", "request", cols, NCOLS,
                    "no request records (domain Request: httpReq/httpRes) were found");
 }
 
@@ -67,14 +80,70 @@ static spp_req *get(spp_model *m, int root)
     spp_req *q = calloc(1, sizeof *q);
     q->root = root;
     q->first_seen = m->now_ns;
-    q->start = q->end = q->first_token = q->first_step_start = q->first_step_end = -1;
+    q->start = q->end = q->first_step_start = q->iter0_end = q->tok_end = q->send_end = -1;
     q->wait_since = -1;
     q->recv = q->reply = q->hit = NAN;
     spp_ids_set_data(m->ids, root, q);
+    q->older = m->live_tail; /* first_seen is the stream's time: the list stays ordered */
+    if (m->live_tail)
+        m->live_tail->newer = q;
+    else
+        m->live_head = q;
+    m->live_tail = q;
     return q;
 }
 
+static void live_remove(spp_model *m, spp_req *q)
+{
+    if (q->older)
+        q->older->newer = q->newer;
+    else
+        m->live_head = q->newer;
+    if (q->newer)
+        q->newer->older = q->older;
+    else
+        m->live_tail = q->older;
+    q->older = q->newer = NULL;
+}
+
+/* Puts k where a is in the live list (a leaves it): k takes a's earlier
+ * first_seen, and the list must stay ordered by it. */
+static void live_replace(spp_model *m, spp_req *a, spp_req *k)
+{
+    live_remove(m, k);
+    k->older = a->older;
+    k->newer = a->newer;
+    if (a->older)
+        a->older->newer = k;
+    else
+        m->live_head = k;
+    if (a->newer)
+        a->newer->older = k;
+    else
+        m->live_tail = k;
+    a->older = a->newer = NULL;
+}
+
+/* The first token: the latest of the request's iter-0 step ends, its first
+ * detokenize / decode and its first sendResponse (-1: none seen). */
+static int64_t first_token(const spp_req *q)
+{
+    int64_t t = q->iter0_end;
+    if (q->tok_end > t)
+        t = q->tok_end;
+    if (q->send_end > t)
+        t = q->send_end;
+    return t;
+}
+
 static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+/* A duration known as integer ns (printed exactly, see spp_v_ns), or
+ * empty when `known` is NAN. */
+static spp_val ns_or_null(double known, int64_t ns)
+{
+    return isnan(known) ? spp_v_null() : spp_v_ns(ns);
+}
 
 static int64_t min_set(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : a < b ? a : b; }
 static int64_t max_set(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -104,45 +173,58 @@ static void flow_step(spp_model *m, spp_req *q, const spp_rec *r)
 
 static void write_row(spp_model *m, spp_req *q)
 {
-    int64_t start = q->start >= 0 ? q->start : q->first_seen;
-    double exec = q->end >= 0 ? ms(q->end - start) : NAN;
-    int64_t ft = q->first_token >= 0 ? q->first_token : q->first_step_end;
-    double ttft = ft >= 0 ? ms(ft - start) : NAN;
+    int have_start = q->start >= 0, have_end = q->end >= 0;
+    int complete = have_start && have_end;
+    int64_t start = q->start;
+    double exec = complete ? ms(q->end - start) : NAN;
+    int64_t ft = first_token(q);
+    double ttft = have_start && ft >= 0 ? ms(ft - start) : NAN;
     double tpot = NAN, decode = NAN, prefill = NAN;
-    if (q->end >= 0 && ft >= 0) {
+    if (have_end && ft >= 0) {
         decode = ms(q->end - ft);
         if (!isnan(q->reply) && q->reply > 1)
             tpot = decode / (q->reply - 1);
     }
     if (ft >= 0 && q->first_step_start >= 0)
         prefill = ms(ft - q->first_step_start);
+    /* Still waiting when the records end: how long is not known. */
+    double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
     char dt[40];
-    spp_fmt_datetime(start, dt);
+    if (have_start)
+        spp_fmt_datetime(start, dt);
     const char *name = spp_req_name(m, q->root);
-    spp_val v[13] = {
-        spp_v_text(name, -1), spp_v_text(dt, -1),
+    spp_val v[NCOLS] = {
+        spp_v_text(name, -1), have_start ? spp_v_text(dt, -1) : spp_v_null(),
         isnan(q->recv) ? spp_v_null() : spp_v_int((long long)q->recv),
         isnan(q->reply) ? spp_v_null() : spp_v_int((long long)q->reply),
-        spp_v_ms(exec), spp_v_ms(q->nwait ? ms(q->queue_wait) : NAN), spp_v_ms(ttft),
-        spp_v_real(q->hit), spp_v_ms(ms(start)), spp_v_ms(tpot), spp_v_ms(prefill),
-        spp_v_ms(decode), spp_v_int(q->preempted),
+        ns_or_null(exec, q->end - start), ns_or_null(wait, q->queue_wait), ns_or_null(ttft, ft - start),
+        isnan(q->hit) ? spp_v_text("N/A", 3) : spp_v_real(q->hit),
+        have_start ? spp_v_ns(start) : spp_v_null(), spp_v_ms(tpot), ns_or_null(prefill, ft - q->first_step_start),
+        ns_or_null(decode, q->end - ft), spp_v_int(q->preempted), spp_v_int(complete),
     };
-    spp_table_row(&m->out, &m->t_request, v);
+    spp_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
     if (m->nfin == m->capfin) {
         m->capfin = m->capfin ? m->capfin * 2 : 1024;
         m->fin = realloc(m->fin, (size_t)m->capfin * sizeof *m->fin);
     }
     spp_reqsum *s = &m->fin[m->nfin++];
-    s->start = start;
+    s->start = have_start ? start : q->first_seen;
     s->end = q->end;
     s->first_token = ft;
-    s->ttft = ttft;
-    s->e2e = exec;
-    s->tpot = tpot;
-    s->wait = q->nwait ? ms(q->queue_wait) : NAN;
-    s->prefill_speed = !isnan(prefill) && prefill > 0 && !isnan(q->recv) ? q->recv / (prefill / 1e3) : NAN;
-    s->decode_speed = !isnan(decode) && decode > 0 && !isnan(q->reply) && q->reply > 1
-                          ? (q->reply - 1) / (decode / 1e3) : NAN;
+    if (!complete) {
+        /* Cut by the collection window: its figures would be the window's,
+         * not the request's; counted apart, out of every percentile. */
+        m->nincomplete++;
+        s->ttft = s->e2e = s->tpot = s->wait = s->prefill_speed = s->decode_speed = NAN;
+    } else {
+        s->ttft = ttft;
+        s->e2e = exec;
+        s->tpot = tpot;
+        s->wait = wait;
+        s->prefill_speed = !isnan(prefill) && prefill > 0 && !isnan(q->recv) ? q->recv / (prefill / 1e3) : NAN;
+        s->decode_speed = !isnan(decode) && decode > 0 && !isnan(q->reply) && q->reply > 1
+                              ? (q->reply - 1) / (decode / 1e3) : NAN;
+    }
     if (!isnan(q->reply))
         m->out_tokens += q->reply;
 }
@@ -152,7 +234,23 @@ static void finalize(spp_model *m, spp_req *q)
     flow_end(m, q);
     write_row(m, q);
     spp_ids_set_data(m->ids, q->root, DONE);
+    live_remove(m, q);
     free(q);
+}
+
+/* Takes q off the done list (it is absorbed into another request). */
+static void done_unlink(spp_model *m, spp_req *q)
+{
+    spp_req **pp = &m->done_head, *prev = NULL;
+    while (*pp && *pp != q) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = q->next;
+        if (m->done_tail == q)
+            m->done_tail = prev;
+    }
 }
 
 void spp_request_link(spp_model *m, int kept, int absorbed)
@@ -163,7 +261,12 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     spp_ids_set_data(m->ids, absorbed, NULL);
     spp_req *k = spp_ids_data(m->ids, kept);
     if (k == DONE) {
-        free(a); /* rare: the request already ended under its other id */
+        /* rare: the request already ended under its other id */
+        if (a->queued)
+            done_unlink(m, a);
+        flow_end(m, a);
+        live_remove(m, a);
+        free(a);
         return;
     }
     if (!k) {
@@ -172,12 +275,17 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
         return;
     }
     /* Both ids had state: fold the absorbed one into the kept one. */
+    if (a->first_seen < k->first_seen)
+        live_replace(m, a, k);
+    else
+        live_remove(m, a);
     k->first_seen = min_set(k->first_seen, a->first_seen);
     k->start = min_set(k->start, a->start);
     k->end = max_set(k->end, a->end);
-    k->first_token = min_set(k->first_token, a->first_token);
     k->first_step_start = min_set(k->first_step_start, a->first_step_start);
-    k->first_step_end = min_set(k->first_step_end, a->first_step_end);
+    k->iter0_end = max_set(k->iter0_end, a->iter0_end);
+    k->tok_end = min_set(k->tok_end, a->tok_end);
+    k->send_end = min_set(k->send_end, a->send_end);
     k->queue_wait += a->queue_wait;
     k->nwait += a->nwait;
     k->preempted += a->preempted;
@@ -188,17 +296,7 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     if (isnan(k->hit)) k->hit = a->hit;
     flow_end(m, a);
     if (a->queued) {
-        /* Unlink a from the done list. */
-        spp_req **pp = &m->done_head, *prev = NULL;
-        while (*pp && *pp != a) {
-            prev = *pp;
-            pp = &(*pp)->next;
-        }
-        if (*pp) {
-            *pp = a->next;
-            if (m->done_tail == a)
-                m->done_tail = prev;
-        }
+        done_unlink(m, a);
         if (!k->queued) {
             k->queued = 1;
             k->next = NULL;
@@ -260,18 +358,21 @@ static void apply(spp_model *m, spp_req *q, const spp_rec *r, enum spp_kind k, i
     case K_BATCH: case K_EXEC: case K_FORWARD: {
         if (q->first_step_start < 0)
             q->first_step_start = r->ts;
-        int iter = entry >= 0 ? a->rids[entry].iter : -1;
-        if (iter == 0 && q->first_step_end < 0)
-            q->first_step_end = end;
+        const spp_rident *e = entry >= 0 ? &a->rids[entry] : NULL;
+        /* A schedule entry with no token scheduled did not run the prefill
+         * (the reference leaves such entries out too). */
+        int ran = !e || k != K_BATCH || isnan(e->sched_tokens) || e->sched_tokens > 0;
+        if (e && e->iter == 0 && ran)
+            q->iter0_end = max_set(q->iter0_end, end);
         break;
     }
     case K_TOKEN_OUT:
-        if (q->first_token < 0)
-            q->first_token = r->ts;
+        if (q->tok_end < 0)
+            q->tok_end = end;
         break;
     case K_SENDRESP: case K_END:
-        if (k == K_SENDRESP && q->first_token < 0)
-            q->first_token = r->ts;
+        if (k == K_SENDRESP && q->send_end < 0)
+            q->send_end = end;
         q->end = max_set(q->end, r->ts);
         q->ended = 1;
         if (!q->queued) {
@@ -304,7 +405,7 @@ static int flow_key(const spp_model *m, const spp_req *q, const spp_rec *r, enum
         return !decode;
     }
     if (k == K_TOKEN_OUT || k == K_SENDRESP)
-        return q->first_token < 0;
+        return q->tok_end < 0 && q->send_end < 0;
     if (k == K_KVEVENT && r->name[0] == 'A' && r->name[1] == 'p')
         return 0; /* AppendSlot: one per token */
     return 1;
@@ -333,8 +434,11 @@ void spp_request_flush(spp_model *m, int all)
             m->done_tail = NULL;
         finalize(m, q);
     }
-    if (!all)
+    if (!all) {
+        spp_reqorder_release(m, m->live_head && m->live_head->first_seen < m->now_ns ? m->live_head->first_seen
+                                                                                     : m->now_ns);
         return;
+    }
     /* Requests that never ended (a store cut short, a run still going). */
     int n = spp_ids_count(m->ids);
     for (int i = 0; i < n; i++) {
@@ -342,4 +446,6 @@ void spp_request_flush(spp_model *m, int all)
         if (d && d != DONE)
             finalize(m, d);
     }
+    spp_reqorder_release_all(m);
+    spp_reqorder_free(m);
 }

@@ -59,7 +59,7 @@ void spp_spaninfo_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         spp_fmt_datetime(r->ts + r->dur, edt);
         spp_val v[6] = {
             spp_v_text(r->name, -1), spp_v_text(sdt, -1), spp_v_text(edt, -1),
-            spp_v_ms((double)r->dur / 1e6), spp_v_text(r->store->hostname, -1), spp_v_int(r->pid),
+            spp_v_ns(r->dur), spp_v_text(r->store->hostname, -1), spp_v_int(r->pid),
         };
         spp_table_row(&m->out, &m->t_spans[i], v);
         spp_stats_add(m->stats, i, (double)r->dur / 1e6);

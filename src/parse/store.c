@@ -51,6 +51,7 @@
 #include "parse.h"
 #include "rawscan.h"
 #include "reorder.h"
+#include "walcheck.h"
 
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
 #define REORDER_MAX_BYTES (128LL << 20)
@@ -134,8 +135,8 @@ static unsigned be32(const unsigned char *p)
     return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
 }
 
-/* 0 ok; -1 with *why set. */
-static int check_header(const char *path, const char **why)
+/* 0 ok; -1 with *why set. *psz: the page size. */
+static int check_header(const char *path, const char **why, unsigned *psz_out)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -159,8 +160,16 @@ static int check_header(const char *path, const char **why)
     if (psz == 1)
         psz = 65536;
     unsigned pages = be32(h + 28);
-    /* The in-header size is valid only when the change counter matches. */
-    if (sok && pages && be32(h + 24) == be32(h + 92) &&
+    *psz_out = psz;
+    /* The in-header size is valid only when the change counter matches,
+     * and says nothing when a WAL is there: committed pages may live in
+     * the -wal file only (a recorder whose disk filled up before the
+     * checkpoint copied them back). SQLite then decides what is there. */
+    char wal[4096];
+    struct stat wst;
+    int has_wal = snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && stat(wal, &wst) == 0 &&
+                  wst.st_size > 0;
+    if (sok && pages && !has_wal && be32(h + 24) == be32(h + 92) &&
         (long long)st.st_size < (long long)pages * psz) {
         *why = "truncated (shorter than its header says)";
         return -1;
@@ -331,6 +340,18 @@ static void step(spp_store *s)
     fail(s, "read error", NULL);
 }
 
+/* A duration no report can use: longer than SPP_MAX_DUR_NS, or one whose
+ * end would be past INT64_MAX ns (year 2262), so that timestamp + duration
+ * overflows. Such a record is read as an event (duration 0) and counted
+ * (spp_store.absurd_dur); the driver prints the count. */
+static int dur_absurd(int64_t ts, int64_t dur)
+{
+    return dur > SPP_MAX_DUR_NS || (ts > 0 && dur > INT64_MAX - ts);
+}
+
+/* Twice v without overflow (windows are doubled lateness). */
+static int64_t twice(int64_t v) { return v > INT64_MAX / 2 ? INT64_MAX : 2 * v; }
+
 /* The first pass, as an aggregate: SQLite calls this once per row of the
  * scan inside a single sqlite3_step, which costs about half of stepping a
  * `SELECT timestamp` row by row through the API (callgrind). */
@@ -359,8 +380,11 @@ static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
 {
     late_acc *a = sqlite3_user_data(c);
     int64_t ts = sqlite3_value_int64(argv[0]);
-    if (ts > 0 && argc > 1 && sqlite3_value_int64(argv[1]) > a->maxdur)
-        a->maxdur = sqlite3_value_int64(argv[1]);
+    if (ts > 0 && argc > 1) {
+        int64_t dur = sqlite3_value_int64(argv[1]);
+        if (!dur_absurd(ts, dur) && dur > a->maxdur)
+            a->maxdur = dur;
+    }
     late_add(a, ts);
 }
 
@@ -438,7 +462,7 @@ static const char *choose_mode(spp_store *s, int *plain)
         rc = sqlite3_step(st);
         sqlite3_finalize(st);
         if (acc.n + acc.bad >= PREFIX_ROWS) {
-            int64_t w = 2 * (acc.late > acc.maxdur ? acc.late : acc.maxdur);
+            int64_t w = twice(acc.late > acc.maxdur ? acc.late : acc.maxdur);
             s->mode = SPP_READ_REORDER;
             s->one_pass = 1;
             s->lateness = w > WINDOW0_NS ? w : WINDOW0_NS;
@@ -512,13 +536,32 @@ static void open_raw(spp_store *s, int where)
     spp_log(SPP_DEBUG, "store %s: slice read from its b-tree pages (raw scan)", s->path);
 }
 
+/* A WAL SQLite will not read whole: said by name, with what is lost. 1 if so. */
+static int warn_wal(const char *path, unsigned psz)
+{
+    spp_wal_info w;
+    if (!spp_wal_check(path, psz, &w))
+        return 0;
+    if (!w.header_ok)
+        OPEN_WARN("store %s: its WAL file (%s-wal, %lld bytes, %lld frames, about %lld rows) has a damaged header, "
+                  "so SQLite ignores all of it; only what was already copied into the main file is read",
+                  path, path, w.size, w.frames, w.lost_rows);
+    else
+        OPEN_WARN("store %s: its WAL file (%s-wal) is damaged at frame %lld of %lld (checksum mismatch); SQLite "
+                  "reads only the %lld frame(s) committed before it: the other %lld frame(s), about %lld rows, "
+                  "are not read", path, path, w.damaged_at, w.frames, w.used, w.frames - w.used, w.lost_rows);
+    return 1;
+}
+
 spp_store *spp_store_open(const char *path, int index)
 {
     const char *why = NULL;
-    if (check_header(path, &why) != 0) {
+    unsigned psz = 0;
+    if (check_header(path, &why, &psz) != 0) {
         OPEN_WARN("store %s: %s; skipped", path, why);
         return NULL;
     }
+    int wal_damaged = !quiet_open && warn_wal(path, psz); /* the rerun does not read the WAL twice */
     spp_store *s = calloc(1, sizeof *s);
     s->index = index;
     s->path = strdup(path);
@@ -526,6 +569,7 @@ spp_store *spp_store_open(const char *path, int index)
     s->hostname = strdup("");
     s->dp_rank = -1;
     s->row = calloc(1, sizeof *s->row);
+    s->last_ts = INT64_MIN;
     char *uri = uri_of(path);
     int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                              spp_readvfs_name());
@@ -547,7 +591,11 @@ spp_store *spp_store_open(const char *path, int index)
         return NULL;
     }
     if (slice != 1 && mstx != 1) {
-        OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
+        if (wal_damaged)
+            OPEN_WARN("store %s: no 'slice' or 'Mstx' table can be read: the tables are in its damaged WAL "
+                      "(above); skipped", path);
+        else
+            OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
         spp_store_close(s);
         return NULL;
     }
@@ -605,6 +653,20 @@ static int convert_legacy(spp_store *s, const char *msg, int n)
     return (int)(o - s->legacy_buf);
 }
 
+void spp_legacy_decode(spp_store *s, const char *msg, int n, spp_rec *r)
+{
+    r->args_len = convert_legacy(s, msg, n);
+    r->args = s->legacy_buf;
+    spp_str v;
+    s->legacy_name[0] = s->legacy_cat[0] = 0;
+    if (spp_json_object_string(r->args, r->args_len, "name", &v))
+        spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
+    if (spp_json_object_string(r->args, r->args_len, "domain", &v))
+        spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
+    r->name = s->legacy_name;
+    r->cat = s->legacy_cat;
+}
+
 /* Fills r from the cursor's current row. */
 static void read_cur(spp_store *s, spp_rec *r)
 {
@@ -614,6 +676,10 @@ static void read_cur(spp_store *s, spp_rec *r)
         const spp_rawrow *w = s->raw_row;
         r->ts = w->ts;
         r->dur = w->dur < 0 ? 0 : w->dur;
+        if (dur_absurd(r->ts, r->dur)) {
+            s->absurd_dur++;
+            r->dur = 0;
+        }
         r->name = w->name;
         r->cat = w->cat;
         r->args = w->args;
@@ -634,17 +700,7 @@ static void read_cur(spp_store *s, spp_rec *r)
     } else {
         int64_t end = sqlite3_column_int64(st, 1);
         r->dur = end > r->ts ? end - r->ts : 0;
-        const char *m = text_or(st, 2, "");
-        r->args_len = convert_legacy(s, m, sqlite3_column_bytes(st, 2));
-        r->args = s->legacy_buf;
-        spp_str v;
-        s->legacy_name[0] = s->legacy_cat[0] = 0;
-        if (spp_json_object_string(r->args, r->args_len, "name", &v))
-            spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
-        if (spp_json_object_string(r->args, r->args_len, "domain", &v))
-            spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
-        r->name = s->legacy_name;
-        r->cat = s->legacy_cat;
+        spp_legacy_decode(s, text_or(st, 2, ""), sqlite3_column_bytes(st, 2), r);
         r->pid = sqlite3_column_int64(st, 3);
         r->tid = sqlite3_column_int64(st, 4);
     }
@@ -654,6 +710,10 @@ static void read_cur(spp_store *s, spp_rec *r)
     }
     if (r->dur < 0)
         r->dur = 0;
+    if (dur_absurd(r->ts, r->dur)) {
+        s->absurd_dur++;
+        r->dur = 0;
+    }
 }
 
 /* One-pass mode: a row earlier than one already handed out ends the store
@@ -674,8 +734,8 @@ static int one_pass_check(spp_store *s, const spp_rec *r)
         end_cursor(s);
         return 0;
     }
-    if (s->maxts > r->ts && (s->maxts - r->ts) * 2 > s->lateness)
-        s->lateness = (s->maxts - r->ts) * 2;
+    if (s->maxts > r->ts && twice(s->maxts - r->ts) > s->lateness)
+        s->lateness = twice(s->maxts - r->ts);
     return 1;
 }
 
@@ -719,6 +779,8 @@ static int reorder_fill(spp_store *s)
 int spp_store_peek(spp_store *s, spp_rec *rec)
 {
     if (!s->have_row) {
+        if (s->disordered)
+            return 0;
         if (s->mode == SPP_READ_REORDER) {
             if (!reorder_fill(s))
                 return 0;
@@ -727,6 +789,17 @@ int spp_store_peek(spp_store *s, spp_rec *rec)
                 return 0;
             read_cur(s, s->row);
         }
+        /* The merge needs each store in time order. Only a damaged file
+         * breaks it here (its pages read one way by the first pass and
+         * another by the scan: the fuzz target found one): the store ends
+         * like a read error, never out of order. */
+        if (s->row->ts < s->last_ts) {
+            fail(s, "read error", "a record earlier than the one before it (the file is damaged: its rows do not "
+                 "read the same way twice)");
+            s->disordered = 1;
+            return 0;
+        }
+        s->last_ts = s->row->ts;
         s->have_row = 1;
     }
     *rec = *s->row;

@@ -148,7 +148,10 @@ void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, d
         for (int i = 0; i < 5; i++)
             printf(" %s %lld%s", names[i], ts[i]->rows, i < 4 ? "," : "\n");
     }
-    printf("  requests: %d\n", m->nfin);
+    printf("  requests: %d", m->nfin);
+    if (m->nincomplete)
+        printf(" (%lld cut by the collection window: complete = 0, not in the percentiles)", m->nincomplete);
+    printf("\n");
     long long n = m->nfin;
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     for (long long i = 0; i < n; i++)

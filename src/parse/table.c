@@ -2,7 +2,10 @@
 /*
  * table.c — the row sink every report writes through: one call per row
  * writes the CSV line (when csv is on) and the profiler.db row (when db is
- * on), so the two can never disagree.
+ * on), so the two can never disagree. A report may give profiler.db columns
+ * the CSV has not (the reference's, after the CSV's: ncsv), and dbcompat.c
+ * may append virtual generated columns to a table's CREATE (computed when
+ * read; the rows here never carry them).
  *
  * CSV files are opened on the first row, so a report whose data never came
  * leaves no empty file behind; spp_table_close() then prints the one line
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include "btwrite.h"
+#include "dbcompat.h"
 #include "dbout.h"
 #include "dwrite.h"
 #include "fmtnum.h"
@@ -71,13 +75,13 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }
+    spp_dw_stage_begin(); /* every output under a temporary name until spp_out_close */
     if (db) {
         char path[4096];
         /* A fresh database per run: stale rows would mix runs. It is built
-         * as profiler.db.partial and renamed at the end, so an interrupted
-         * run leaves no profiler.db that looks complete. */
-        snprintf(path, sizeof path, "%s/profiler.db", dir);
-        unlink(path);
+         * as profiler.db.partial and renamed at the end with the other
+         * outputs (dwrite.c, staging), so an interrupted run leaves the
+         * previous profiler.db as it was, never one that looks complete. */
         snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
         unlink(path);
         o->bt = spp_bt_open(path, DB_PAGE);
@@ -169,10 +173,15 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
     t->db_name = o->db ? db_name : NULL;
     t->cols = cols;
     t->ncols = ncols;
+    t->ncsv = ncols;
     t->needs = needs;
     if (!t->db_name || !o->db_conn)
         return;
-    size_t cap = 256 + (size_t)ncols * 96;
+    /* The reference's names for columns we hold under other names:
+     * virtual generated columns (dbcompat.c), computed when read, so the
+     * page writer never sees them (they come after the stored ones). */
+    char *extra = spp_dbcompat_columns(db_name, cols, ncols);
+    size_t cap = 256 + (size_t)ncols * 96 + (extra ? strlen(extra) : 0);
     char *create = malloc(cap), *ins = malloc(cap);
     char q[160];
     quote_ident(q, sizeof q, db_name);
@@ -183,7 +192,8 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         n += (size_t)snprintf(create + n, cap - n, "%s%s %s", i ? ", " : "", q, cols[i].sqltype);
         m += (size_t)snprintf(ins + m, cap - m, "%s?", i ? ", " : "");
     }
-    snprintf(create + n, cap - n, ")");
+    snprintf(create + n, cap - n, "%s)", extra ? extra : "");
+    sqlite3_free(extra);
     snprintf(ins + m, cap - m, ")");
     if (sqlite3_exec(o->db_conn, create, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(o->db_conn, ins, -1, &t->ins, NULL) != SQLITE_OK) {
@@ -223,7 +233,7 @@ static int open_csv(spp_out *o, spp_table *t)
     t->csv_buf = malloc(SPP_OUT_BUF);
     setvbuf(t->csv, t->csv_buf, _IOFBF, SPP_OUT_BUF);
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
-    for (int i = 0; i < t->ncols; i++) {
+    for (int i = 0; i < t->ncsv; i++) {
         if (i)
             putc_unlocked(',', t->csv);
         spp_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
@@ -233,9 +243,13 @@ static int open_csv(spp_out *o, spp_table *t)
 }
 
 /* Milliseconds with microsecond precision, exactly: integer arithmetic. */
-static void put_ms(FILE *f, double ms)
+static void put_ms(FILE *f, const spp_val *v)
 {
-    long long us = llround(ms * 1000.0);
+    long long us;
+    if (v->n == 1) /* exact nanoseconds: round half away from zero in integers */
+        us = v->i >= 0 ? (v->i + 500) / 1000 : -((-v->i + 500) / 1000);
+    else
+        us = llround(v->d * 1000.0);
     if (us < 0) {
         putc_unlocked('-', f);
         us = -us;
@@ -325,13 +339,13 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
     t->rows++;
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
-        for (int i = 0; i < t->ncols; i++) {
+        for (int i = 0; i < t->ncsv; i++) {
             if (i)
                 putc_unlocked(',', f);
             switch (v[i].kind) {
             case SPP_INT: spp_put_int(f, v[i].i); break;
             case SPP_REAL: put_real(f, v[i].d); break;
-            case SPP_MS: put_ms(f, v[i].d); break;
+            case SPP_MS: put_ms(f, &v[i]); break;
             case SPP_TEXT: spp_csv_field(f, v[i].s, v[i].n); break;
             default: break;
             }
@@ -358,16 +372,16 @@ void spp_table_close(spp_out *o, spp_table *t)
             /* Half a report would pass for a short run: it goes. */
             spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
                     strerror(errno));
-            unlink(t->csv_path);
+            spp_dw_stage_add(NULL, t->csv_path); /* nor an earlier run's under its name */
             o->failed = 1;
         }
         t->csv = NULL;
     } else if (t->rows == 0 && t->csv_name) {
-        /* A file of that name from an earlier run would pass for this run's. */
+        /* A file of that name from an earlier run would pass for this
+         * run's: removed at the commit (spp_out_close). */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", o->dir, t->csv_name);
-        if (unlink(path) == 0)
-            spp_log(SPP_INFO, "removed %s of an earlier run", path);
+        spp_dw_stage_add(NULL, path);
         if (t->needs)
             spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
@@ -471,10 +485,7 @@ int spp_out_close(spp_out *o)
         for (int i = 0; i < nidx; i++)
             free(idx[i]);
         free(idx);
-        if (!o->db_lost && rename(partial, path) != 0) {
-            snprintf(why, sizeof why, "cannot rename it to %s: %s", path, strerror(errno));
-            db_fail(o, why);
-        }
+        spp_dw_stage_add(o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
         spp_bt_free(o->bt);
         o->bt = NULL;
     }
@@ -482,5 +493,9 @@ int spp_out_close(spp_out *o)
         sqlite3_close(o->db_conn);
         o->db_conn = NULL;
     }
+    if (o->discard)
+        spp_dw_stage_discard();
+    else if (spp_dw_stage_commit() != 0)
+        o->failed = 1;
     return o->failed ? -1 : 0;
 }

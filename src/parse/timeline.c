@@ -150,18 +150,20 @@ static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGE
                                   {"cat", "TEXT"}, {"args", "TEXT"}, {"args_id", "INTEGER"},
                                   {"pid", "INTEGER"}, {"tid", "INTEGER"}};
 static const spp_col c_args[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
-/* The columns of parsing.md's `slice`, in its order. */
+/* The columns of parsing.md's `slice`, in its order, then the reference's
+ * `id` (insertion order = time order) and `track_id` (our lane: tid). */
 static const char slice_view[] =
     "CREATE VIEW slice AS SELECT d.timestamp AS timestamp, d.duration AS duration, "
     "d.timestamp + d.duration AS end_time, d.name AS name, d.cat AS cat, "
     "CASE WHEN d.args_id IS NULL THEN d.args ELSE (SELECT a.args FROM slice_args a WHERE a.id = d.args_id) END "
-    "AS args, d.pid AS pid, d.tid AS tid FROM slice_data d";
+    "AS args, d.pid AS pid, d.tid AS tid, d.rowid AS id, d.tid AS track_id FROM slice_data d";
 /* Args texts at least this long go to slice_args (a step's rid list is
  * kilobytes; events' args are tens of bytes). */
 #define LONG_ARGS 512
-static const spp_col c_counter[] = {{"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
+/* counter and flow: `id` (the rowid, in time order) as the reference has it. */
+static const spp_col c_counter[] = {{"id", "INTEGER PRIMARY KEY"}, {"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
                                     {"series", "TEXT"}, {"value", "REAL"}};
-static const spp_col c_flow[] = {{"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
+static const spp_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
                                  {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
@@ -571,8 +573,8 @@ void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
             continue;
-        spp_val v[5] = {spp_v_text(name, -1), spp_v_int(pid), spp_v_int(ts), spp_v_text(series[i], -1),
-                        spp_v_real(vals[i])};
+        spp_val v[6] = {spp_v_int(t->t_counter.rows + 1), spp_v_text(name, -1), spp_v_int(pid), spp_v_int(ts),
+                        spp_v_text(series[i], -1), spp_v_real(vals[i])};
         spp_table_row(t->o, &t->t_counter, v);
     }
 }
@@ -600,8 +602,8 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
         W_LIT(t->f, ",\"bp\":\"e\"}");
     }
     char type[2] = {ph, 0};
-    spp_val v[7] = {spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(pid),
-                    spp_v_int(tid), spp_v_int(ts), spp_v_text(type, 1)};
+    spp_val v[8] = {spp_v_int(t->t_flow.rows + 1), spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1),
+                    spp_v_int(pid), spp_v_int(tid), spp_v_int(ts), spp_v_text(type, 1)};
     spp_table_row(t->o, &t->t_flow, v);
 }
 

@@ -8,6 +8,8 @@ import json
 import os
 import sqlite3
 import subprocess
+import tempfile
+import unittest
 
 T0 = 1_700_000_000_000_000_000  # ns since the epoch (2023-11-14 22:13:20 UTC)
 
@@ -94,3 +96,22 @@ def read_csv(path):
     import csv
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def simple_request(s, rid, start, end, reply=4):
+    """A request seen by the front end only: httpReq at start, httpRes at end (ms)."""
+    s.event("httpReq", start, "Request", rid=rid)
+    s.event("httpRes", end, "Request", rid=rid, **{"recvTokenSize=": 10, "replyTokenSize=": reply})
+
+
+class TempCase(unittest.TestCase):
+    """A test with a fresh folder: self.inp (created) for stores, self.out for the parse."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.inp = os.path.join(self.tmp.name, "in")
+        self.out = os.path.join(self.tmp.name, "out")
+        os.makedirs(self.inp)
+
+    def tearDown(self):
+        self.tmp.cleanup()

@@ -61,7 +61,9 @@ class DbOut(unittest.TestCase):
 
     def test_slice_has_the_columns_of_the_contract(self):
         cols = [r[1] for r in self.db.execute("PRAGMA table_info(slice)")]
-        self.assertEqual(cols, ["timestamp", "duration", "end_time", "name", "cat", "args", "pid", "tid"])
+        # then the reference's id (insertion order) and track_id (our lane, tid)
+        self.assertEqual(cols, ["timestamp", "duration", "end_time", "name", "cat", "args", "pid", "tid", "id",
+                                "track_id"])
 
     def test_every_record_with_its_args_byte_for_byte(self):
         rows = self.db.execute("SELECT timestamp, duration, name, args FROM slice ORDER BY timestamp").fetchall()
@@ -142,8 +144,9 @@ class WriteErrors(unittest.TestCase):
             s.event("httpRes", 5, "Request", rid="a")
             s.close()
             os.makedirs(out)
-            os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json"))
-            os.symlink("/dev/full", os.path.join(out, "request.csv"))
+            # outputs are written under a temporary name, renamed when complete
+            os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json.partial"))
+            os.symlink("/dev/full", os.path.join(out, "request.csv.partial"))
             p = run_parse(inp, out, check=False)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertRegex(p.stderr, r"writing \S*chrome_tracing.json failed: No space left on device")
@@ -152,6 +155,7 @@ class WriteErrors(unittest.TestCase):
             # an incomplete report or trace is not left to pass for a short run
             self.assertFalse(os.path.lexists(os.path.join(out, "chrome_tracing.json")))
             self.assertFalse(os.path.lexists(os.path.join(out, "request.csv")))
+            self.assertFalse(os.path.lexists(os.path.join(out, "request.csv.partial")))
             db = sqlite3.connect(os.path.join(out, "profiler.db"))  # the other outputs are complete
             try:
                 self.assertEqual(db.execute("SELECT count(*) FROM slice").fetchone()[0], 2)

@@ -75,7 +75,7 @@ class Reports(unittest.TestCase):
                          ("2", "1", "1"))
         self.assertEqual((mixed["prefill_scheduled_tokens"], mixed["decode_scheduled_tokens"],
                           mixed["total_scheduled_tokens"]), ("20", "1", "21"))
-        self.assertEqual(mixed["batch_type"], "Prefill,Decode")
+        self.assertEqual(mixed["batch_type"], "Prefill, Decode")
         self.assertAlmostEqual(float(mixed["during_time(ms)"]), 1.0)
         self.assertEqual(b[0]["batch_type"], "Prefill")
         self.assertEqual(b[0]["batch_size"], "1")
@@ -111,7 +111,7 @@ class Reports(unittest.TestCase):
         k = read_csv(os.path.join(self.out, "kvcache.csv"))
         status = [r for r in k if r["name"] == "KVCacheStatus"]
         self.assertEqual(len(status), 4)
-        s17 = [r for r in status if r["start_datetime"].endswith(".017000")][0]
+        s17 = [r for r in status if r["start_time"].endswith(".017000")][0]
         self.assertEqual((s17["total_blocks"], s17["used_blocks"], s17["free_blocks"], s17["blocks_allocated"],
                           s17["blocks_freed"]), ("100", "15", "85", "5", "0"))
         free = [r for r in k if r["name"] == "Free"][0]
@@ -121,9 +121,10 @@ class Reports(unittest.TestCase):
     def test_request_status(self):
         rs = read_csv(os.path.join(self.out, "request_status.csv"))
         a = [r for r in rs if r["pid"] == "200"]
-        # after the Queue RUNNING event at 5.5 ms: waiting 1, running 1
-        row = [r for r in a if abs(float(r["relative_timestamp(ms)"]) - 5.5) < 1e-6][0]
-        self.assertEqual((row["waiting"], row["running"], row["swapped"]), ("1", "1", "0"))
+        # after the Queue RUNNING event at 5.5 ms: waiting 1, running 1, swapped never
+        # reported (empty); relative to the process's first queue row (2 ms)
+        row = [r for r in a if abs(float(r["relative_timestamp(ms)"]) - 3.5) < 1e-6][0]
+        self.assertEqual((row["waiting"], row["running"], row["swapped"]), ("1", "1", ""))
         self.assertEqual(row["hostuid"], "hostA")
 
     def test_profiler_db_tables(self):
@@ -144,7 +145,7 @@ class Reports(unittest.TestCase):
         row = db.execute("SELECT count, p50 FROM first_token_latency").fetchall()
         self.assertEqual(len(row), 1)
         self.assertEqual(row[0][0], 3)
-        self.assertAlmostEqual(row[0][1], 11.0)  # median of 7, 11, 30
+        self.assertAlmostEqual(row[0][1], 11000.0)  # median of 7, 11, 30 ms, in µs (the reference's unit)
         names = dict(db.execute("SELECT prof_id, process_name FROM process WHERE prof_id <> ''"))
         self.assertEqual(names["ms_service_hostA-200"], "forward")
         db.close()

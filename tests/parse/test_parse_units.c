@@ -167,12 +167,12 @@ static void test_ids(void)
     CHECK_INT(spp_ids_get(ids, "http-1", 6), http);
     CHECK_INT(spp_ids_find(ids, "nope", 4), -1);
     int absorbed;
-    int root = spp_ids_link(ids, eng, http, &absorbed); /* Link {from: engine-1, to: http-1} */
-    CHECK_INT(root, http);
+    int root = spp_ids_link(ids, http, eng, &absorbed); /* Link {from: http-1, to: engine-1} */
+    CHECK_INT(root, http);                              /* named by `from`, as the reference */
     CHECK_INT(absorbed, eng);
     CHECK_INT(spp_ids_root(ids, eng), http);
-    int worker = spp_ids_get(ids, "worker-1", 8);      /* a chain: worker -> engine -> http */
-    spp_ids_link(ids, worker, eng, &absorbed);
+    int worker = spp_ids_get(ids, "worker-1", 8);      /* a chain: http -> engine -> worker */
+    spp_ids_link(ids, eng, worker, &absorbed);
     CHECK_INT(spp_ids_root(ids, worker), http);
     CHECK_STR(spp_ids_name(ids, spp_ids_root(ids, worker)), "http-1");
     spp_ids_link(ids, worker, http, &absorbed);

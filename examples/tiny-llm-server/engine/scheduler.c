@@ -120,7 +120,6 @@ static int ensure_blocks(tl_engine *e, tl_request *r, int upto)
         return -1;
     r->n_blocks += need;
     e->batch.blocks_allocated += need;
-    ins_kv_allocate(r, need, e->kv);
     return 0;
 }
 
@@ -129,7 +128,6 @@ static void release_blocks(tl_engine *e, tl_request *r)
     if (r->n_blocks) {
         kv_release(e->kv, r->blocks, r->n_blocks);
         e->batch.blocks_freed += r->n_blocks;
-        ins_kv_free(r, r->n_blocks, e->kv);
     }
     r->n_blocks = 0;
     r->n_computed = 0;

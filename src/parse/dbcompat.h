@@ -1,0 +1,29 @@
+/* dbcompat.h — profiler.db as the reference's dashboards and tools read it
+ * (dbcompat.c): its column names beside ours, its extra views. */
+#ifndef SERVPROF_PARSE_DBCOMPAT_H
+#define SERVPROF_PARSE_DBCOMPAT_H
+#include <stdint.h>
+
+#include "parse.h"
+
+/* The reference's columns of table `table` (stored columns cols) that we
+ * compute from ours, as text to append to its CREATE TABLE column list:
+ * ", name TYPE GENERATED ALWAYS AS (...) VIRTUAL" each, or NULL when none.
+ * Virtual generated columns are computed when read: nothing is stored, and
+ * they come after the stored columns, so the page writer never sees them.
+ * A column is left out when the table already has one of that name or
+ * lacks the one it is computed from. The caller frees with sqlite3_free. */
+char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols);
+
+/* The reference's time text, "YYYY-MM-DD HH:MM:SS:ffffff" (a colon before
+ * the microseconds, as its parser writes it), in UTC (docs/parse.md says
+ * why). buf holds at least 27 bytes. */
+void spp_dbcompat_time(int64_t ns, char *buf);
+
+/* Creates the reference's views (data_table, data_link, batch_info,
+ * request_data, forward_info, kvcache_usage, batch_exec, batch_req and the
+ * *_curve views) in profiler.db's schema. Call once every table exists; a
+ * view SQLite refuses is one warning, the others are still made. */
+void spp_dbcompat_views(spp_out *o);
+
+#endif
