@@ -233,11 +233,14 @@ class Engine:
         servprof.set_thread_name("engine")
         while True:
             with self.cv:
-                while not self.stopping and not self.waiting and not self.running:
+                if not self.stopping and not self.waiting and not self.running:
                     self.cv.wait(0.05)  # bounded: the idle loop polls the profiler
-                    servprof.poll()
                 if self.stopping:
                     return
+                idle = not self.waiting and not self.running
+            if idle:
+                servprof.poll()  # outside the lock: a torch start/stop must not block submit()
+                continue
             self.step()
 
     def step(self):
