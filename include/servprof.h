@@ -155,6 +155,15 @@ SERVPROF_API int servprof_session_dir(char *buf, size_t len);
 /* Raw store path of this process in the current session, like above. */
 SERVPROF_API int servprof_store_path(char *buf, size_t len);
 
+/* An integer or true/false key (true = 1) of the config the current
+ * session started with, for a binding that runs a collector of its own
+ * (the Python binding's torch profiler reads "acl_task_time" and the
+ * "torch_prof_*" keys). Key "session" gives the session's serial number in
+ * this process (it grows by one at every start). Returns 0 with *out set,
+ * SERVPROF_ESTATE when not collecting, SERVPROF_EINVAL for a key that is not
+ * an integer or true/false key. Thread-safe. */
+SERVPROF_API int servprof_session_config_int(const char *key, int64_t *out);
+
 /* Names this process and the calling thread in the timeline. Copied. */
 SERVPROF_API void servprof_set_process_name(const char *name);
 SERVPROF_API void servprof_set_thread_name(const char *name);
@@ -384,6 +393,7 @@ SERVPROF__NOOP int servprof_stop(void) { return SERVPROF_ESTATE; }
 SERVPROF__NOOP void servprof_step(void) {}
 SERVPROF__NOOP int servprof_session_dir(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
 SERVPROF__NOOP int servprof_store_path(char *buf, size_t len) { (void)buf; (void)len; return SERVPROF_ESTATE; }
+SERVPROF__NOOP int servprof_session_config_int(const char *key, int64_t *out) { (void)key; (void)out; return SERVPROF_ESTATE; }
 SERVPROF__NOOP void servprof_set_process_name(const char *name) { (void)name; }
 SERVPROF__NOOP void servprof_set_thread_name(const char *name) { (void)name; }
 SERVPROF__NOOP int servprof_meta(const char *key, const char *value) { (void)key; (void)value; return 0; }

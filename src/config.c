@@ -145,6 +145,26 @@ static int *field_int(sp_config *c, const char *name)
     return NULL;
 }
 
+/* The value of an integer or flag key of c (the keys of field_int and
+ * profiler_level), for servprof_session_config_int(). 0, or -1 when name is
+ * not such a key. */
+int sp_config_int_key(const sp_config *c, const char *name, int64_t *out)
+{
+    if (!strcmp(name, "profiler_level")) {
+        *out = c->profiler_level;
+        return 0;
+    }
+    if (!strcmp(name, "profiler_step_num")) {
+        *out = c->profiler_step_num;
+        return 0;
+    }
+    const int *f = field_int((sp_config *)c, name);
+    if (!f)
+        return -1;
+    *out = *f;
+    return 0;
+}
+
 /* enable: only the integer 1 turns collection on. */
 static void key_enable(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
 {

@@ -101,6 +101,10 @@ void sp_config_defaults(sp_config *c);
  * Returns 0, or SERVPROF_ECONFIG on a syntax error (c then untouched). */
 int sp_config_parse(const char *text, size_t len, sp_config *c, sp_config_diag *d);
 
+/* The value of integer or true/false key name of c (0/1 for flags): 0, or
+ * -1 when name is not such a key. */
+int sp_config_int_key(const sp_config *c, const char *name, int64_t *out);
+
 /* Reads and parses a file. SERVPROF_ENOTFOUND when it does not exist. */
 int sp_config_load(const char *path, sp_config *c, sp_config_diag *d);
 

@@ -72,6 +72,7 @@ static int trace_level;             /* the level tracing was started with */
 static const sp_domain_filter *trace_filter; /* ... and its filter (NULL: every domain) */
 static _Atomic int tracing_level;   /* trace_level while collecting, else 0 (drop-in's IsEnable) */
 static sp_session sess;             /* valid while collecting */
+static sp_config sess_cfg;          /* the config the current session started with */
 static uint64_t serial;
 static _Atomic int64_t deadline_ns; /* monotonic; 0 = no timelimit (written under rt_mu) */
 static int watching;
@@ -249,6 +250,7 @@ static int start_locked(void)
         return rc;
     }
     serial++;
+    sess_cfg = cur;
     trace_filter = filter_for(&cur);
     atomic_store_explicit(&sp__domain_filter, trace_filter, memory_order_release);
     atomic_store(&steps, 0);
@@ -697,6 +699,25 @@ SERVPROF_API int servprof_session_dir(char *buf, size_t len)
     ensure();
     lock();
     int rc = collecting ? copy_out(sess.dir, buf, len) : SERVPROF_ESTATE;
+    unlock();
+    return rc;
+}
+
+SERVPROF_API int servprof_session_config_int(const char *key, int64_t *out)
+{
+    if (!key || !out)
+        return SERVPROF_EINVAL;
+    ensure();
+    lock();
+    int rc = SERVPROF_ESTATE;
+    if (collecting) {
+        if (!strcmp(key, "session")) {
+            *out = (int64_t)serial;
+            rc = 0;
+        } else {
+            rc = sp_config_int_key(&sess_cfg, key, out) == 0 ? 0 : SERVPROF_EINVAL;
+        }
+    }
     unlock();
     return rc;
 }

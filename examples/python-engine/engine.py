@@ -1,31 +1,45 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""engine.py — a toy asyncio LLM engine, instrumented like a vLLM-style server.
+"""engine.py — a small real PyTorch LLM server, instrumented with servprof.
 
-Nothing is computed: the "model" sleeps for a time that grows with the
-tokens in the batch. What matters is the shape, which is a real serving
-engine's:
+What it is: a decoder-only transformer (a few layers, tiny vocabulary,
+weights made at start from --seed; nothing is downloaded) served over HTTP
+with aiohttp, continuous batching and a paged KV-cache budget, in the shape
+vLLM and SGLang have, so that the Python binding is exercised as they would
+exercise it. It speaks what servprof-load sends (the tiny-llm-server API):
 
-  front end   generate(): an HTTP-like request arrives (httpReq), is
-              tokenized (span), linked to its engine id, streams tokens back
-              (detokenize) and ends (httpRes with token counts);
-  scheduler   a WAITING queue and a RUNNING set (Enqueue / Dequeue with
-              QueueSize= and scope#QueueName), continuous batching under a
-              token budget and a paged KV cache (its state in
-              KVCacheStatus), preemption back to WAITING when blocks run out;
-  executor    one step per loop: the batch span (batchFrameworkProcessing,
-              rid = [{rid, iter, type, num_scheduled_tokens}]), modelExec
-              around forward (the device step) and sample (@traced).
+    POST /v1/completions  {"prompt_tokens": [ids] | "prompt": "text",
+                           "max_tokens": N, "stream": true|false}
+        -> OpenAI-style completion (SSE chunks when streaming), header
+           X-Request-Id, "usage" with token counts and "profiled"
+    GET  /health
 
-Run it:
+Threads: the aiohttp event loop (front end) and one engine thread (the
+scheduler and the model: torch work must not block the event loop). They
+meet in a locked WAITING queue; tokens go back through
+loop.call_soon_threadsafe into each request's asyncio.Queue.
 
-    SERVPROF_LIB=build/src/libservprof.so \\
-        python3 examples/python-engine/engine.py --requests 32 --prof-dir /tmp/pe
-    build/bin/servprof parse --input-path /tmp/pe --output-path /tmp/pe-out
+Records (the tiny-llm-server vocabulary):
+  front end  httpReq, tokenize (span), Link(http id, engine id),
+             detokenize (first token INFO, later ones DETAILED),
+             httpRes (recvTokenSize=, replyTokenSize=, outcome)
+  scheduler  Enqueue / Dequeue (QueueSize=, scope#QueueName WAITING /
+             RUNNING), BatchSchedule (rid list, batch_type, batch_size),
+             KVCacheStatus (block metrics) once per step
+  model      modelExec around forward (the torch forward of the batch)
+  steps      servprof.step() once per engine iteration; servprof.poll()
+             while idle, so the torch profiler of "acl_task_time": 3
+             follows collection even when no request comes.
 
-With --prof-dir the example writes a config there and starts/stops
-collection itself (servprof.start()/stop()); without it, collection follows
-the file named by SERVICE_PROF_CONFIG_PATH, which you may edit while it runs.
+Run it (collection follows SERVICE_PROF_CONFIG_PATH, edited while it runs):
+
+    SERVPROF_LIB=build/src/libservprof.so SERVICE_PROF_CONFIG_PATH=/tmp/prof.json \\
+        python3 examples/python-engine/engine.py --port 8000
+    build/bin/servprof-load --port 8000 --requests 64 --vocab 256 --prompt-len 8:32 \\
+        --output-len 4:16 --shared-prefix 0
+
+Without PyTorch (python3-torch) or aiohttp (python3-aiohttp) it says so and
+exits with status 3.
 """
 
 import argparse
@@ -33,8 +47,9 @@ import asyncio
 import collections
 import json
 import os
-import random
+import signal
 import sys
+import threading
 import time
 
 try:
@@ -43,287 +58,412 @@ except ImportError:  # running from the source tree
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                     "python"))
     import servprof
-from servprof import Level, Profiler, span, traced
+from servprof import Level, Profiler
+
+MISSING = 3  # exit status: a required package is not installed
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    torch = None
+    _why = "PyTorch is not installed (%s); on Debian: apt-get install python3-torch" % e
+try:
+    from aiohttp import web
+except ImportError as e:
+    web = None
+    _why = "aiohttp is not installed (%s); on Debian: apt-get install python3-aiohttp" % e
 
 PREFILL, DECODE = 0, 1
 
 
+# ------------------------------------------------------------------ model
+
+if torch is not None:
+    class Layer(torch.nn.Module):
+        """Pre-norm attention + MLP, with a per-request KV cache."""
+
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm1 = torch.nn.LayerNorm(d)
+            self.qkv = torch.nn.Linear(d, 3 * d)
+            self.proj = torch.nn.Linear(d, d)
+            self.norm2 = torch.nn.LayerNorm(d)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                           torch.nn.Linear(4 * d, d))
+
+        def forward(self, x, cache):
+            """x: [T, d] new tokens of one request; cache: [k, v] or None."""
+            t, d = x.shape
+            q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
+            if cache is not None:
+                k = torch.cat([cache[0], k])
+                v = torch.cat([cache[1], v])
+            h = self.heads
+            qh = q.view(t, h, d // h).transpose(0, 1)
+            kh = k.view(-1, h, d // h).transpose(0, 1)
+            vh = v.view(-1, h, d // h).transpose(0, 1)
+            past = k.shape[0] - t
+            mask = torch.ones(t, k.shape[0], dtype=torch.bool).tril(past)
+            a = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask) \
+                if hasattr(F, "scaled_dot_product_attention") else \
+                torch.softmax((qh @ kh.transpose(-1, -2)) / (d // h) ** 0.5
+                              + torch.where(mask, 0.0, float("-inf")), dim=-1) @ vh
+            x = x + self.proj(a.transpose(0, 1).reshape(t, d))
+            x = x + self.mlp(self.norm2(x))
+            return x, [k, v]
+
+    class TinyDecoder(torch.nn.Module):
+        def __init__(self, vocab, d, layers, heads, max_len):
+            super().__init__()
+            self.tok = torch.nn.Embedding(vocab, d)
+            self.pos = torch.nn.Embedding(max_len, d)
+            self.layers = torch.nn.ModuleList([Layer(d, heads) for _ in range(layers)])
+            self.norm = torch.nn.LayerNorm(d)
+            self.head = torch.nn.Linear(d, vocab, bias=False)
+
+        def forward(self, tokens, start, caches):
+            """Next-token logits of one request: tokens [T] at positions
+            start..start+T-1; caches: one [k, v] per layer (or None)."""
+            pos = torch.arange(start, start + tokens.shape[0])
+            x = self.tok(tokens) + self.pos(pos)
+            new = []
+            for layer, c in zip(self.layers, caches):
+                x, kv = layer(x, c)
+                new.append(kv)
+            return self.head(self.norm(x[-1])), new
+
+
+# ------------------------------------------------------------------ engine
+
 class Request:
-    """One request's state, owned by the engine loop once enqueued."""
-
-    def __init__(self, n, prompt_tokens, max_tokens):
-        self.http_id = "http-%d" % n
-        self.rid = "req-%d" % n
-        self.prompt_tokens = prompt_tokens
+    def __init__(self, http_id, engine_id, tokens, max_tokens, loop, out):
+        self.http_id = http_id
+        self.engine_id = engine_id
+        self.tokens = list(tokens)   # prompt, then generated
+        self.n_prompt = len(tokens)
         self.max_tokens = max_tokens
-        self.computed = 0          # tokens whose KV is in the cache
-        self.output = 0            # tokens generated
-        self.blocks = 0            # KV blocks held
-        self.iter = 0              # engine steps this request took part in
-        self.preemptions = 0
-        self.stream = asyncio.Queue()  # tokens out; None ends the stream
+        self.caches = None           # per-layer [k, v] once prefilled
+        self.blocks = 0
+        self.iter = 0
+        self.aborted = False         # the client went away (set by the front end)
+        self.loop = loop
+        self.out = out               # asyncio.Queue: token ids, None at the end
 
-    def need(self):
-        """Tokens to schedule next: the whole prompt (and any recompute
-        after a preemption) first, then one per step."""
-        return self.prompt_tokens + self.output - self.computed if self.computed == 0 else 1
+    @property
+    def n_out(self):
+        return len(self.tokens) - self.n_prompt
 
 
-class BlockPool:
-    """A paged KV cache: fixed-size blocks, counted, not stored."""
+class Engine:
+    """The scheduler and the model, on one thread."""
 
-    def __init__(self, total, block_size):
-        self.total = total
-        self.block_size = block_size
-        self.free = total
+    def __init__(self, args):
+        torch.manual_seed(args.seed)
+        torch.set_num_threads(max(1, args.threads))
+        self.model = TinyDecoder(args.vocab, args.dim, args.layers, args.heads,
+                                 args.max_len).eval()
+        self.args = args
+        self.vocab = args.vocab
+        self.block_size = args.block_size
+        self.total_blocks = args.kv_blocks
+        self.free_blocks = args.kv_blocks
+        self.waiting = collections.deque()
+        self.running = []
+        self.cv = threading.Condition()
+        self.stopping = False
+        self.steps = 0
+        self.thread = threading.Thread(target=self.run, name="engine", daemon=True)
+
+    # called from the event loop
+    def submit(self, req):
+        with self.cv:
+            self.waiting.append(req)
+            n = len(self.waiting)
+            self.cv.notify()
+        (Profiler(Level.INFO).domain("Schedule").res(req.engine_id)
+         .metric("QueueSize", n).metric_scope("QueueName", "WAITING").event("Enqueue"))
+
+    def stop(self):
+        with self.cv:
+            self.stopping = True
+            self.cv.notify()
+        self.thread.join(30)
 
     def blocks_for(self, tokens):
         return -(-tokens // self.block_size)
 
-    def grow(self, req, tokens_after):
-        """Gives req enough blocks for tokens_after tokens; False if full."""
-        want = self.blocks_for(tokens_after) - req.blocks
-        if want <= 0:
-            return True
-        if want > self.free:
-            return False
-        self.free -= want
-        req.blocks += want
-        # No per-request Allocate/Free events: the reference parser reads them
-        # as its old KV format, which it cannot mix with KVCacheStatus.
-        return True
-
-    def release(self, req):
-        if req.blocks:
-            self.free += req.blocks
-            req.blocks = 0
-
-
-class Engine:
-    """The scheduler and the executor, one asyncio task."""
-
-    def __init__(self, args):
-        self.args = args
-        self.waiting = collections.deque()
-        self.running = []
-        self.kv = BlockPool(args.kv_blocks, args.block_size)
-        self.wake = asyncio.Event()
-        self.stopping = False
-        self.steps = 0
-
-    # -- queues --------------------------------------------------------
-
-    def _queue_event(self, name, queue, req, size):
-        p = Profiler(Level.INFO).domain("Schedule").res(req.rid).metric("QueueSize", size) \
-            .metric_scope("QueueName", queue)
-        if req.preemptions:
-            p.attr("preemptions", req.preemptions)
-        p.event(name)
-
-    def add(self, req, front=False):
-        if front:
-            self.waiting.appendleft(req)
-        else:
-            self.waiting.append(req)
-        self._queue_event("Enqueue", "WAITING", req, len(self.waiting))
-        self.wake.set()
-
-    # -- one step ------------------------------------------------------
-
     def schedule(self):
-        """Picks this step's batch: running requests decode one token each
-        (preempting the newest when blocks run out), then waiting requests
-        are admitted for prefill while the token budget and blocks allow."""
-        budget = self.args.max_batch_tokens
-        batch = []
-        kept = []
-        for req in self.running:
-            if self.kv.grow(req, req.computed + 1):
-                kept.append(req)
-                continue
-            while not self.kv.grow(req, req.computed + 1) and kept:
-                victim = kept.pop()  # newest first, as vLLM does
-                self._preempt(victim)
-            if self.kv.grow(req, req.computed + 1):
-                kept.append(req)
-            else:
-                self._preempt(req)
-        self.running = kept
-        for req in self.running:
-            batch.append((req, DECODE, 1))
-            budget -= 1
-        while self.waiting and len(batch) < self.args.max_batch_size:
-            req = self.waiting[0]
-            n = req.need()
-            if n > budget or not self.kv.grow(req, req.computed + n):
-                break
-            self.waiting.popleft()
-            self._queue_event("Dequeue", "WAITING", req, len(self.waiting))
-            self.running.append(req)
-            self._queue_event("Enqueue", "RUNNING", req, len(self.running))
-            batch.append((req, PREFILL, n))
-            budget -= n
+        """Continuous batching: every running request decodes one token;
+        waiting ones are prefilled while the token budget and KV blocks
+        last. Returns [(req, type, n_tokens)]."""
+        batch, budget = [], self.args.max_batch_tokens
+        for r in self.running:
+            grow = self.blocks_for(len(r.tokens) + 1) - r.blocks
+            if grow <= self.free_blocks:
+                self.free_blocks -= grow
+                r.blocks += grow
+                batch.append((r, DECODE, 1))
+                budget -= 1
+        with self.cv:
+            while self.waiting and len(self.running) < self.args.max_running:
+                r = self.waiting[0]
+                need = self.blocks_for(r.n_prompt + 1)
+                if r.n_prompt > budget or need > self.free_blocks:
+                    break
+                self.waiting.popleft()
+                left = len(self.waiting)
+                self.free_blocks -= need
+                r.blocks = need
+                budget -= r.n_prompt
+                self.running.append(r)
+                batch.append((r, PREFILL, r.n_prompt))
+                (Profiler(Level.INFO).domain("Schedule").res(r.engine_id)
+                 .metric("QueueSize", left).metric_scope("QueueName", "WAITING").event("Dequeue"))
+                (Profiler(Level.INFO).domain("Schedule").res(r.engine_id)
+                 .metric("QueueSize", len(self.running)).metric_scope("QueueName", "RUNNING")
+                 .event("Enqueue"))
         return batch
 
-    def _preempt(self, req):
-        self.kv.release(req)
-        req.computed = 0
-        req.preemptions += 1
-        self._queue_event("Dequeue", "RUNNING", req, len(self.running))
-        self.add(req, front=True)
+    def rid_list(self, batch):
+        return [{"rid": r.engine_id, "iter": r.iter, "type": t, "num_scheduled_tokens": n}
+                for r, t, n in batch]
 
-    def kv_status(self, free_before):
-        kv = self.kv
-        (Profiler(Level.INFO).domain("KVCache").metric("TotalBlocks", kv.total)
-         .metric("UsedBlocks", kv.total - kv.free).metric("FreeBlocks", kv.free)
-         .metric("FreeBlocksBefore", free_before).metric("FreeBlocksAfter", kv.free)
-         .metric("UsagePercent", (kv.total - kv.free) / kv.total).event("KVCacheStatus"))
-
-    async def forward(self, rids, tokens):
-        """The fake device step: its time grows with the batch's tokens."""
-        async with span("forward", domain="ModelExecute", rid=rids):
-            await asyncio.sleep((self.args.step_ms + self.args.token_us * tokens / 1000) / 1000)
-
-    @traced(name="sample", domain="ModelExecute")
-    def sample(self, batch):
-        return [random.random() for _ in batch]
-
-    async def step(self):
-        free_before = self.kv.free
-        with span("batchFrameworkProcessing", domain="BatchSchedule") as sched:
-            batch = self.schedule()
-            rids = [{"rid": r.rid, "iter": r.iter, "type": t, "num_scheduled_tokens": n,
-                     "num_prompt_tokens": r.prompt_tokens, "num_computed_tokens": r.computed}
-                    for r, t, n in batch]
-            kinds = {t for _, t, _ in batch}
-            btype = "Prefill, Decode" if len(kinds) == 2 else ("Prefill" if PREFILL in kinds
-                                                              else "Decode")
-            sched.res(rids).attr("batch_type", btype).attr("batch_size", len(batch))
-        if not batch:
-            return False
-        self.kv_status(free_before)
-        tokens = sum(n for _, _, n in batch)
-        with span("modelExec", domain="ModelExecute", rid=rids, batch_type=btype,
-                  batch_size=len(batch)):
-            await self.forward(rids, tokens)
-            self.sample(batch)
-        for req, _, n in batch:
-            req.computed += n
-            req.iter += 1
-            req.output += 1
-            req.stream.put_nowait(req.output)
-            if req.output >= req.max_tokens:
-                self.running.remove(req)
-                self.kv.release(req)
-                req.stream.put_nowait(None)
-        self.steps += 1
-        servprof.step()
-        return True
-
-    async def run(self):
+    def run(self):
         servprof.set_thread_name("engine")
-        while not self.stopping or self.waiting or self.running:
-            if not self.waiting and not self.running:
-                self.wake.clear()
-                try:
-                    await asyncio.wait_for(self.wake.wait(), 0.05)
-                except asyncio.TimeoutError:
-                    pass
+        while True:
+            with self.cv:
+                if not self.stopping and not self.waiting and not self.running:
+                    self.cv.wait(0.05)  # bounded: the idle loop polls the profiler
+                if self.stopping:
+                    return
+                idle = not self.waiting and not self.running
+            if idle:
+                servprof.poll()  # outside the lock: a torch start/stop must not block submit()
                 continue
-            if not await self.step():
-                await asyncio.sleep(0)  # nothing fit this time: let clients run
+            self.step()
+
+    def step(self):
+        free_before = self.free_blocks
+        with servprof.span("BatchSchedule", domain="BatchSchedule") as s:
+            batch = self.schedule()
+            kinds = {t for _, t, _ in batch}
+            btype = "Prefill,Decode" if len(kinds) == 2 else (
+                "Prefill" if PREFILL in kinds else "Decode")
+            rids = self.rid_list(batch)
+            s.res(rids)
+            s.attr("batch_type", btype)
+            s.attr("batch_size", len(batch))
+            s.attr("total_scheduled_tokens", sum(n for _, _, n in batch))
+        if batch:
+            with servprof.span("modelExec", domain="ModelExecute", rid=rids):
+                with servprof.span("forward", domain="ModelExecute", rid=rids,
+                                   batch_type=btype, batch_size=len(batch)):
+                    new = self.forward(batch)
+            self.finish(batch, new, free_before)
+            self.steps += 1
+        servprof.step()
+        if not batch:  # nothing fits now: wait (bounded) instead of spinning
+            with self.cv:
+                self.cv.wait(0.01)
+
+    @torch.inference_mode() if torch is not None else (lambda f: f)
+    def forward(self, batch):
+        out = []
+        for r, t, n in batch:
+            toks = torch.tensor(r.tokens[-n:])
+            caches = r.caches or [None] * len(self.model.layers)
+            logits, r.caches = self.model(toks, len(r.tokens) - n, caches)
+            out.append(int(torch.argmax(logits)))
+        return out
+
+    def finish(self, batch, new, free_before):
+        done = []
+        for (r, t, n), tok in zip(batch, new):
+            r.iter += 1
+            r.tokens.append(tok)
+            finished = (r.n_out >= r.max_tokens or len(r.tokens) >= self.args.max_len
+                        or r.aborted)
+            r.loop.call_soon_threadsafe(r.out.put_nowait, tok)
+            if finished:
+                done.append(r)
+        for r in done:
+            self.running.remove(r)
+            self.free_blocks += r.blocks
+            r.blocks = 0
+            r.caches = None
+            (Profiler(Level.INFO).domain("Schedule").res(r.engine_id)
+             .metric("QueueSize", len(self.running)).metric_scope("QueueName", "RUNNING")
+             .event("Dequeue"))
+            r.loop.call_soon_threadsafe(r.out.put_nowait, None)
+        used = self.total_blocks - self.free_blocks
+        (Profiler(Level.INFO).domain("KVCache")
+         .metric("TotalBlocks", self.total_blocks).metric("UsedBlocks", used)
+         .metric("FreeBlocks", self.free_blocks).metric("FreeBlocksBefore", free_before)
+         .metric("FreeBlocksAfter", self.free_blocks)
+         .metric("UsagePercent", used / self.total_blocks if self.total_blocks else 0.0)
+         .event("KVCacheStatus"))
 
 
-# ---------------------------------------------------------------- front end
+# ------------------------------------------------------------------ HTTP
 
-async def generate(engine, n, prompt_tokens, max_tokens):
-    """What an HTTP handler does for one request; returns its token count."""
-    req = Request(n, prompt_tokens, max_tokens)
-    Profiler(Level.INFO).domain("Request").res(req.http_id).attr("max_tokens", max_tokens) \
-        .event("httpReq")
-    with span("tokenize", domain="Request", rid=req.http_id, num_tokens=prompt_tokens):
-        await asyncio.sleep(0)  # a real tokenizer would run here
-    servprof.link(req.http_id, req.rid)  # front-end id first: reports name the request by it
-    engine.add(req)
-    out = 0
-    while True:
-        tok = await req.stream.get()
-        if tok is None:
-            break
-        out = tok
-        Profiler(Level.INFO).domain("Request").res(req.http_id).attr("num_output_tokens", out) \
-            .event("detokenize")
-    (Profiler(Level.INFO).domain("Request").res(req.http_id)
-     .metric("recvTokenSize", prompt_tokens).metric("replyTokenSize", out)
-     .event("httpRes"))  # no `status`: the reference reads it as a queue state
-    return out
+class Frontend:
+    def __init__(self, engine, args):
+        self.engine = engine
+        self.args = args
+        self.n = 0
+
+    def error(self, status, msg):
+        return web.json_response({"error": {"message": msg, "type": "invalid_request_error",
+                                            "code": status}}, status=status)
+
+    def read_prompt(self, body):
+        if "prompt_tokens" in body:
+            p = body["prompt_tokens"]
+            if not isinstance(p, list) or not p or not all(
+                    isinstance(t, int) and not isinstance(t, bool) and 0 <= t < self.engine.vocab
+                    for t in p):
+                return None, "prompt_tokens: a non-empty list of ids in 0..%d" % (self.engine.vocab - 1)
+            return p, None
+        p = body.get("prompt")
+        if not isinstance(p, str) or not p:
+            return None, "give prompt (text) or prompt_tokens (ids)"
+        return [b % self.engine.vocab for b in p.encode("utf-8")], None
+
+    async def completions(self, request):
+        self.n += 1
+        http_id = "http-%d" % self.n
+        engine_id = "req-%d" % self.n
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return self.error(400, "the body is not JSON")
+        if not isinstance(body, dict):
+            return self.error(400, "the body is not a JSON object")
+        max_tokens = body.get("max_tokens", 16)
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or not 1 <= max_tokens <= 4096:
+            return self.error(400, "max_tokens: an integer in 1..4096")
+        stream = body.get("stream", False) is True
+        profiled = int(servprof.is_enabled())
+        Profiler(Level.INFO).domain("Request").res(http_id).attr("max_tokens", max_tokens).event("httpReq")
+        with servprof.span("tokenize", domain="Request", rid=http_id) as s:
+            tokens, why = self.read_prompt(body)
+            s.attr("num_tokens", len(tokens or []))
+        if why:
+            self.http_res(http_id, 0, 0, "rejected")
+            return self.error(400, why)
+        if len(tokens) + max_tokens > self.args.max_len:
+            self.http_res(http_id, len(tokens), 0, "rejected")
+            return self.error(400, "prompt + max_tokens is over the model's %d positions" % self.args.max_len)
+        servprof.link(http_id, engine_id)
+        loop = asyncio.get_running_loop()
+        req = Request(http_id, engine_id, tokens, max_tokens, loop, asyncio.Queue())
+        self.engine.submit(req)
+        resp = None
+        if stream:
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "X-Request-Id": http_id})
+            await resp.prepare(request)
+        n = 0
+        text = []
+        outcome = "ok"
+        try:
+            while True:
+                tok = await req.out.get()
+                if tok is None:
+                    break
+                n += 1
+                Profiler(Level.INFO if n == 1 else Level.DETAILED).domain("Request").res(http_id) \
+                    .attr("num_tokens", 1).attr("num_output_tokens", n).event("detokenize")
+                word = "t%d " % tok
+                if stream:
+                    await resp.write(("data: " + json.dumps(
+                        {"id": http_id, "object": "text_completion",
+                         "choices": [{"index": 0, "text": word, "finish_reason": None}]}, separators=(",", ":"))
+                        + "\n\n").encode())
+                else:
+                    text.append(word)
+        except (asyncio.CancelledError, ConnectionResetError):
+            outcome = "aborted"
+            req.aborted = True       # the engine drops it at its next step
+            raise
+        finally:
+            self.http_res(http_id, len(tokens), n, outcome)
+        final = {"id": http_id, "object": "text_completion", "model": "tiny-torch-decoder",
+                 "choices": [{"index": 0, "text": "" if stream else "".join(text),
+                              "finish_reason": "length"}],
+                 "usage": {"prompt_tokens": len(tokens), "completion_tokens": n,
+                           "total_tokens": len(tokens) + n},
+                 "profiled": profiled}
+        if not stream:
+            return web.json_response(final, headers={"X-Request-Id": http_id})
+        await resp.write(("data: " + json.dumps(final) + "\n\ndata: [DONE]\n\n").encode())
+        await resp.write_eof()
+        return resp
+
+    def http_res(self, http_id, recv, reply, outcome):
+        (Profiler(Level.INFO).domain("Request").res(http_id).metric("recvTokenSize", recv)
+         .metric("replyTokenSize", reply).attr("outcome", outcome).event("httpRes"))
+
+    async def health(self, request):
+        return web.json_response({"status": "ok", "steps": self.engine.steps})
 
 
-async def main_async(args):
-    rng = random.Random(args.seed)
-    engine = Engine(args)
-    loop_task = asyncio.ensure_future(engine.run())
-    clients = []
-    for n in range(args.requests):
-        prompt = rng.randint(args.prompt_min, args.prompt_max)
-        max_tokens = rng.randint(args.out_min, args.out_max)
-        clients.append(asyncio.ensure_future(generate(engine, n, prompt, max_tokens)))
-        await asyncio.sleep(rng.expovariate(args.rate) if args.rate > 0 else 0)
-    outs = await asyncio.gather(*clients)
-    engine.stopping = True
-    await loop_task
-    return outs, engine.steps
-
-
-def write_config(prof_dir):
-    os.makedirs(prof_dir, exist_ok=True)
-    path = os.path.join(prof_dir, "servprof_config.json")
-    with open(path, "w") as f:
-        json.dump({"enable": 0, "prof_dir": prof_dir, "profiler_level": "INFO"}, f, indent=4)
-    return path
+def parse_args(argv):
+    a = argparse.ArgumentParser(description="A small real PyTorch LLM server instrumented "
+                                "with servprof (see the module comment).")
+    a.add_argument("--host", default="127.0.0.1")
+    a.add_argument("--port", type=int, default=8000, help="0: any free port (printed)")
+    a.add_argument("--seed", type=int, default=1, help="weights are made from it")
+    a.add_argument("--vocab", type=int, default=256)
+    a.add_argument("--dim", type=int, default=64)
+    a.add_argument("--layers", type=int, default=2)
+    a.add_argument("--heads", type=int, default=4)
+    a.add_argument("--max-len", type=int, default=512, help="positions (prompt + output)")
+    a.add_argument("--max-batch-tokens", type=int, default=512)
+    a.add_argument("--max-running", type=int, default=32)
+    a.add_argument("--kv-blocks", type=int, default=512)
+    a.add_argument("--block-size", type=int, default=16)
+    a.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = a.parse_args(argv)
+    if args.dim % args.heads:
+        a.error("--dim must be a multiple of --heads")
+    return args
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="A toy asyncio LLM engine, profiled by servprof.")
-    ap.add_argument("--requests", type=int, default=32)
-    ap.add_argument("--rate", type=float, default=200.0, help="arrivals per second (0: all at once)")
-    ap.add_argument("--prompt-min", type=int, default=16)
-    ap.add_argument("--prompt-max", type=int, default=200)
-    ap.add_argument("--out-min", type=int, default=4)
-    ap.add_argument("--out-max", type=int, default=24)
-    ap.add_argument("--max-batch-size", type=int, default=8)
-    ap.add_argument("--max-batch-tokens", type=int, default=512)
-    ap.add_argument("--kv-blocks", type=int, default=64)
-    ap.add_argument("--block-size", type=int, default=16)
-    ap.add_argument("--step-ms", type=float, default=2.0, help="fixed cost of a model step")
-    ap.add_argument("--token-us", type=float, default=20.0, help="cost per scheduled token")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--prof-dir", help="collect into this folder (start/stop by the program)")
-    args = ap.parse_args(argv)
-    if args.prompt_min < 1 or args.prompt_max < args.prompt_min or args.out_min < 1 \
-            or args.out_max < args.out_min:
-        ap.error("token ranges must be 1 <= min <= max")
-    need = -(-(args.prompt_max + args.out_max) // args.block_size)
-    if args.kv_blocks < need or args.max_batch_tokens < args.prompt_max:
-        ap.error("--kv-blocks (%d) must hold one whole request (%d blocks) and "
-                 "--max-batch-tokens (%d) one whole prompt (%d)"
-                 % (args.kv_blocks, need, args.max_batch_tokens, args.prompt_max))
-
-    if args.prof_dir:
-        os.environ["SERVICE_PROF_CONFIG_PATH"] = write_config(os.path.abspath(args.prof_dir))
-        servprof.start()
+    if torch is None or web is None:
+        print("engine.py: " + _why, file=sys.stderr)
+        return MISSING
+    args = parse_args(argv)
     servprof.set_process_name("python-engine")
-    servprof.meta("model_name", "toy-sleep-model")
-    t0 = time.perf_counter()
-    outs, steps = asyncio.run(main_async(args))
-    dt = time.perf_counter() - t0
-    store = servprof.store_path()
-    if args.prof_dir:
-        servprof.stop()
-    print("served %d requests, %d tokens out, %d engine steps in %.2f s" % (
-        len(outs), sum(outs), steps, dt))
-    if store:
-        print("raw store: %s" % store)
+    servprof.meta("model_name", "tiny-torch-decoder")
+    servprof.meta("model_config", "vocab=%d dim=%d layers=%d heads=%d seed=%d" % (
+        args.vocab, args.dim, args.layers, args.heads, args.seed))
+    engine = Engine(args)
+    engine.thread.start()
+    front = Frontend(engine, args)
+    app = web.Application()
+    app.router.add_post("/v1/completions", front.completions)
+    app.router.add_get("/health", front.health)
+
+    async def serve():
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        print("listening on http://%s:%d" % (args.host, port), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await runner.cleanup()
+
+    asyncio.run(serve())
+    engine.stop()
+    print("served %d requests in %d steps" % (front.n, engine.steps), flush=True)
     return 0
 
 

@@ -36,7 +36,7 @@ from ._core import try_load as _try_load
 from ._profiler import Profiler
 from ._span import span, traced, event, Span
 from ._control import (
-    ServprofError, init, shutdown, start, stop, is_enabled, step, session_dir,
+    ServprofError, init, shutdown, start, stop, is_enabled, step, poll, session_dir,
     store_path, set_process_name, set_thread_name, meta, add_meta_info, link,
     now_ns, stats, library_path, load_library, install_exit_hooks as _install_exit_hooks)
 
@@ -63,7 +63,7 @@ __version__ = _read_version()
 
 
 __all__ = [
-    "Level", "Profiler", "span", "Span", "traced", "event", "link", "step", "init", "shutdown",
+    "Level", "Profiler", "span", "Span", "traced", "event", "link", "step", "poll", "init", "shutdown",
     "start", "stop", "is_enabled", "session_dir", "store_path", "set_process_name",
     "set_thread_name", "meta", "add_meta_info", "now_ns", "stats", "library_path",
     "load_library", "ServprofError", "LibraryNotFoundError",

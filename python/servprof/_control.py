@@ -20,7 +20,7 @@ import ctypes
 from typing import Any, Dict, Optional
 import multiprocessing.util as _mp_util
 
-from . import _core, _lib
+from . import _core, _lib, _torch
 from ._core import state, b, LEVEL_UNINIT
 from ._levels import Level
 
@@ -59,6 +59,7 @@ def shutdown() -> None:
     """Stops collection, drains every buffer into the store, frees the
     library's state. Runs by itself at exit."""
     if state.lib is not None:
+        _torch.controller.stop_now()
         state.lib.slow.servprof_shutdown()
 
 
@@ -69,12 +70,14 @@ def start() -> bool:
     if rc == ESTATE:
         return False
     _check("servprof_start", rc)
+    _torch.controller.follow(False)
     return True
 
 
 def stop() -> bool:
     """Stops the session: drains, commits, closes. True when one was
     stopped, False when nothing was being collected."""
+    _torch.controller.stop_now()  # its last step is recorded while collecting
     rc = _slow().servprof_stop()
     if rc == ESTATE:
         return False
@@ -91,9 +94,19 @@ def is_enabled(level: int = Level.INFO) -> bool:
 
 
 def step() -> None:
-    """Counts one scheduler step (profiler_step_num stops after N)."""
+    """Counts one scheduler step (profiler_step_num stops after N); with
+    acl_task_time 3 it also drives the torch profiler (docs/python.md)."""
     if state.lib is not None:
+        _torch.controller.follow(True)
         state.lib.slow.servprof_step()
+
+
+def poll() -> None:
+    """For a serving loop that is idle (no steps): lets the torch profiler
+    of acl_task_time 3 follow collection (start or stop) without counting a
+    step. Costs one attribute read when collection is off."""
+    if state.lib is not None:
+        _torch.controller.follow(False)
 
 
 def _path(func):
@@ -175,6 +188,7 @@ def load_library() -> str:
 
 def _shutdown_at_exit():
     if state.lib is not None and state.level.value != LEVEL_UNINIT:
+        _torch.controller.at_exit()
         state.lib.slow.servprof_shutdown()
 
 

@@ -162,6 +162,7 @@ def _declare(fast, slow):
     _fn(slow, "servprof_step", None)
     _fn(slow, "servprof_session_dir", c_int, c_char_p, c_size_t)
     _fn(slow, "servprof_store_path", c_int, c_char_p, c_size_t)
+    _fn(slow, "servprof_session_config_int", c_int, c_char_p, ctypes.POINTER(c_int64))
     _fn(slow, "servprof_set_process_name", None, c_char_p)
     _fn(slow, "servprof_set_thread_name", None, c_char_p)
     _fn(slow, "servprof_meta", c_int, c_char_p, c_char_p)

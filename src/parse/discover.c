@@ -2,7 +2,8 @@
 /*
  * discover.c — finds the stores under the input folder, recursively:
  * raw stores `ms_service_*.db` and device-activity stores
- * `ascend_service_profiler_*.db`. SQLite side files (-wal, -shm, -journal)
+ * `ascend_service_profiler_*.db`, and the torch profiler's traces
+ * `torch_prof_*.json` (torch_trace.c). SQLite side files (-wal, -shm, -journal)
  * do not match the patterns. Lists are sorted so that runs are repeatable.
  * Symbolic links to folders are not followed (no cycles).
  */
@@ -50,6 +51,8 @@ static void walk(const char *dir, spp_paths *out, int depth)
                     push(&out->raw, &out->nraw, path);
                 else if (!fnmatch("ascend_service_profiler_*.db", e->d_name, 0))
                     push(&out->activity, &out->nactivity, path);
+                else if (!fnmatch("torch_prof_*.json", e->d_name, 0))
+                    push(&out->torch, &out->ntorch, path);
             }
         }
         free(path);
@@ -85,6 +88,8 @@ int spp_discover(const char *dir, spp_paths *out)
         qsort(out->raw, (size_t)out->nraw, sizeof *out->raw, cmp);
     if (out->nactivity)
         qsort(out->activity, (size_t)out->nactivity, sizeof *out->activity, cmp);
+    if (out->ntorch)
+        qsort(out->torch, (size_t)out->ntorch, sizeof *out->torch, cmp);
     return 0;
 }
 
@@ -94,7 +99,10 @@ void spp_paths_free(spp_paths *p)
         free(p->raw[i]);
     for (int i = 0; i < p->nactivity; i++)
         free(p->activity[i]);
+    for (int i = 0; i < p->ntorch; i++)
+        free(p->torch[i]);
     free(p->raw);
     free(p->activity);
+    free(p->torch);
     memset(p, 0, sizeof *p);
 }

@@ -15,6 +15,7 @@
 #include "report_ops.h"
 #include "sessions.h"
 #include "stats.h"
+#include "torch_trace.h"
 #include "summary.h"
 #include "timeline.h"
 
@@ -135,6 +136,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
             origin = r.ts;
     }
     int skipped = paths.nraw - n;
+    spp_torch_select(&paths, stores, n);
     if (n == 0) {
         spp_log(SPP_ERROR, "none of the %d store(s) under %s could be read; nothing to parse", paths.nraw,
                 opts->input);
@@ -188,19 +190,21 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     warn_dropped_values(stores, n);
     spp_model_finish(&m);
     spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
+    spp_torch_timeline(m.tl, paths.torch, paths.ntorch, stores, n);
     int rc = 0;
     if (spp_timeline_close(m.tl, stores, n) != 0)
         rc = 1;
     m.tl = NULL;
     spp_dbout_finish(&m);
-    if (paths.nactivity && opts->csv &&
-        sp_report_ops((const char *const *)paths.activity, paths.nactivity, opts->output) != 0)
+    if ((paths.nactivity || paths.ntorch) && opts->csv &&
+        sp_report_ops_all((const char *const *)paths.activity, paths.nactivity,
+                          (const char *const *)paths.torch, paths.ntorch, opts->output) != 0)
         rc = 1;
     spp_model_close(&m);
     if (spp_out_close(&m.out) != 0)
         rc = 1;
     if (opts->summary)
-        spp_summary_print(&m, n, skipped, paths.nactivity, now_s() - t0, &ss, started_ns);
+        spp_summary_print(&m, n, skipped, paths.nactivity + paths.ntorch, now_s() - t0, &ss, started_ns);
     spp_stats_free(m.stats);
     free(m.fin);
     free(m.span_names);

@@ -23,6 +23,7 @@
  *   stats.c      percentiles; summary.c the terminal summary; progress.c
  *   fmt.c        datetimes and numbers; plog.c messages
  *   parse.c      the driver; report_ops.c (samplers' issue) operator reports
+ *   torch_trace.c  torch profiler traces (acl_task_time 3): lanes, op rows
  *
  * Everything runs on one thread. Record strings (name, cat, args) belong to
  * SQLite and are valid only until the store's cursor steps again: modules
@@ -70,6 +71,8 @@ typedef struct spp_paths {
     int nraw;
     char **activity;  /* ascend_service_profiler_*.db, sorted */
     int nactivity;
+    char **torch;     /* torch_prof_*.json (acl_task_time 3, torch_trace.c), sorted */
+    int ntorch;
 } spp_paths;
 /* Walks dir recursively. Returns 0, or -1 when dir cannot be read (message printed). */
 int spp_discover(const char *dir, spp_paths *out);

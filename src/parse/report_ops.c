@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_ops.c — op_summary.csv and op_statistic.csv from the activity
- * stores (ascend_service_profiler_*.db, table Kernel).
+ * stores (ascend_service_profiler_*.db, table Kernel) and the torch
+ * profiler's traces (torch_trace.c: host ops on Device_id -1).
  *
  *   op_summary.csv    one row per device task (kernel, copy, memset), in
  *                     time order per device and stream, as the reference's
@@ -27,6 +28,7 @@
 #include "dwrite.h"
 #include "parse.h"
 #include "report_ops.h"
+#include "torch_trace.h"
 
 /* Column col of the current row of st as one CSV field (spp_csv_field:
  * quoted when it holds a comma, quote or newline). */
@@ -179,7 +181,13 @@ static int write_statistic(sqlite3 *db, const char *dir)
 
 int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir)
 {
-    if (n <= 0)
+    return sp_report_ops_all(activity_paths, n, NULL, 0, out_dir);
+}
+
+int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
+                      int ntorch, const char *out_dir)
+{
+    if (n <= 0 && ntorch <= 0)
         return 0;
     sqlite3 *db = NULL;
     /* "" = a private temporary database on disk, deleted at close. */
@@ -197,6 +205,11 @@ int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir)
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
         int64_t got = import_store(db, activity_paths[i], i);
+        if (got > 0)
+            rows += got;
+    }
+    for (int i = 0; i < ntorch; i++) { /* torch profiler ops (acl_task_time 3) */
+        int64_t got = spp_torch_import_ops(db, torch_paths[i], n + i);
         if (got > 0)
             rows += got;
     }

@@ -7,8 +7,12 @@
 #define SERVPROF_PARSE_REPORT_OPS_H
 
 /* Writes out_dir/op_summary.csv and out_dir/op_statistic.csv from the n
- * activity stores. Writes nothing and returns 0 when n == 0 or no store has
- * a kernel. Returns 0, or -1 after printing what went wrong on stderr. */
+ * activity stores and the ntorch torch traces (torch_trace.c). Writes
+ * nothing and returns 0 when there is no kernel or op anywhere. Returns 0,
+ * or -1 after printing what went wrong on stderr. */
+int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
+                      int ntorch, const char *out_dir);
+/* The same from activity stores only. */
 int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir);
 
 #endif

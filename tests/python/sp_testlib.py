@@ -5,6 +5,7 @@ Import it before servprof: it puts the source tree's python/ folder first
 on sys.path, so the package under test is the one in this checkout.
 """
 
+import csv
 import glob
 import json
 import os
@@ -98,3 +99,16 @@ def run(args, env=None, timeout=60, check=True, cwd=None):
         raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
                              % (args, p.returncode, p.stdout, p.stderr))
     return p
+
+
+def read_csv(path):
+    """A CSV report as a list of dicts (header = keys)."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def trace_events(path):
+    """The events of a Chrome trace file (object form or bare list)."""
+    with open(path) as f:
+        d = json.load(f)
+    return d["traceEvents"] if isinstance(d, dict) else d

@@ -12,18 +12,6 @@
 #include "report_ops.h"
 #include "smp_util.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void add(sp_activity_store *st, const char *type, const char *name, int64_t start,
                 int64_t dur, int dev, int stream, int corr)
 {
@@ -80,7 +68,7 @@ int main(void)
     CHECK(strstr(log, "not_a_db.db") != NULL);
     free(log);
 
-    char *stat = slurp(out);
+    char *stat = check_slurp(out);
     CHECK(stat != NULL);
     if (stat) {
         fprintf(stderr, "--- op_statistic.csv\n%s", stat);
@@ -98,7 +86,7 @@ int main(void)
         free(stat);
     }
     snprintf(out, sizeof out, "%s/op_summary.csv", dir);
-    char *sum = slurp(out);
+    char *sum = check_slurp(out);
     CHECK(sum != NULL);
     if (sum) {
         fprintf(stderr, "--- op_summary.csv\n%s", sum);

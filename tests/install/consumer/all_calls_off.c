@@ -19,6 +19,8 @@ int main(void)
     bad |= servprof_start() != SERVPROF_ESTATE;
     bad |= servprof_session_dir(buf, sizeof buf) != SERVPROF_ESTATE;
     bad |= servprof_store_path(buf, sizeof buf) != SERVPROF_ESTATE;
+    int64_t cfg_value = 0;
+    bad |= servprof_session_config_int("acl_task_time", &cfg_value) != SERVPROF_ESTATE;
     bad |= servprof_meta("k", "v") != 0;
     bad |= servprof_is_enabled(SERVPROF_LEVEL_ERROR) != 0;
     servprof_set_process_name("p");
