@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clockalign.h"
 #include "dbout.h"
 #include "model.h"
 #include "progress.h"
@@ -113,8 +114,12 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         session_of[n] = ss.of_store[i];
         stores[n++] = s;
         est += estimate(s);
+    }
+    spp_clock clock;
+    spp_clock_align(&clock, stores, n, opts); /* before any time is used: it shifts hosts' clocks */
+    for (int i = 0; i < n; i++) {
         spp_rec r;
-        if (spp_store_peek(s, &r) && r.ts < origin)
+        if (spp_store_peek(stores[i], &r) && r.ts < origin)
             origin = r.ts;
     }
     int skipped = paths.nraw - n;
@@ -131,6 +136,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         origin = 0;
     spp_model m;
     if (spp_model_open(&m, opts, stores, n, origin) != 0) {
+        spp_clock_free(&clock);
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
         free(stores);
@@ -139,6 +145,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_paths_free(&paths);
         return 1;
     }
+    spp_clock_report(&clock, &m.out);
+    spp_clock_free(&clock);
     m.last_ns = origin;
     spp_merge mg;
     spp_merge_init(&mg, stores, n);
