@@ -350,7 +350,7 @@ void spp_pdsplit_finish(spp_model *m)
             spp_v_text(spp_req_name(m, spp_ids_root(m->ids, e->root)), -1), at(e->t[0]), at(e->t[1]), at(e->t[2]), at(e->t[3]),
             at(e->t[4]), span(e->t[0], e->t[1]), span(e->t[1], e->t[2]),
             e->pull_end >= 0 ? spp_v_ns(e->pull_ns) : spp_v_null(),
-            e->first_token >= 0 ? span(handoff_end, e->first_token) : spp_v_null(), ttft, spp_v_real(share),
+            e->first_token >= 0 ? span(e->pull_end, e->first_token) : spp_v_null(), ttft, spp_v_real(share),
         };
         spp_table_row(&m->out, &pd->t_comm, v);
     }

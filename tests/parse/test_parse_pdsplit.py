@@ -105,7 +105,7 @@ class PdSplit(unittest.TestCase):
         self.assertEqual(r["prefill_time(ms)"], "10.000")      # 10 - 0
         self.assertEqual(r["send_time(ms)"], "2.000")         # 12 - 10
         self.assertEqual(r["kv_transfer_time(ms)"], "5.000")  # PullKVCache 13..18
-        self.assertEqual(r["first_decode_time(ms)"], "3.000")  # first decode 21 - max(12, 18)
+        self.assertEqual(r["first_decode_time(ms)"], "3.000")  # first decode 21 - pull end 18
         self.assertEqual(r["ttft(ms)"], "21.000")             # first decode token 21 - 0
         self.assertAlmostEqual(float(r["handoff_share"]), 8 / 21, places=6)  # (18 - 10) / 21
 
