@@ -330,7 +330,8 @@ void spp_pdsplit_finish(spp_model *m)
     /* Requests with no Communication record have no row (PullKVCache or
      * coordinator records alone make rows of those reports only). */
     int n = compact(pd);
-    qsort(pd->e, (size_t)n, sizeof *pd->e, by_start);
+    if (n > 1)
+        qsort(pd->e, (size_t)n, sizeof *pd->e, by_start);
     for (int i = 0; i < n; i++) {
         pd_entry *e = &pd->e[i];
         int any = 0;
