@@ -418,8 +418,12 @@ void spp_model_record(spp_model *m, const spp_rec *r)
     case K_QUEUE: case K_ENQUEUE: case K_DEQUEUE:
         spp_reqstatus_record(m, r, k);
         break;
-    case K_COMM: case K_PULLKV: case K_COORD: case K_TOKEN_OUT:
+    case K_COMM: case K_PULLKV: case K_COORD:
         spp_pdsplit_record(m, r, k);
+        break;
+    case K_TOKEN_OUT:
+        if (m->pd_any) /* a store without hand-offs pays one test per token */
+            spp_pdsplit_record(m, r, k);
         break;
     default:
         break;

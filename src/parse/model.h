@@ -109,6 +109,7 @@ typedef struct spp_model {
     spp_timeline *tl;
     spp_stats *stats;
     struct spp_pdsplit *pd;         /* the PD split reports (pdsplit.c) */
+    int pd_any;                     /* a hand-off was seen: token records matter to pdsplit.c */
     /* The last schedule steps' request sets and batch types (batch.c), so
      * that a forward whose rid list says nothing about its type (no iter,
      * no type: vLLM-style workers) takes the type of the step it runs. */

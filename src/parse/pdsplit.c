@@ -285,6 +285,7 @@ void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     if (k == K_COORD && strcmp(r->cat, "Coordinator") != 0)
         return;
     pd_entry *e = entry_of(pd, root, 1);
+    m->pd_any |= e != NULL;
     if (comm >= 0) {
         if (e && e->t[comm] < 0)
             e->t[comm] = r->ts;
