@@ -159,6 +159,19 @@ class PdDemo(unittest.TestCase):
             self.assertEqual(json.loads(k["batch_seq_len"]), [len(prompt)])
             self.assertGreater(float(k["transfer_rate(MB/s)"]), 0.0)
 
+    def test_timeline_follows_each_request_across_instances(self):
+        with open(os.path.join(self.out, "chrome_tracing.json")) as f:
+            ev = json.load(f)
+        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+        names = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"}
+        self.assertEqual(len(set(names)), 3, names)  # one process group per instance
+        pids = {}
+        for e in ev:
+            if e.get("ph") in ("s", "t", "f") and e.get("cat") == "request":
+                pids.setdefault(e["id"], set()).add(e["pid"])
+        across = [i for i, p in pids.items() if len(p) == 3]  # router -> P -> D, one flow
+        self.assertEqual(len(across), N_REQ + 1, pids)
+
     def test_coordinator_moments(self):
         per = {}
         for r in self.coord:
