@@ -110,6 +110,7 @@ typedef struct spp_model {
     spp_stats *stats;
     struct spp_pdsplit *pd;         /* the PD split reports (pdsplit.c) */
     int pd_any;                     /* a hand-off was seen: token records matter to pdsplit.c */
+    struct spp_pdsum *pdsum;        /* hand-off durations for the summary (pdsplit.c) */
     /* The last schedule steps' request sets and batch types (batch.c), so
      * that a forward whose rid list says nothing about its type (no iter,
      * no type: vLLM-style workers) takes the type of the step it runs. */
@@ -184,6 +185,8 @@ void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_pdsplit_link(spp_model *m, int kept, int absorbed);
 void spp_pdsplit_finish(spp_model *m);
 void spp_pdsplit_close(spp_model *m);
+/* Prints (when print) the hand-off lines of the terminal summary; frees them either way. */
+void spp_pdsplit_summary(spp_model *m, int print);
 
 
 /* KV numbers of a KVCacheStatus-like record: total, used, free, allocated,

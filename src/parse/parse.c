@@ -51,6 +51,7 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     m->tl = NULL;
     spp_model_close(m);
     spp_out_close(&m->out);
+    spp_pdsplit_summary(m, 0);
     spp_stats_free(m->stats);
     free(m->fin);
     free(m->span_names);
@@ -190,6 +191,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         rc = 1;
     if (opts->summary)
         spp_summary_print(&m, n, skipped, paths.nactivity, now_s() - t0, &ss, started_ns);
+    spp_pdsplit_summary(&m, opts->summary);
     spp_stats_free(m.stats);
     free(m.fin);
     free(m.span_names);

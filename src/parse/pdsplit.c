@@ -26,6 +26,14 @@
 #include <jansson.h>
 
 #include "model.h"
+#include "stats.h"
+
+/* What the terminal summary shows of the hand-offs (kept past close). */
+enum { S_PREFILL, S_SEND, S_KV, S_FIRST, S_TTFT, S_SHARE, S_RATE, NSUM };
+struct spp_pdsum {
+    double *v[NSUM];
+    long long n, nrate, caprate;
+};
 
 typedef struct pd_entry {
     int root;                /* the request's id root when the entry was made */
@@ -61,6 +69,35 @@ static const spp_col coord_cols[] = {
     {"rid", "TEXT"}, {"address", "TEXT"}, {"start_datetime", "TEXT"}, {"prefillStart", "INTEGER"},
     {"decodeStart", "INTEGER"}, {"prefillEnd", "INTEGER"}, {"decodeEnd", "INTEGER"},
 };
+
+static double ms_of(spp_val v) { return v.kind == SPP_NULL ? NAN : v.d; }
+
+/* Keeps a communication row's durations for the terminal summary. */
+static void note_summary(spp_model *m, const spp_val *v)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        s = m->pdsum = calloc(1, sizeof *s);
+    if (!(s->n & (s->n - 1)) || !s->n) /* doubles at 0, 1, 2, 4, ... */
+        for (int i = 0; i < S_RATE; i++)
+            s->v[i] = realloc(s->v[i], (size_t)(s->n ? s->n * 2 : 1) * sizeof *s->v[i]);
+    static const int col[S_RATE] = {6, 7, 8, 9, 10, 11};
+    for (int i = 0; i < S_RATE; i++)
+        s->v[i][s->n] = ms_of(v[col[i]]);
+    s->n++;
+}
+
+static void note_rate(spp_model *m, double rate)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        s = m->pdsum = calloc(1, sizeof *s);
+    if (s->nrate == s->caprate) {
+        s->caprate = s->caprate ? s->caprate * 2 : 64;
+        s->v[S_RATE] = realloc(s->v[S_RATE], (size_t)s->caprate * sizeof *s->v[S_RATE]);
+    }
+    s->v[S_RATE][s->nrate++] = rate;
+}
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
@@ -221,6 +258,8 @@ static void kv_row(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
         isnan(bytes) ? spp_v_null() : spp_v_int(llround(bytes)), spp_v_real(rate),
     };
     spp_table_row(&m->out, &pd->t_kv, v);
+    if (!isnan(rate))
+        note_rate(m, rate);
     free(blocks);
     free(seq);
     if (e) {
@@ -325,6 +364,38 @@ static int compact(struct spp_pdsplit *pd)
     return out;
 }
 
+void spp_pdsplit_summary(spp_model *m, int print)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        return;
+    if (print && s->n) {
+        static const char *const what[S_RATE] = {"prefill on P", "send to D", "KV transfer", "first decode on D",
+                                                 "TTFT (PD)", "hand-off share"};
+        printf("  PD hand-off: %lld request%s (pd_split_communication)\n", s->n, s->n == 1 ? "" : "s");
+        for (int i = 0; i < S_RATE; i++) {
+            long long n = spp_sort_values(s->v[i], s->n);
+            if (!n)
+                printf("    %-20s -\n", what[i]);
+            else if (i == S_SHARE)
+                printf("    %-20s P50 %9.1f %%    P90 %9.1f %%    (n=%lld)\n", what[i],
+                       100 * spp_percentile(s->v[i], n, 50), 100 * spp_percentile(s->v[i], n, 90), n);
+            else
+                printf("    %-20s P50 %10.3f ms   P90 %10.3f ms   (n=%lld)\n", what[i],
+                       spp_percentile(s->v[i], n, 50), spp_percentile(s->v[i], n, 90), n);
+        }
+        long long n = spp_sort_values(s->v[S_RATE], s->nrate);
+        if (n)
+            printf("    %-20s P50 %10.1f MB/s P90 %10.1f MB/s (n=%lld)\n", "KV pull rate",
+                   spp_percentile(s->v[S_RATE], n, 50), spp_percentile(s->v[S_RATE], n, 90), n);
+        fflush(stdout);
+    }
+    for (int i = 0; i < NSUM; i++)
+        free(s->v[i]);
+    free(s);
+    m->pdsum = NULL;
+}
+
 void spp_pdsplit_finish(spp_model *m)
 {
     struct spp_pdsplit *pd = m->pd;
@@ -355,6 +426,7 @@ void spp_pdsplit_finish(spp_model *m)
             e->first_token >= 0 ? span(e->pull_end, e->first_token) : spp_v_null(), ttft, spp_v_real(share),
         };
         spp_table_row(&m->out, &pd->t_comm, v);
+        note_summary(m, v);
     }
     for (int i = 0; i < n; i++) {
         free(pd->e[i].paddr);

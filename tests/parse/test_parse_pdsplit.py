@@ -152,6 +152,15 @@ class PdSplit(unittest.TestCase):
             ("c1", D_ADDR, "20.100000", ["decodeEnd"]),  # ReqFinish of domain Coordinator only
         ])
 
+    def test_summary_lines(self):
+        out = self.proc.stdout
+        self.assertIn("PD hand-off: 3 requests", out)
+        lines = {l.split(" P50")[0].strip(): l for l in out.splitlines() if " P50 " in l}
+        self.assertIn("P50      5.000 ms", lines["prefill on P"])  # 10, 5, 5
+        self.assertIn("P50     20.000 ms", lines["TTFT (PD)"])  # 21, 20, 16
+        self.assertIn("(n=2)", lines["KV transfer"])  # r2 pulled nothing
+        self.assertIn("P50        1.3 MB/s", lines["KV pull rate"])  # 0.6 and 2.0
+
     def test_profiler_db_tables(self):
         db = sqlite3.connect(os.path.join(self.out, "profiler.db"))
         try:
@@ -176,6 +185,7 @@ class PdSplit(unittest.TestCase):
             for f in ("pd_split_communication.csv", "pd_split_kvcache.csv", "coordinator.csv"):
                 self.assertFalse(os.path.exists(os.path.join(tmp, "out", f)), f)
             self.assertNotIn("pd_split", p.stderr)
+            self.assertNotIn("PD hand-off", p.stdout)
 
 
 if __name__ == "__main__":
