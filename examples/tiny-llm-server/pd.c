@@ -20,7 +20,8 @@
  *   D             writes the bytes into its own blocks, runs one decode step,
  *                 then streams TOK lines to the router (which relays them)
  *
- * Records (docs/vocabulary.md): the router writes the Communication events
+ * Records (docs/vocabulary.md): the router writes httpReq/httpRes (request.csv),
+ * the Communication events
  * receiveReq, prefillRes, sendReqToD, sendReqToDSucc, decodeRes and the
  * Coordinator events RequestDispatch, GenerateToken (Phase prefill),
  * ReqFinish under its id; P and D link that id to theirs (Link) and write
@@ -377,6 +378,9 @@ static void route(int fd, const char *args)
     char rid[64], line[256];
     int max, n, off = 0, toks[MAX_PROMPT];
     snprintf(rid, sizeof rid, "req-%ld", ++g.next_id);
+    servprof_rec *x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
+    servprof_res_str(x, rid);
+    servprof_event(x, "httpReq"); /* request.csv: the request as the client sees it */
     comm("receiveReq", rid);
     if (sscanf(args, "%d %d%n", &max, &n, &off) != 2 || max < 1 || max > 1024 || n < 1 || n > MAX_PROMPT) {
         say(fd, "ERR bad GEN (GEN <max_tokens 1..1024> <n 1..%d> <tokens..>)\n", MAX_PROMPT);
@@ -409,12 +413,19 @@ static void route(int fd, const char *args)
         goto out;
     }
     comm("sendReqToDSucc", rid);
+    int nout = 0;
     while (read_line(dfd, line, sizeof line) >= 0) { /* relay until END or ERR */
         if (say(fd, "%s\n", line) || strncmp(line, "TOK ", 4) != 0)
             break;
+        nout++;
     }
     comm("decodeRes", rid);
     coord("ReqFinish", rid, NULL, 0, 0);
+    x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
+    servprof_res_str(x, rid);
+    servprof_metric(x, "recvTokenSize", n);
+    servprof_metric(x, "replyTokenSize", nout);
+    servprof_event(x, "httpRes");
 out:
     free(req);
     if (pfd >= 0)

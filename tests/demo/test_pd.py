@@ -172,6 +172,16 @@ class PdDemo(unittest.TestCase):
         across = [i for i, p in pids.items() if len(p) == 3]  # router -> P -> D, one flow
         self.assertEqual(len(across), N_REQ + 1, pids)
 
+    def test_request_csv_joined_across_instances(self):
+        rows = {r["http_rid"]: r for r in read_csv(os.path.join(self.out, "request.csv"))}
+        self.assertEqual(len(rows), N_REQ + 1)  # router, P and D ids are one request each
+        for r, (prompt, toks, _) in zip(self.comm, self.client):
+            q = rows[r["rid"]]
+            self.assertEqual(q["recv_token_size"], str(len(prompt)))
+            self.assertEqual(q["reply_token_size"], str(len(toks)))
+            # first token: D's first decode event, joined to the router's id by Link
+            self.assertAlmostEqual(float(q["first_token_latency(ms)"]), float(r["ttft(ms)"]), places=2)
+
     def test_coordinator_moments(self):
         per = {}
         for r in self.coord:
