@@ -94,14 +94,45 @@ static int node_of(struct scan *sc, spp_str s)
     return spp_ids_get(sc->ids, buf, n);
 }
 
+/* Meta clock_synced / clock_maxerror_us (the collector's adjtimex reading):
+ * a host is synchronised when all its stores say so; its error is the
+ * largest they give. */
+static void read_sync_meta(sqlite3 *db, spp_clock_host *host)
+{
+    sqlite3_stmt *st;
+    long long synced = -1, maxerr = -1;
+    if (sqlite3_prepare_v2(db, "SELECT name, CAST(value AS INTEGER) FROM Meta WHERE name IN "
+                           "('clock_synced', 'clock_maxerror_us')", -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        if (k && !strcmp(k, "clock_synced"))
+            synced = sqlite3_column_int64(st, 1);
+        else if (k)
+            maxerr = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    int ok = synced == 1 && maxerr >= 0 && maxerr < INT64_MAX / 4000;
+    if (host->synced == -2) { /* the host's first store */
+        host->synced = ok ? 1 : synced == 0 ? 0 : -1;
+        host->maxerr_ns = ok ? maxerr * 1000 : -1;
+    } else if (!ok || host->synced != 1) {
+        host->synced = synced == 0 || host->synced == 0 ? 0 : -1;
+        host->maxerr_ns = -1;
+    } else if (maxerr * 1000 > host->maxerr_ns) {
+        host->maxerr_ns = maxerr * 1000;
+    }
+}
+
 /* Reads the request ids and times of one store's slice table. */
-static void scan_store(struct scan *sc, const char *path, int h)
+static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host *host)
 {
     sqlite3 *db;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         sqlite3_close(db);
         return;
     }
+    read_sync_meta(db, host);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT timestamp, duration, args, name FROM slice WHERE timestamp > 0", -1, &st, NULL) !=
         SQLITE_OK) {
@@ -232,6 +263,24 @@ static int64_t nearest_zero(int64_t lo, int64_t hi) { return lo > 0 ? lo : hi < 
  * fixed in turn at the point of their remaining bound nearest to agreeing
  * with the reference, closing the constraints again after each, so that
  * the chosen offsets satisfy every pair together. */
+/* Hosts whose kernel says their clock is synchronised, within maxerror of
+ * true time: two such hosts' offsets differ by at most the sum. Returns
+ * how many bounds were added. */
+static int kernel_bounds(spp_clock *c, int64_t *w)
+{
+    int nh = c->nhosts, n = 0;
+    for (int u = 0; u < nh; u++)
+        for (int v = 0; v < nh; v++) {
+            spp_clock_host *a = &c->hosts[u], *b = &c->hosts[v];
+            if (u == v || a->synced != 1 || b->synced != 1 || a->maxerr_ns < 0 || b->maxerr_ns < 0)
+                continue;
+            tighten(w, nh, u, v, a->maxerr_ns + b->maxerr_ns);
+            a->kernel_used = b->kernel_used = 1;
+            n++;
+        }
+    return n;
+}
+
 /* Fixes the hosts named by --clock-offset; returns how many. */
 static int apply_overrides(spp_clock *c, int64_t *w, int ref, const spp_opts *opts)
 {
@@ -261,6 +310,16 @@ static void solve(spp_clock *c, int64_t *w, long long *pairs, const long long *f
             ref = h;
     c->hosts[ref].source = SPP_CLOCK_REFERENCE;
     int overrides = apply_overrides(c, w, ref, opts);
+    int64_t *plain = malloc((size_t)nh * (size_t)nh * sizeof *plain);
+    memcpy(plain, w, (size_t)nh * (size_t)nh * sizeof *w);
+    if (kernel_bounds(c, w) && !closure(w, nh)) {
+        memcpy(w, plain, (size_t)nh * (size_t)nh * sizeof *w);
+        spp_log(SPP_WARNING, "clocks: the error bounds the hosts' kernels gave (Meta clock_maxerror_us) "
+                "contradict the records; the records alone are used");
+        for (int h = 0; h < nh; h++)
+            c->hosts[h].kernel_used = 0;
+    }
+    free(plain);
     if (!closure(w, nh)) {
         /* --clock-offset wins over the records; without it, nothing is moved */
         for (int i = 0; i < nh * nh; i++)
@@ -299,7 +358,8 @@ static void estimate(spp_clock *c, spp_store **stores, int n, const spp_opts *op
     sc.nh = c->nhosts;
     spp_args_init(&sc.args);
     for (int i = 0; i < n; i++)
-        scan_store(&sc, stores[i]->path, host_index(c, stores[i]->hostname));
+        scan_store(&sc, stores[i]->path, host_index(c, stores[i]->hostname),
+                   &c->hosts[host_index(c, stores[i]->hostname)]);
     fold_roots(&sc);
     int nh = c->nhosts;
     int64_t *w = malloc((size_t)nh * (size_t)nh * sizeof *w);
@@ -326,6 +386,7 @@ int spp_clock_align(spp_clock *c, spp_store **stores, int n, const spp_opts *opt
         spp_clock_host *h = &c->hosts[c->nhosts++];
         memset(h, 0, sizeof *h);
         h->name = stores[i]->hostname;
+        h->synced = -2; /* no store read yet */
     }
     for (int i = 0; i < opts->nclock; i++)
         if (host_index(c, opts->clock_hosts[i]) < 0) {
@@ -352,18 +413,21 @@ void spp_clock_report(const spp_clock *c, spp_out *out)
         return;
     static const spp_col cols[] = {
         {"hostname", "TEXT"}, {"offset(ms)", "REAL"}, {"lower_bound(ms)", "REAL"}, {"upper_bound(ms)", "REAL"},
-        {"pairs", "INTEGER"}, {"source", "TEXT"},
+        {"pairs", "INTEGER"}, {"source", "TEXT"}, {"clock_synced", "INTEGER"}, {"kernel_max_error(ms)", "REAL"},
+        {"kernel_bound_used", "INTEGER"},
     };
     static const char *const sources[] = {"none", "reference", "estimated", "override"};
     spp_table t;
-    spp_table_init(out, &t, "clock_offsets.csv", "clock_offsets", cols, 6, NULL);
+    spp_table_init(out, &t, "clock_offsets.csv", "clock_offsets", cols, 9, NULL);
     for (int i = 0; i < c->nhosts; i++) {
         const spp_clock_host *h = &c->hosts[i];
         int known = h->source != SPP_CLOCK_NONE;
-        spp_val v[6] = {
+        spp_val v[9] = {
             spp_v_text(h->name, -1), spp_v_ns(h->offset),
             known && h->lo != INT64_MIN ? spp_v_ns(h->lo) : spp_v_null(),
             known && h->hi != INT64_MAX ? spp_v_ns(h->hi) : spp_v_null(), spp_v_int(h->pairs), spp_v_text(sources[h->source], -1),
+            h->synced >= 0 ? spp_v_int(h->synced) : spp_v_null(),
+            h->maxerr_ns >= 0 ? spp_v_ns(h->maxerr_ns) : spp_v_null(), spp_v_int(h->kernel_used),
         };
         spp_table_row(out, &t, v);
     }

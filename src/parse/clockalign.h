@@ -18,6 +18,9 @@ typedef struct spp_clock_host {
     int64_t lo, hi;        /* the bound the records allow on offset */
     long long pairs;       /* requests behind the bound to its parent host */
     int source;            /* SPP_CLOCK_* */
+    int synced;            /* Meta clock_synced of all its stores: 1, 0, -1 unknown */
+    int64_t maxerr_ns;     /* the kernel's max error (Meta clock_maxerror_us), -1 unknown */
+    int kernel_used;       /* that error bounded the estimate */
 } spp_clock_host;
 
 typedef struct spp_clock {

@@ -131,6 +131,45 @@ class ClockAlign(unittest.TestCase):
         _, p = self.parse("unk", "--clock-offset", "nosuch=5")
         self.assertIn("no store comes from host 'nosuch'", p.stderr)
 
+    def test_no_kernel_state_recorded(self):
+        out, _ = self.parse("nokernel")
+        for h in offsets(out).values():
+            self.assertEqual((h["clock_synced"], h["kernel_max_error(ms)"], h["kernel_bound_used"]), ("", "", "0"))
+
+    def kernel_case(self, name, q_shift_ms):
+        """fe and q, both saying (Meta) their kernel keeps the clock within 2 ms of true time;
+        q's records lie in [t+5, t+20] of fe's [t, t+50]."""
+        inp = os.path.join(self.tmp.name, name + "-in")
+        meta = {"clock_synced": 1, "clock_maxerror_us": 2000}
+        fe = Store(os.path.join(inp, "ms_service_fe.db"), hostname="fe", pid=100, meta=meta)
+        q = Store(os.path.join(inp, "ms_service_q.db"), hostname="q", pid=200, meta=meta)
+        for i in range(5):
+            t = 100.0 * i
+            fe.event("receiveReq", t, cat="Communication", rid="r%d" % i)
+            fe.event("decodeRes", t + 50, cat="Communication", rid="r%d" % i)
+            q.link(t + 5 + q_shift_ms, "r%d" % i, "q-%d" % i)
+            q.event("decode", t + 20 + q_shift_ms, cat="Request", rid="q-%d" % i)
+        fe.close()
+        q.close()
+        out = os.path.join(self.tmp.name, name + "-out")
+        p = run_parse(inp, out)
+        return offsets(out)["q"], p
+
+    def test_kernel_error_bounds_the_offset(self):
+        q, _ = self.kernel_case("kern", 0.0)
+        # records: off(q) in [20 - 50, 5 - 0] = [-30, 5] ms; kernels: |off(q)| <= 2 + 2 ms
+        self.assertEqual((q["lower_bound(ms)"], q["upper_bound(ms)"]), ("-4.000", "4.000"))
+        self.assertEqual(q["offset(ms)"], "0.000")
+        self.assertEqual((q["clock_synced"], q["kernel_max_error(ms)"], q["kernel_bound_used"]),
+                         ("1", "2.000", "1"))
+
+    def test_kernel_bounds_contradicting_records_are_dropped(self):
+        q, p = self.kernel_case("kernbad", -7000.0)  # q says synced, yet reads 7 s behind
+        self.assertIn("contradict the records", p.stderr)
+        self.assertEqual(q["kernel_bound_used"], "0")
+        self.assertEqual((q["lower_bound(ms)"], q["upper_bound(ms)"]), ("-7030.000", "-6995.000"))
+        self.assertEqual(q["offset(ms)"], "-6995.000")
+
     def test_one_host_untouched(self):
         with tempfile.TemporaryDirectory() as tmp:
             s = Store(os.path.join(tmp, "in", "ms_service_x.db"), hostname="solo")
