@@ -30,7 +30,8 @@
  * Design: blocking sockets, a thread per connection; each instance's model
  * and block pool sit behind one mutex (the model is not thread-safe). Every
  * read is bounded (line length, token counts, block counts). On SIGINT or
- * SIGTERM the profiler is shut down (buffers drained) and the process exits.
+ * SIGTERM it stops accepting, waits (up to 10 s) for the connections in
+ * flight, shuts the profiler down (buffers drained) and exits.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/kvcache.h"
@@ -70,7 +72,10 @@ static struct {
     const char *port_file;
     instance in;
     _Atomic long next_id;
-} g;
+    pthread_mutex_t conn_mu;   /* guards nconn */
+    pthread_cond_t conn_cv;    /* signalled when a connection thread ends */
+    int nconn;                 /* connection threads running */
+} g = {.conn_mu = PTHREAD_MUTEX_INITIALIZER, .conn_cv = PTHREAD_COND_INITIALIZER};
 
 /* ------------------------------------------------------------ sockets */
 
@@ -455,6 +460,10 @@ static void *serve(void *arg)
     }
     free(line);
     close(fd);
+    pthread_mutex_lock(&g.conn_mu);
+    g.nconn--;
+    pthread_cond_broadcast(&g.conn_cv);
+    pthread_mutex_unlock(&g.conn_mu);
     return NULL;
 }
 
@@ -469,10 +478,17 @@ static void *accept_loop(void *arg)
             return NULL;
         }
         pthread_t t;
-        if (pthread_create(&t, NULL, serve, (void *)(intptr_t)fd))
+        pthread_mutex_lock(&g.conn_mu);
+        g.nconn++;
+        pthread_mutex_unlock(&g.conn_mu);
+        if (pthread_create(&t, NULL, serve, (void *)(intptr_t)fd)) {
             close(fd);
-        else
+            pthread_mutex_lock(&g.conn_mu);
+            g.nconn--;
+            pthread_mutex_unlock(&g.conn_mu);
+        } else {
             pthread_detach(t);
+        }
     }
 }
 
@@ -568,8 +584,24 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "tiny-llm-pd: %s stopping\n", g.role);
-    shutdown(lfd, SHUT_RDWR);
+    shutdown(lfd, SHUT_RDWR); /* accept() fails: the accept thread ends */
+    pthread_join(t, NULL);
     close(lfd);
-    servprof_shutdown(); /* drains what was recorded; connections still open end with the process */
+    /* Let the requests in flight finish (bounded: 10 s), then drain the profiler. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&g.conn_mu);
+    while (g.nconn > 0 && pthread_cond_timedwait(&g.conn_cv, &g.conn_mu, &until) == 0)
+        ;
+    int left = g.nconn;
+    pthread_mutex_unlock(&g.conn_mu);
+    if (left)
+        fprintf(stderr, "tiny-llm-pd: %d connection(s) still open after 10 s; stopping anyway\n", left);
+    servprof_shutdown(); /* drains what was recorded */
+    if (g.in.model) {
+        tl_model_free(g.in.model);
+        kv_pool_free(g.in.kv);
+    }
     return 0;
 }

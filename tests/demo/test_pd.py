@@ -179,8 +179,10 @@ class PdDemo(unittest.TestCase):
             q = rows[r["rid"]]
             self.assertEqual(q["recv_token_size"], str(len(prompt)))
             self.assertEqual(q["reply_token_size"], str(len(toks)))
-            # first token: D's first decode event, joined to the router's id by Link
-            self.assertAlmostEqual(float(q["first_token_latency(ms)"]), float(r["ttft(ms)"]), places=2)
+            # first token: D's first decode event, joined to the router's id by Link; request.csv
+            # counts from httpReq, recorded just before receiveReq (and before the prefill)
+            gap = float(q["first_token_latency(ms)"]) - float(r["ttft(ms)"])
+            self.assertTrue(-0.0015 <= gap <= float(r["prefill_time(ms)"]), (gap, q, r))
 
     def test_coordinator_moments(self):
         per = {}

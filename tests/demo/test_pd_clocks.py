@@ -88,7 +88,7 @@ class PdClocks(unittest.TestCase):
     def test_without_alignment_the_handoff_runs_backwards(self):
         out = self.parse("raw", "--clock-offset", "dhost=0", "--clock-offset", "phost=0")
         rows = read_csv(os.path.join(out, "pd_split_communication.csv"))
-        self.assertTrue(all(float(r["ttft(ms)"]) < -2000 for r in rows), rows)
+        self.assertTrue(all(float(r["ttft(ms)"]) < 0 for r in rows), rows)
 
 
 if __name__ == "__main__":
