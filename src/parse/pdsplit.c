@@ -33,6 +33,7 @@ enum { S_PREFILL, S_SEND, S_KV, S_FIRST, S_TTFT, S_SHARE, S_RATE, NSUM };
 struct spp_pdsum {
     double *v[NSUM];
     long long n, nrate, caprate;
+    long long kv_rows, coord_rows; /* rows of the other two reports */
 };
 
 typedef struct pd_entry {
@@ -372,7 +373,8 @@ void spp_pdsplit_summary(spp_model *m, int print)
     if (print && s->n) {
         static const char *const what[S_RATE] = {"prefill on P", "send to D", "KV transfer", "first decode on D",
                                                  "TTFT (PD)", "hand-off share"};
-        printf("  PD hand-off: %lld request%s (pd_split_communication)\n", s->n, s->n == 1 ? "" : "s");
+        printf("  PD hand-off: %lld request%s (rows: pd_split_communication %lld, pd_split_kvcache %lld, "
+               "coordinator %lld)\n", s->n, s->n == 1 ? "" : "s", s->n, s->kv_rows, s->coord_rows);
         for (int i = 0; i < S_RATE; i++) {
             long long n = spp_sort_values(s->v[i], s->n);
             if (!n)
@@ -440,6 +442,10 @@ void spp_pdsplit_close(spp_model *m)
     struct spp_pdsplit *pd = m->pd;
     if (!pd)
         return;
+    if (m->pdsum) {
+        m->pdsum->kv_rows = pd->t_kv.rows;
+        m->pdsum->coord_rows = pd->t_coord.rows;
+    }
     spp_table_close(&m->out, &pd->t_comm);
     spp_table_close(&m->out, &pd->t_kv);
     spp_table_close(&m->out, &pd->t_coord);

@@ -60,6 +60,14 @@ class Proc:
         return self.proc.returncode
 
 
+def profiled_env(tmp):
+    """A config with collection on, writing under tmp/prof: (prof dir, environment)."""
+    prof, cfg = os.path.join(tmp, "prof"), os.path.join(tmp, "cfg.json")
+    with open(cfg, "w") as f:
+        json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
+    return prof, dict(os.environ, SERVICE_PROF_CONFIG_PATH=cfg)
+
+
 def generate(port, prompt, max_tokens):
     """Returns (tokens, ns from sending to the first token)."""
     with socket.create_connection(("127.0.0.1", port), timeout=60 * SLACK) as s, s.makefile("rb") as f:
@@ -82,11 +90,7 @@ class PdDemo(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        prof = os.path.join(cls.tmp.name, "prof")
-        cfg = os.path.join(cls.tmp.name, "cfg.json")
-        with open(cfg, "w") as f:
-            json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
-        env = dict(os.environ, SERVICE_PROF_CONFIG_PATH=cfg)
+        prof, env = profiled_env(cls.tmp.name)
         d = Proc(cls.tmp.name, "decode", env)
         p = Proc(cls.tmp.name, "prefill", env)
         r = Proc(cls.tmp.name, "router", env, "--prefill-port", str(p.port), "--decode-port", str(d.port))

@@ -8,7 +8,6 @@ requests' causal pairs with the true shift inside the bound and the
 estimate inside too, and after alignment no hand-off step runs backwards
 and every parsed TTFT fits inside the client's.
 """
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from demo_util import BUILD, CLI, SLACK  # noqa: E402
-from test_pd import Proc, generate, read_csv  # noqa: E402
+from test_pd import Proc, generate, profiled_env, read_csv  # noqa: E402
 
 SHIM = os.path.join(BUILD, "tests", "demo", "clockshift.so")
 D_SHIFT_MS, P_SHIFT_MS = -2500.0, 40.0
@@ -28,14 +27,10 @@ class PdClocks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        prof = os.path.join(cls.tmp.name, "prof")
-        cfg = os.path.join(cls.tmp.name, "cfg.json")
-        with open(cfg, "w") as f:
-            json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
+        _, base = profiled_env(cls.tmp.name)
 
         def env(host, shift_ms):
-            e = dict(os.environ, SERVICE_PROF_CONFIG_PATH=cfg, LD_PRELOAD=SHIM, CLOCKSHIFT_HOST=host,
-                     CLOCKSHIFT_NS=str(int(shift_ms * 1e6)))
+            e = dict(base, LD_PRELOAD=SHIM, CLOCKSHIFT_HOST=host, CLOCKSHIFT_NS=str(int(shift_ms * 1e6)))
             e["ASAN_OPTIONS"] = e.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
             return e
         d = Proc(cls.tmp.name, "decode", env("dhost", D_SHIFT_MS))

@@ -154,7 +154,8 @@ class PdSplit(unittest.TestCase):
 
     def test_summary_lines(self):
         out = self.proc.stdout
-        self.assertIn("PD hand-off: 3 requests", out)
+        self.assertIn("PD hand-off: 3 requests (rows: pd_split_communication 3, pd_split_kvcache 2, "
+                      "coordinator 4)", out)
         lines = {l.split(" P50")[0].strip(): l for l in out.splitlines() if " P50 " in l}
         self.assertIn("P50      5.000 ms", lines["prefill on P"])  # 10, 5, 5
         self.assertIn("P50     20.000 ms", lines["TTFT (PD)"])  # 21, 20, 16
