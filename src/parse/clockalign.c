@@ -124,6 +124,23 @@ static void read_sync_meta(sqlite3 *db, spp_clock_host *host)
     }
 }
 
+/* Links and records naming one request by a scalar rid. A step's rid list
+ * (kilobytes, on every schedule/execution/forward span) is skipped without
+ * decoding: its requests' own records on the same host bound them already,
+ * and decoding the lists cost as much as the whole parse. */
+static int worth_decoding(const char *args, const char *name)
+{
+    if (name && !strcmp(name, "Link"))
+        return 1;
+    const char *k = strstr(args, "\"rid\"");
+    if (!k)
+        return 0;
+    k += 5;
+    while (*k == ' ' || *k == ':')
+        k++;
+    return *k != '[';
+}
+
 /* Reads the request ids and times of one store's slice table. */
 static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host *host)
 {
@@ -142,7 +159,8 @@ static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host 
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t ts = sqlite3_column_int64(st, 0), dur = sqlite3_column_int64(st, 1);
         const char *args = (const char *)sqlite3_column_text(st, 2);
-        if (!args)
+        const char *name = (const char *)sqlite3_column_text(st, 3);
+        if (!args || !worth_decoding(args, name))
             continue;
         spp_args_decode(&sc->args, args, sqlite3_column_bytes(st, 2));
         spp_args *a = &sc->args;
@@ -155,14 +173,10 @@ static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host 
             note(sc, to, h, ts, end);
         } else if (a->rid_kind == 1) {
             iv *v = note(sc, node_of(sc, a->rid), h, ts, end);
-            const char *name = (const char *)sqlite3_column_text(st, 3);
             if (name && !strcmp(name, "sendReqToD"))
                 first_of(&v->send, ts);
             else if (name && !strcmp(name, "PullKVCache"))
                 first_of(&v->pull, ts);
-        } else if (a->rid_kind == 2) {
-            for (int i = 0; i < a->nrids; i++)
-                note(sc, node_of(sc, a->rids[i].rid), h, ts, end);
         }
     }
     sqlite3_finalize(st);
