@@ -51,6 +51,7 @@ struct spp_pdsplit {
     pd_entry *e;
     int n, cap;
     int *slot_of_root;       /* index = id root: entry + 1, 0 none */
+    long long norid;         /* hand-off records naming no request: not used (warned once) */
     int nslots;
 };
 
@@ -326,6 +327,10 @@ void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         return;
     pd_entry *e = entry_of(pd, root, 1);
     m->pd_any |= e != NULL;
+    if (!e && k != K_PULLKV) { /* a PullKVCache row is still written, with no rid */
+        pd->norid++;
+        return;
+    }
     if (comm >= 0) {
         if (e && e->t[comm] < 0)
             e->t[comm] = r->ts;
@@ -403,6 +408,9 @@ void spp_pdsplit_finish(spp_model *m)
     struct spp_pdsplit *pd = m->pd;
     /* Requests with no Communication record have no row (PullKVCache or
      * coordinator records alone make rows of those reports only). */
+    if (pd->norid)
+        spp_log(SPP_WARNING, "%lld hand-off record(s) (Communication/Coordinator) name no request (no rid): "
+                "not used in pd_split_communication.csv / coordinator.csv", pd->norid);
     int n = compact(pd);
     if (n > 1)
         qsort(pd->e, (size_t)n, sizeof *pd->e, by_start);

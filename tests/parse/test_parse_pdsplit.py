@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, read_csv, run_parse  # noqa: E402
+from fixtures import Store, ns, read_csv, run_parse  # noqa: E402
 
 P_ADDR, D_ADDR = "10.0.0.1:1025", "10.0.0.2:1025"
 
@@ -175,6 +175,27 @@ class PdSplit(unittest.TestCase):
                              .fetchone()[0], 2)
         finally:
             db.close()
+
+    def test_malformed_pd_records(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = Store(os.path.join(tmp, "in", "ms_service_bad.db"), hostname="node")
+            s.raw("PullKVCache", ns(1), 2_000_000, "KVCache", '{"type":2,"rid":"x1","rank":')  # cut short
+            s.span("PullKVCache", 5, 6, cat="KVCache", rid="x2", rank="abc", bytes="many", block_tables="[[1")
+            s.event("receiveReq", 7, cat="Communication")  # no rid: no request to put it on
+            s.event("GenerateToken", 8, cat="Coordinator", rid="c9", Phase="prefill")  # before its dispatch
+            s.event("RequestDispatch", 9, cat="Coordinator", rid="c9", PrefillAddress=P_ADDR)  # no decode address
+            s.event("ReqFinish", 10, cat="Coordinator", rid="c9")
+            s.close()
+            p = run_parse(os.path.join(tmp, "in"), os.path.join(tmp, "out"))
+            kv = read_csv(os.path.join(tmp, "out", "pd_split_kvcache.csv"))
+            self.assertEqual([(r["rid"], r["rank"], r["kv_bytes"], r["during_time(ms)"]) for r in kv],
+                             [("x1", "", "", "2.000"), ("x2", "", "", "1.000")])
+            self.assertEqual(kv[1]["block_tables"], "[[1")  # kept as written
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out", "pd_split_communication.csv")))
+            coord = read_csv(os.path.join(tmp, "out", "coordinator.csv"))
+            self.assertEqual([(r["rid"], r["prefillStart"]) for r in coord], [("c9", "1")])
+            self.assertEqual(p.returncode, 0)
+            self.assertIn("1 hand-off record(s) (Communication/Coordinator) name no request", p.stderr)
 
     def test_no_pd_records_no_pd_files(self):
         with tempfile.TemporaryDirectory() as tmp:
