@@ -62,9 +62,11 @@ static int add_clock_offset(spp_opts *o, const char *value)
     char *end;
     errno = 0;
     long long ns = eq ? strtoll(eq + 1, &end, 10) : 0;
-    if (!eq || eq == value || !eq[1] || *end || errno == ERANGE)
+    /* |NS| <= 1e15 (11.5 days): any real clock error, and no timestamp can overflow when moved */
+    if (!eq || eq == value || !eq[1] || *end || errno == ERANGE || ns > 1000000000000000LL ||
+        ns < -1000000000000000LL)
         return cli_error(&verb, "--clock-offset '%s': expected HOST=NS, NS an integer of nanoseconds "
-                                "(e.g. node2=-1500000)", value);
+                                "within +-1e15 (e.g. node2=-1500000)", value);
     o->clock_hosts = realloc(o->clock_hosts, (size_t)(o->nclock + 1) * sizeof *o->clock_hosts);
     o->clock_ns = realloc(o->clock_ns, (size_t)(o->nclock + 1) * sizeof *o->clock_ns);
     o->clock_hosts[o->nclock] = strndup(value, (size_t)(eq - value));
