@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "coordcount.h"
 #include "model.h"
 #include "stats.h"
 
@@ -48,6 +49,7 @@ typedef struct pd_entry {
 
 struct spp_pdsplit {
     spp_table t_comm, t_kv, t_coord;
+    spp_coordcount *running; /* coordinator_running.csv (coordcount.c) */
     pd_entry *e;
     int n, cap;
     int *slot_of_root;       /* index = id root: entry + 1, 0 none */
@@ -111,6 +113,7 @@ void spp_pdsplit_init(spp_model *m)
                    NCOLS(comm_cols), NULL);
     spp_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", "pd_split_kvcache", kv_cols, NCOLS(kv_cols), NULL);
     spp_table_init(&m->out, &pd->t_coord, "coordinator.csv", "coordinator", coord_cols, NCOLS(coord_cols), NULL);
+    pd->running = spp_coordcount_new();
 }
 
 static void grow_slots(struct spp_pdsplit *pd, int root)
@@ -279,6 +282,8 @@ static void coord_row(spp_model *m, const char *rid, const char *addr, int64_t t
                     spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
     v[3 + which] = spp_v_int(1);
     spp_table_row(&m->out, &m->pd->t_coord, v);
+    /* which: 0 prefillStart, 1 decodeStart, 2 prefillEnd, 3 decodeEnd */
+    spp_coordcount_note(m->pd->running, ts, addr, which == 1 || which == 3, which >= 2);
 }
 
 enum { PREFILL_START, DECODE_START, PREFILL_END, DECODE_END };
@@ -408,6 +413,7 @@ void spp_pdsplit_finish(spp_model *m)
     struct spp_pdsplit *pd = m->pd;
     /* Requests with no Communication record have no row (PullKVCache or
      * coordinator records alone make rows of those reports only). */
+    spp_coordcount_write(pd->running, &m->out);
     if (pd->norid)
         spp_log(SPP_WARNING, "%lld hand-off record(s) (Communication/Coordinator) name no request (no rid): "
                 "not used in pd_split_communication.csv / coordinator.csv", pd->norid);
@@ -463,6 +469,7 @@ void spp_pdsplit_close(spp_model *m)
     }
     free(pd->e);
     free(pd->slot_of_root);
+    spp_coordcount_free(pd->running);
     free(pd);
     m->pd = NULL;
 }

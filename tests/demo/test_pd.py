@@ -197,6 +197,12 @@ class PdDemo(unittest.TestCase):
             flags = sorted(k for r in rows for k in ("prefillStart", "decodeStart", "prefillEnd", "decodeEnd")
                            if r[k] == "1")
             self.assertEqual(flags, ["decodeEnd", "decodeStart", "prefillEnd", "prefillStart"])
+        running = read_csv(os.path.join(self.out, "coordinator_running.csv"))
+        for side in ("prefill", "decode"):  # every request started and ended once on each side
+            rows = [r for r in running if r["node_type"] == side]
+            self.assertEqual(sum(int(r["add_count"]) for r in rows), N_REQ + 1)
+            self.assertEqual(sum(int(r["end_count"]) for r in rows), N_REQ + 1)
+            self.assertEqual(rows[-1]["running_count"], "0")
 
 
 if __name__ == "__main__":

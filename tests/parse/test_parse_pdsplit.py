@@ -61,6 +61,9 @@ def build(inp):
     co.event("GenerateToken", 40, cat="Coordinator", rid="c1", Phase="decode")
     co.event("ReqFinish", 100, cat="Coordinator", rid="c1")
     co.event("ReqFinish", 101, cat="Other", rid="c1")
+    # c2, two 5-second buckets later, still decoding at the end
+    co.event("RequestDispatch", 10000, cat="Coordinator", rid="c2", PrefillAddress=P_ADDR, DecodeAddress=D_ADDR)
+    co.event("GenerateToken", 10100, cat="Coordinator", rid="c2", Phase="Prefill")
     co.close()
 
 
@@ -150,12 +153,28 @@ class PdSplit(unittest.TestCase):
             ("c1", P_ADDR, "20.030000", ["prefillEnd"]),  # the first GenerateToken of phase prefill
             ("c1", D_ADDR, "20.030000", ["decodeStart"]),  # the same moment, on D
             ("c1", D_ADDR, "20.100000", ["decodeEnd"]),  # ReqFinish of domain Coordinator only
+            ("c2", P_ADDR, "30.000000", ["prefillStart"]),
+            ("c2", P_ADDR, "30.100000", ["prefillEnd"]),  # phase in any case
+            ("c2", D_ADDR, "30.100000", ["decodeStart"]),
+        ])
+
+    def test_coordinator_running_per_5_seconds(self):
+        rows = read_csv(os.path.join(self.out, "coordinator_running.csv"))
+        got = [(r["time"][-8:], r["address"], r["node_type"], r["add_count"], r["end_count"], r["running_count"])
+               for r in rows]
+        self.assertEqual(got, [
+            ("22:13:20", P_ADDR, "prefill", "1", "1", "0"),  # c1: 0 ms start, 30 ms end
+            ("22:13:20", D_ADDR, "decode", "1", "1", "0"),  # c1: 30 ms start, 100 ms end
+            ("22:13:25", P_ADDR, "prefill", "0", "0", "0"),  # no moment: every bucket is written
+            ("22:13:25", D_ADDR, "decode", "0", "0", "0"),
+            ("22:13:30", P_ADDR, "prefill", "1", "1", "0"),  # c2
+            ("22:13:30", D_ADDR, "decode", "1", "0", "1"),  # c2 still decoding
         ])
 
     def test_summary_lines(self):
         out = self.proc.stdout
         self.assertIn("PD hand-off: 3 requests (rows: pd_split_communication 3, pd_split_kvcache 2, "
-                      "coordinator 4)", out)
+                      "coordinator 7)", out)
         lines = {l.split(" P50")[0].strip(): l for l in out.splitlines() if " P50 " in l}
         self.assertIn("P50      5.000 ms", lines["prefill on P"])  # 10, 5, 5
         self.assertIn("P50     20.000 ms", lines["TTFT (PD)"])  # 21, 20, 16
@@ -172,7 +191,9 @@ class PdSplit(unittest.TestCase):
             self.assertEqual(db.execute("SELECT count(*), sum(kv_bytes) FROM pd_split_kvcache").fetchone(),
                              (2, 11000))
             self.assertEqual(db.execute("SELECT count(*) FROM coordinator WHERE address = ?", (D_ADDR,))
-                             .fetchone()[0], 2)
+                             .fetchone()[0], 3)
+            self.assertEqual(db.execute("SELECT sum(add_count), sum(end_count) FROM coordinator_running")
+                             .fetchone(), (4, 3))
         finally:
             db.close()
 
