@@ -19,7 +19,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET,
 };
 
 static const char *const formats[] = {"csv", "json", "db", NULL};
@@ -41,6 +41,8 @@ static const cli_opt opts[] = {
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL, "show progress on stderr"},
     {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {OPT_QUIET, "quiet", 'q', CLI_FLAG, NULL, NULL, "no summary on stdout"},
+    {OPT_CLOCK_OFFSET, "clock-offset", 0, CLI_VALUE, "HOST=NS", NULL,
+     "HOST's clock reads NS ns ahead (+) or behind (-): not estimated (repeatable)"},
     {0},
 };
 
@@ -52,6 +54,25 @@ static const cli_verb verb = {
     "(a prof_dir), their names and time ranges are listed and rates are computed over\n"
     "the time collection was on; --session NAME parses one of them.",
     opts};
+
+/* --clock-offset HOST=NS: a host name and a signed integer of ns. */
+static int add_clock_offset(spp_opts *o, const char *value)
+{
+    const char *eq = strrchr(value, '=');
+    char *end;
+    errno = 0;
+    long long ns = eq ? strtoll(eq + 1, &end, 10) : 0;
+    /* |NS| <= 1e15 (11.5 days): any real clock error, and no timestamp can overflow when moved */
+    if (!eq || eq == value || !eq[1] || *end || errno == ERANGE || ns > 1000000000000000LL ||
+        ns < -1000000000000000LL)
+        return cli_error(&verb, "--clock-offset '%s': expected HOST=NS, NS an integer of nanoseconds "
+                                "within +-1e15 (e.g. node2=-1500000)", value);
+    o->clock_hosts = realloc(o->clock_hosts, (size_t)(o->nclock + 1) * sizeof *o->clock_hosts);
+    o->clock_ns = realloc(o->clock_ns, (size_t)(o->nclock + 1) * sizeof *o->clock_ns);
+    o->clock_hosts[o->nclock] = strndup(value, (size_t)(eq - value));
+    o->clock_ns[o->nclock++] = ns;
+    return 0;
+}
 
 /* An output path that exists and is not a folder is a usage error, found
  * before anything is written. */
@@ -108,6 +129,10 @@ int cmd_parse(int argc, char **argv)
         case OPT_PROGRESS: o.progress = 1; break;
         case OPT_NO_PROGRESS: o.progress = 0; break;
         case OPT_QUIET: o.summary = 0; break;
+        case OPT_CLOCK_OFFSET:
+            if (add_clock_offset(&o, p.value) != 0)
+                goto out;
+            break;
         }
     }
     if (!o.input) {
@@ -121,5 +146,9 @@ int cmd_parse(int argc, char **argv)
     rc = spp_run(&o);
 out:
     free(o.spans);
+    for (int i = 0; i < o.nclock; i++)
+        free((char *)o.clock_hosts[i]);
+    free(o.clock_hosts);
+    free(o.clock_ns);
     return rc;
 }

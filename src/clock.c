@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timex.h>
 #include <time.h>
 
 #include "clock.h"
@@ -228,6 +229,19 @@ const char *sp_clock_source(void)
     return __atomic_load_n(&sp_clock_ticks, __ATOMIC_RELAXED)
                ? "CLOCK_REALTIME (TSC ticks converted by the writer)"
                : "CLOCK_REALTIME";
+}
+
+int sp_clock_sync_state(long *maxerror_us, long *esterror_us)
+{
+    struct timex tx;
+    memset(&tx, 0, sizeof tx); /* modes 0: read only, allowed to anyone */
+    int state = adjtimex(&tx);
+    *maxerror_us = *esterror_us = -1;
+    if (state < 0)
+        return -1;
+    *maxerror_us = tx.maxerror;
+    *esterror_us = tx.esterror;
+    return state != TIME_ERROR && !(tx.status & STA_UNSYNC);
 }
 
 __attribute__((constructor)) static void clock_choose(void)

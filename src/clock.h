@@ -60,6 +60,11 @@ void sp_clock_atfork_child(void);
 
 /* The Meta 'clock_source' text of the current choice. */
 const char *sp_clock_source(void);
+/* The kernel's view of the wall clock's synchronisation (adjtimex, read
+ * only): 1 synchronised (NTP/PTP discipline), 0 not, -1 unknown; the
+ * kernel's maximum and estimated error in µs (-1 unknown). Written to each
+ * store's Meta so that the parser can bound hosts' clock offsets. */
+int sp_clock_sync_state(long *maxerror_us, long *esterror_us);
 
 /* Tests: force the hot path's clock (1: TSC when the CPU has one, 0:
  * CLOCK_REALTIME). Returns the previous value. Not while recording. */

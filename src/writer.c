@@ -716,6 +716,14 @@ static void write_open_rows(writer *w, const sp_session *s, const sp_config *c)
     sp_store_meta(w->st, "pid", buf);
     sp_store_meta(w->st, "version", SERVPROF_VERSION);
     sp_store_meta(w->st, "clock_source", sp_clock_source());
+    long maxerr, esterr;
+    int synced = sp_clock_sync_state(&maxerr, &esterr);
+    snprintf(buf, sizeof buf, "%d", synced);
+    sp_store_meta(w->st, "clock_synced", buf);
+    snprintf(buf, sizeof buf, "%ld", maxerr);
+    sp_store_meta(w->st, "clock_maxerror_us", buf);
+    snprintf(buf, sizeof buf, "%ld", esterr);
+    sp_store_meta(w->st, "clock_esterror_us", buf);
     snprintf(buf, sizeof buf, "%lld", (long long)s->start_ns);
     sp_store_meta(w->st, "session_start_ns", buf);
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->serial);

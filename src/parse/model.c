@@ -69,6 +69,13 @@ enum spp_kind spp_kind_of(const char *name, const spp_args *a)
         break;
     case 'P':
         if (NAME("ProcessUsage")) return K_PROC;
+        if (NAME("PullKVCache")) return K_PULLKV;
+        break;
+    case 'R':
+        if (NAME("RequestDispatch") || NAME("ReqFinish")) return K_COORD;
+        break;
+    case 'G':
+        if (NAME("GenerateToken")) return K_COORD;
         break;
     case 'd':
         if (NAME("detokenize") || NAME("decode")) return K_TOKEN_OUT;
@@ -152,8 +159,10 @@ static void apply_link(spp_model *m)
     int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
     int absorbed;
     int kept = spp_ids_link(m->ids, from, to, &absorbed);
-    if (absorbed >= 0)
+    if (absorbed >= 0) {
         spp_request_link(m, kept, absorbed);
+        spp_pdsplit_link(m, kept, absorbed);
+    }
 }
 
 const char *spp_req_name(spp_model *m, int root)
@@ -272,6 +281,7 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
     spp_kvcache_init(m);
     spp_reqstatus_init(m);
     spp_spaninfo_init(m);
+    spp_pdsplit_init(m);
     m->tl = spp_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
 }
@@ -406,6 +416,13 @@ void spp_model_record(spp_model *m, const spp_rec *r)
     case K_QUEUE: case K_ENQUEUE: case K_DEQUEUE:
         spp_reqstatus_record(m, r, k);
         break;
+    case K_COMM: case K_PULLKV: case K_COORD:
+        spp_pdsplit_record(m, r, k);
+        break;
+    case K_TOKEN_OUT:
+        if (m->pd_any) /* a store without hand-offs pays one test per token */
+            spp_pdsplit_record(m, r, k);
+        break;
     default:
         break;
     }
@@ -425,6 +442,7 @@ void spp_model_finish(spp_model *m)
     spp_batch_finish(m);
     spp_forward_finish(m);
     spp_spaninfo_finish(m);
+    spp_pdsplit_finish(m);
 }
 
 void spp_model_close(spp_model *m)
@@ -438,6 +456,7 @@ void spp_model_close(spp_model *m)
     spp_table_close(&m->out, &m->t_forward);
     spp_table_close(&m->out, &m->t_kvcache);
     spp_table_close(&m->out, &m->t_reqstatus);
+    spp_pdsplit_close(m);
     for (int i = 0; i < m->nspan_names; i++) {
         spp_table_close(&m->out, &m->t_spans[i]);
         free(m->span_csv[i]);

@@ -12,7 +12,7 @@
 enum spp_kind {
     K_OTHER = 0, K_HTTPREQ, K_TOKENIZE, K_ENQUEUE, K_DEQUEUE, K_QUEUE, K_BATCH, K_EXEC,
     K_FORWARD, K_KVSTATUS, K_KVEVENT, K_CACHEHIT, K_TOKEN_OUT, K_END, K_SENDRESP, K_SPEC,
-    K_LINK, K_CPU, K_MEM, K_PROC, K_DEVMEM, K_COMM
+    K_LINK, K_CPU, K_MEM, K_PROC, K_DEVMEM, K_COMM, K_PULLKV, K_COORD
 };
 
 typedef struct spp_req spp_req;
@@ -109,6 +109,9 @@ typedef struct spp_model {
     int nfwd_hosts;
     spp_timeline *tl;
     spp_stats *stats;
+    struct spp_pdsplit *pd;         /* the PD split reports (pdsplit.c) */
+    int pd_any;                     /* a hand-off was seen: token records matter to pdsplit.c */
+    struct spp_pdsum *pdsum;        /* hand-off durations for the summary (pdsplit.c) */
     /* The last schedule steps' request sets and batch types (batch.c), so
      * that a forward whose rid list says nothing about its type (no iter,
      * no type: vLLM-style workers) takes the type of the step it runs. */
@@ -177,6 +180,14 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_spaninfo_init(spp_model *m);
 void spp_spaninfo_record(spp_model *m, const spp_rec *r, enum spp_kind k);
 void spp_spaninfo_finish(spp_model *m);
+/* pdsplit.c: pd_split_communication, pd_split_kvcache, coordinator */
+void spp_pdsplit_init(spp_model *m);
+void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k);
+void spp_pdsplit_link(spp_model *m, int kept, int absorbed);
+void spp_pdsplit_finish(spp_model *m);
+void spp_pdsplit_close(spp_model *m);
+/* Prints (when print) the hand-off lines of the terminal summary; frees them either way. */
+void spp_pdsplit_summary(spp_model *m, int print);
 
 
 /* KV numbers of a KVCacheStatus-like record: total, used, free, allocated,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clockalign.h"
 #include "dbout.h"
 #include "model.h"
 #include "progress.h"
@@ -52,6 +53,7 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     spp_model_close(m);
     m->out.discard = 1; /* the exact run writes them again */
     spp_out_close(&m->out);
+    spp_pdsplit_summary(m, 0);
     spp_stats_free(m->stats);
     free(m->fin);
     free(m->span_names);
@@ -131,8 +133,12 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         session_of[n] = ss.of_store[i];
         stores[n++] = s;
         est += estimate(s);
+    }
+    spp_clock clock;
+    spp_clock_align(&clock, stores, n, opts); /* before any time is used: it shifts hosts' clocks */
+    for (int i = 0; i < n; i++) {
         spp_rec r;
-        if (spp_store_peek(s, &r) && r.ts < origin)
+        if (spp_store_peek(stores[i], &r) && r.ts < origin)
             origin = r.ts;
     }
     int skipped = paths.nraw - n;
@@ -151,6 +157,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     spp_model m;
     if (spp_model_open(&m, opts, stores, n, origin) != 0) {
         spp_model_close(&m); /* what the open allocated before the output folder failed */
+        spp_clock_free(&clock);
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
         free(stores);
@@ -159,6 +166,8 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_paths_free(&paths);
         return 1;
     }
+    spp_clock_report(&clock, &m.out);
+    spp_clock_free(&clock);
     m.last_ns = origin;
     spp_merge mg;
     spp_merge_init(&mg, stores, n);
@@ -205,6 +214,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         rc = 1;
     if (opts->summary)
         spp_summary_print(&m, n, skipped, paths.nactivity + paths.ntorch, now_s() - t0, &ss, started_ns);
+    spp_pdsplit_summary(&m, opts->summary);
     spp_stats_free(m.stats);
     free(m.fin);
     free(m.span_names);

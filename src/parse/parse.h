@@ -59,6 +59,9 @@ typedef struct spp_opts {
     int flows_all;            /* --flows all: a flow step on every slice naming a request */
     const char *session;      /* --session NAME: only the stores of that session folder */
     int tap_counters;         /* no json/db: still hand the timeline's counter rows to the tap */
+    const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
+    long long *clock_ns;
+    int nclock;
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
@@ -118,6 +121,7 @@ typedef struct spp_store {
     int nthreads;         /* the store's thread table: names of its threads */
     long long *thread_tids;
     char **thread_names;
+    int64_t clock_shift;  /* ns added to every timestamp: the host's clock offset, negated (clockalign.c) */
 } spp_store;
 /* The name the store gives thread tid, or NULL. */
 const char *spp_store_thread_name(const spp_store *s, long long tid);

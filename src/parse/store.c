@@ -803,12 +803,14 @@ int spp_store_peek(spp_store *s, spp_rec *rec)
         s->have_row = 1;
     }
     *rec = *s->row;
+    rec->ts += s->clock_shift; /* the row keeps the host's own time */
     return 1;
 }
 
 void spp_store_next(spp_store *s)
 {
-    if (!s->have_row && !spp_store_peek(s, s->row))
+    spp_rec skipped;
+    if (!s->have_row && !spp_store_peek(s, &skipped))
         return;
     s->nrec++;
     s->have_row = 0;

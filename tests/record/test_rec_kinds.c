@@ -195,6 +195,12 @@ int main(void)
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='version'"), SERVPROF_VERSION);
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='clock_source'"), sp_clock_source());
     CHECK(!strncmp(sp_clock_source(), "CLOCK_REALTIME", 14));
+    /* The kernel's synchronisation state, as adjtimex tells it here. */
+    long maxerr, esterr;
+    int synced = sp_clock_sync_state(&maxerr, &esterr);
+    CHECK_INT(rt_int(db, "SELECT CAST(value AS INTEGER) FROM Meta WHERE name='clock_synced'"), synced);
+    CHECK_INT(rt_int(db, "SELECT CAST(value AS INTEGER) FROM Meta WHERE name='clock_maxerror_us'"), maxerr);
+    CHECK(synced >= -1 && synced <= 1);
     CHECK(rt_int(db, "SELECT CAST(value AS INTEGER) FROM Meta WHERE name='session_start_ns'") > 0);
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='modelName'"), "llama-test");
     CHECK_STR(rt_text(db, "SELECT value FROM Meta WHERE name='late'"), "yes");

@@ -299,3 +299,28 @@ void tl_model_forward(tl_model *m, tl_fwd_item *items, int n_items)
         forward_item(m, it);
     }
 }
+
+size_t tl_model_block_bytes(const tl_model *m)
+{
+    return 2 * (size_t)m->c.n_layers * (size_t)m->c.block_size * (size_t)m->c.d_model * sizeof(float);
+}
+
+void tl_model_block_read(const tl_model *m, int block, void *buf)
+{
+    size_t per = (size_t)m->c.block_size * (size_t)m->c.d_model * sizeof(float);
+    char *o = buf;
+    for (int l = 0; l < m->c.n_layers; l++, o += per)
+        memcpy(o, m->kcache + kv_index(m, l, block, 0), per);
+    for (int l = 0; l < m->c.n_layers; l++, o += per)
+        memcpy(o, m->vcache + kv_index(m, l, block, 0), per);
+}
+
+void tl_model_block_write(tl_model *m, int block, const void *buf)
+{
+    size_t per = (size_t)m->c.block_size * (size_t)m->c.d_model * sizeof(float);
+    const char *i = buf;
+    for (int l = 0; l < m->c.n_layers; l++, i += per)
+        memcpy(m->kcache + kv_index(m, l, block, 0), i, per);
+    for (int l = 0; l < m->c.n_layers; l++, i += per)
+        memcpy(m->vcache + kv_index(m, l, block, 0), i, per);
+}

@@ -11,6 +11,7 @@
 #ifndef TL_MODEL_H
 #define TL_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct tl_model_cfg {
@@ -50,5 +51,11 @@ void tl_model_forward(tl_model *m, tl_fwd_item *items, int n_items);
 /* Bytes of weights and of KV cache memory (for the startup line). */
 uint64_t tl_model_weight_bytes(const tl_model *m);
 uint64_t tl_model_kv_bytes(const tl_model *m);
+
+/* One KV block as bytes (every layer's keys, then values): what a prefill
+ * instance hands to a decode instance (pd.c). */
+size_t tl_model_block_bytes(const tl_model *m);
+void tl_model_block_read(const tl_model *m, int block, void *buf);  /* buf: tl_model_block_bytes() */
+void tl_model_block_write(tl_model *m, int block, const void *buf);
 
 #endif

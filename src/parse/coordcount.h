@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * coordcount.h — requests running per prefill/decode instance per 5 s
+ * (coordinator_running.csv), from the coordinator's moments (coordcount.c).
+ * Single-threaded, like the rest of the parser.
+ */
+#ifndef SERVPROF_PARSE_COORDCOUNT_H
+#define SERVPROF_PARSE_COORDCOUNT_H
+
+#include "parse.h"
+
+typedef struct spp_coordcount spp_coordcount;
+
+spp_coordcount *spp_coordcount_new(void);
+/* One moment at ts on address: of its decode (1) or prefill (0) side; a
+ * request ending there (1) or starting (0). address is copied. */
+void spp_coordcount_note(spp_coordcount *c, int64_t ts, const char *address, int decode, int end);
+/* Writes the table (and the CSV when there are moments). */
+void spp_coordcount_write(spp_coordcount *c, spp_out *out);
+void spp_coordcount_free(spp_coordcount *c); /* NULL is fine */
+
+#endif

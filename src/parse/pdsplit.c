@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pdsplit.c — the reports of disaggregated (prefill/decode split) serving:
+ *
+ *   pd_split_communication.csv  one row per request: the hand-off's moments
+ *                               (Communication records receiveReq, sendReqToD,
+ *                               sendReqToDSucc, prefillRes, decodeRes) and the
+ *                               durations derived from them
+ *   pd_split_kvcache.csv        one row per PullKVCache span (any domain)
+ *   coordinator.csv             the coordinator's view (domain Coordinator:
+ *                               RequestDispatch, GenerateToken, ReqFinish)
+ *
+ * Design: these records are rare (a few per request, none in a non-PD
+ * store), so their attributes are read with jansson from the record's args
+ * rather than by widening the hot decoder in args.c. Per request the
+ * hand-off moments are kept in an entry found through the request's id root
+ * (an array indexed by root); a Link that joins two roots folds their
+ * entries into one. The communication rows are written at the end, in
+ * start order (memory: ~100 bytes per PD request). PullKVCache and
+ * coordinator rows are written as the records come (time order).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "coordcount.h"
+#include "model.h"
+#include "stats.h"
+
+/* What the terminal summary shows of the hand-offs (kept past close). */
+enum { S_PREFILL, S_SEND, S_KV, S_FIRST, S_TTFT, S_SHARE, S_RATE, NSUM };
+struct spp_pdsum {
+    double *v[NSUM];
+    long long n, nrate, caprate;
+    long long kv_rows, coord_rows; /* rows of the other two reports */
+};
+
+typedef struct pd_entry {
+    int root;                /* the request's id root when the entry was made */
+    int64_t t[5];            /* receiveReq, sendReqToD, sendReqToDSucc, prefillRes, decodeRes; -1 unknown */
+    int64_t pull_ns;         /* total PullKVCache duration */
+    int64_t pull_end;        /* end of the last PullKVCache; -1 none */
+    int64_t first_token;     /* first token-out record at or after pull_end; -1 none */
+    char *paddr, *daddr;     /* coordinator: prefill / decode instance addresses */
+    int prefill_seen, finish_seen;
+} pd_entry;
+
+struct spp_pdsplit {
+    spp_table t_comm, t_kv, t_coord;
+    spp_coordcount *running; /* coordinator_running.csv (coordcount.c) */
+    pd_entry *e;
+    int n, cap;
+    int *slot_of_root;       /* index = id root: entry + 1, 0 none */
+    long long norid;         /* hand-off records naming no request: not used (warned once) */
+    int nslots;
+};
+
+static const spp_col comm_cols[] = {
+    {"rid", "TEXT"}, {"http_req_time(ms)", "REAL"}, {"send_request_time(ms)", "REAL"},
+    {"send_request_succ_time(ms)", "REAL"}, {"prefill_res_time(ms)", "REAL"}, {"request_end_time(ms)", "REAL"},
+    {"prefill_time(ms)", "REAL"}, {"send_time(ms)", "REAL"}, {"kv_transfer_time(ms)", "REAL"},
+    {"first_decode_time(ms)", "REAL"}, {"ttft(ms)", "REAL"}, {"handoff_share", "REAL"},
+};
+static const spp_col kv_cols[] = {
+    {"domain", "TEXT"}, {"rank", "INTEGER"}, {"rid", "TEXT"}, {"block_tables", "TEXT"},
+    {"batch_seq_len", "TEXT"}, {"during_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
+    {"end_datetime", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
+    {"kv_bytes", "INTEGER"}, {"transfer_rate(MB/s)", "REAL"},
+};
+static const spp_col coord_cols[] = {
+    {"rid", "TEXT"}, {"address", "TEXT"}, {"start_datetime", "TEXT"}, {"prefillStart", "INTEGER"},
+    {"decodeStart", "INTEGER"}, {"prefillEnd", "INTEGER"}, {"decodeEnd", "INTEGER"},
+};
+
+static double ms_of(spp_val v) { return v.kind == SPP_NULL ? NAN : v.d; }
+
+/* Keeps a communication row's durations for the terminal summary. */
+static void note_summary(spp_model *m, const spp_val *v)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        s = m->pdsum = calloc(1, sizeof *s);
+    if (!(s->n & (s->n - 1)) || !s->n) /* doubles at 0, 1, 2, 4, ... */
+        for (int i = 0; i < S_RATE; i++)
+            s->v[i] = realloc(s->v[i], (size_t)(s->n ? s->n * 2 : 1) * sizeof *s->v[i]);
+    static const int col[S_RATE] = {6, 7, 8, 9, 10, 11};
+    for (int i = 0; i < S_RATE; i++)
+        s->v[i][s->n] = ms_of(v[col[i]]);
+    s->n++;
+}
+
+static void note_rate(spp_model *m, double rate)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        s = m->pdsum = calloc(1, sizeof *s);
+    if (s->nrate == s->caprate) {
+        s->caprate = s->caprate ? s->caprate * 2 : 64;
+        s->v[S_RATE] = realloc(s->v[S_RATE], (size_t)s->caprate * sizeof *s->v[S_RATE]);
+    }
+    s->v[S_RATE][s->nrate++] = rate;
+}
+
+#define NCOLS(c) ((int)(sizeof c / sizeof *c))
+
+void spp_pdsplit_init(spp_model *m)
+{
+    struct spp_pdsplit *pd = calloc(1, sizeof *pd);
+    m->pd = pd;
+    spp_table_init(&m->out, &pd->t_comm, "pd_split_communication.csv", "pd_split_communication", comm_cols,
+                   NCOLS(comm_cols), NULL);
+    spp_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", "pd_split_kvcache", kv_cols, NCOLS(kv_cols), NULL);
+    spp_table_init(&m->out, &pd->t_coord, "coordinator.csv", "coordinator", coord_cols, NCOLS(coord_cols), NULL);
+    pd->running = spp_coordcount_new();
+}
+
+static void grow_slots(struct spp_pdsplit *pd, int root)
+{
+    if (root < pd->nslots)
+        return;
+    int n = root * 2 + 64;
+    pd->slot_of_root = realloc(pd->slot_of_root, (size_t)n * sizeof *pd->slot_of_root);
+    memset(pd->slot_of_root + pd->nslots, 0, (size_t)(n - pd->nslots) * sizeof *pd->slot_of_root);
+    pd->nslots = n;
+}
+
+/* The entry of request root `root`; created when `make` (else NULL). */
+static pd_entry *entry_of(struct spp_pdsplit *pd, int root, int make)
+{
+    if (root < 0)
+        return NULL;
+    if (root < pd->nslots && pd->slot_of_root[root])
+        return &pd->e[pd->slot_of_root[root] - 1];
+    if (!make)
+        return NULL;
+    grow_slots(pd, root);
+    if (pd->n == pd->cap) {
+        pd->cap = pd->cap ? pd->cap * 2 : 64;
+        pd->e = realloc(pd->e, (size_t)pd->cap * sizeof *pd->e);
+    }
+    pd_entry *e = &pd->e[pd->n++];
+    memset(e, 0, sizeof *e);
+    e->root = root;
+    for (int i = 0; i < 5; i++)
+        e->t[i] = -1;
+    e->pull_end = e->first_token = -1;
+    pd->slot_of_root[root] = pd->n;
+    return e;
+}
+
+static int64_t later(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : a > b ? a : b; }
+static int64_t earlier(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : a < b ? a : b; }
+
+/* Adds what entry `from` knows to `to`; `from` is left dead (root -1). */
+static void fold(pd_entry *to, pd_entry *from)
+{
+    for (int t = 0; t < 5; t++)
+        to->t[t] = earlier(to->t[t], from->t[t]);
+    to->pull_ns += from->pull_ns;
+    to->pull_end = later(to->pull_end, from->pull_end);
+    to->first_token = earlier(to->first_token, from->first_token);
+    if (!to->paddr) {
+        to->paddr = from->paddr;
+        to->daddr = from->daddr;
+        from->paddr = from->daddr = NULL;
+    }
+    to->prefill_seen |= from->prefill_seen;
+    to->finish_seen |= from->finish_seen;
+    free(from->paddr);
+    free(from->daddr);
+    from->paddr = from->daddr = NULL;
+    from->root = -1;
+}
+
+/* A Link joined root `absorbed` into `kept`: one entry answers for both
+ * from now on (the absorbed one's moments folded into kept's). */
+void spp_pdsplit_link(spp_model *m, int kept, int absorbed)
+{
+    struct spp_pdsplit *pd = m->pd;
+    if (!pd || absorbed < 0 || absorbed >= pd->nslots || !pd->slot_of_root[absorbed])
+        return;
+    grow_slots(pd, kept);
+    int a = pd->slot_of_root[absorbed] - 1;
+    pd->slot_of_root[absorbed] = 0;
+    if (!pd->slot_of_root[kept]) {
+        pd->slot_of_root[kept] = a + 1;
+        pd->e[a].root = kept;
+        return;
+    }
+    fold(&pd->e[pd->slot_of_root[kept] - 1], &pd->e[a]);
+}
+
+static int comm_index(const char *name)
+{
+    static const char *const names[] = {"receiveReq", "sendReqToD", "sendReqToDSucc", "prefillRes", "decodeRes"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+static char *dup_string(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? strdup(s) : NULL;
+}
+
+/* JSON text of member key (arrays and objects as compact JSON, strings
+ * bare), NULL when absent; caller frees. */
+static char *member_text(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return NULL;
+    if (json_is_string(v))
+        return strdup(json_string_value(v));
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+/* Number of integers in a (nested) array: the blocks of a block table. */
+static long count_numbers(json_t *v)
+{
+    if (json_is_integer(v))
+        return 1;
+    long n = 0;
+    size_t i;
+    json_t *x;
+    if (json_is_array(v))
+        json_array_foreach(v, i, x) n += count_numbers(x);
+    return n;
+}
+
+static double number_of(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void kv_row(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
+{
+    struct spp_pdsplit *pd = m->pd;
+    char *blocks = member_text(o, "block_tables"), *seq = member_text(o, "batch_seq_len");
+    char sdt[40], edt[40];
+    spp_fmt_datetime(r->ts, sdt);
+    spp_fmt_datetime(r->ts + r->dur, edt);
+    double rank = number_of(o, "rank");
+    /* Bytes moved: `bytes` as written, else blocks × `block_bytes`. */
+    double bytes = number_of(o, "bytes");
+    if (isnan(bytes)) {
+        double per_block = number_of(o, "block_bytes");
+        long nblocks = count_numbers(json_object_get(o, "block_tables"));
+        if (!isnan(per_block) && nblocks > 0)
+            bytes = per_block * (double)nblocks;
+    }
+    double rate = !isnan(bytes) && r->dur > 0 ? bytes / 1e6 / ((double)r->dur / 1e9) : NAN;
+    spp_val v[12] = {
+        spp_v_text(r->cat, -1), isnan(rank) ? spp_v_null() : spp_v_int(llround(rank)),
+        m->nroots ? spp_v_text(spp_req_name(m, m->roots[0]), -1) : spp_v_null(),
+        spp_v_text(blocks, -1), spp_v_text(seq, -1), spp_v_ns(r->dur), spp_v_text(sdt, -1),
+        spp_v_text(edt, -1), spp_v_ns(r->ts), spp_v_ns(r->ts + r->dur),
+        isnan(bytes) ? spp_v_null() : spp_v_int(llround(bytes)), spp_v_real(rate),
+    };
+    spp_table_row(&m->out, &pd->t_kv, v);
+    if (!isnan(rate))
+        note_rate(m, rate);
+    free(blocks);
+    free(seq);
+    if (e) {
+        e->pull_ns += r->dur;
+        if (r->ts + r->dur > e->pull_end)
+            e->pull_end = r->ts + r->dur;
+    }
+}
+
+static void coord_row(spp_model *m, const char *rid, const char *addr, int64_t ts, int which)
+{
+    char dt[40];
+    spp_fmt_datetime(ts, dt);
+    spp_val v[7] = {spp_v_text(rid, -1), spp_v_text(addr, -1), spp_v_text(dt, -1),
+                    spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
+    v[3 + which] = spp_v_int(1);
+    spp_table_row(&m->out, &m->pd->t_coord, v);
+    /* which: 0 prefillStart, 1 decodeStart, 2 prefillEnd, 3 decodeEnd */
+    spp_coordcount_note(m->pd->running, ts, addr, which == 1 || which == 3, which >= 2);
+}
+
+enum { PREFILL_START, DECODE_START, PREFILL_END, DECODE_END };
+
+static void coordinator(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
+{
+    const char *rid = spp_req_name(m, m->roots[0]);
+    if (!strcmp(r->name, "RequestDispatch")) {
+        if (e->paddr) /* the first dispatch names the instances */
+            return;
+        e->paddr = dup_string(o, "PrefillAddress");
+        e->daddr = dup_string(o, "DecodeAddress");
+        if (e->paddr)
+            coord_row(m, rid, e->paddr, r->ts, PREFILL_START);
+    } else if (!strcmp(r->name, "GenerateToken")) {
+        const char *phase = json_string_value(json_object_get(o, "Phase"));
+        if (!phase || strcasecmp(phase, "prefill") != 0 || e->prefill_seen || !e->paddr)
+            return;
+        e->prefill_seen = 1;
+        coord_row(m, rid, e->paddr, r->ts, PREFILL_END);
+        if (e->daddr)
+            coord_row(m, rid, e->daddr, r->ts, DECODE_START);
+    } else if (!e->finish_seen && e->daddr) { /* ReqFinish */
+        e->finish_seen = 1;
+        coord_row(m, rid, e->daddr, r->ts, DECODE_END);
+    }
+}
+
+void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+{
+    struct spp_pdsplit *pd = m->pd;
+    int root = m->nroots ? m->roots[0] : -1;
+    if (k == K_TOKEN_OUT) { /* only requests already in a hand-off */
+        pd_entry *e = entry_of(pd, root, 0);
+        if (e && e->pull_end >= 0 && e->first_token < 0 && r->ts >= e->pull_end)
+            e->first_token = r->ts;
+        return;
+    }
+    int comm = -1;
+    if (k == K_COMM) {
+        if (strcmp(r->cat, "Communication") != 0 && strcmp(r->cat, "PDSplit") != 0)
+            return; /* the reference reads these names in these domains only */
+        comm = comm_index(r->name);
+    }
+    if (k == K_COORD && strcmp(r->cat, "Coordinator") != 0)
+        return;
+    pd_entry *e = entry_of(pd, root, 1);
+    m->pd_any |= e != NULL;
+    if (!e && k != K_PULLKV) { /* a PullKVCache row is still written, with no rid */
+        pd->norid++;
+        return;
+    }
+    if (comm >= 0) {
+        if (e && e->t[comm] < 0)
+            e->t[comm] = r->ts;
+        return;
+    }
+    json_t *o = json_loadb(r->args, (size_t)r->args_len, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    if (k == K_PULLKV)
+        kv_row(m, r, o, e);
+    else if (e)
+        coordinator(m, r, o, e);
+    json_decref(o);
+}
+
+static spp_val at(int64_t t) { return t >= 0 ? spp_v_ns(t) : spp_v_null(); }
+static spp_val span(int64_t a, int64_t b) { return a >= 0 && b >= 0 ? spp_v_ns(b - a) : spp_v_null(); }
+
+static int by_start(const void *pa, const void *pb)
+{
+    const pd_entry *a = pa, *b = pb;
+    int64_t x = a->t[0] < 0 ? INT64_MAX : a->t[0], y = b->t[0] < 0 ? INT64_MAX : b->t[0];
+    if (x != y)
+        return x < y ? -1 : 1;
+    return (a->root > b->root) - (a->root < b->root);
+}
+
+/* Drops the entries a Link folded into another. */
+static int compact(struct spp_pdsplit *pd)
+{
+    int out = 0;
+    for (int i = 0; i < pd->n; i++)
+        if (pd->e[i].root >= 0)
+            pd->e[out++] = pd->e[i];
+    return out;
+}
+
+void spp_pdsplit_summary(spp_model *m, int print)
+{
+    struct spp_pdsum *s = m->pdsum;
+    if (!s)
+        return;
+    if (print && s->n) {
+        static const char *const what[S_RATE] = {"prefill on P", "send to D", "KV transfer", "first decode on D",
+                                                 "TTFT (PD)", "hand-off share"};
+        printf("  PD hand-off: %lld request%s (rows: pd_split_communication %lld, pd_split_kvcache %lld, "
+               "coordinator %lld)\n", s->n, s->n == 1 ? "" : "s", s->n, s->kv_rows, s->coord_rows);
+        for (int i = 0; i < S_RATE; i++) {
+            long long n = spp_sort_values(s->v[i], s->n);
+            if (!n)
+                printf("    %-20s -\n", what[i]);
+            else if (i == S_SHARE)
+                printf("    %-20s P50 %9.1f %%    P90 %9.1f %%    (n=%lld)\n", what[i],
+                       100 * spp_percentile(s->v[i], n, 50), 100 * spp_percentile(s->v[i], n, 90), n);
+            else
+                printf("    %-20s P50 %10.3f ms   P90 %10.3f ms   (n=%lld)\n", what[i],
+                       spp_percentile(s->v[i], n, 50), spp_percentile(s->v[i], n, 90), n);
+        }
+        long long n = spp_sort_values(s->v[S_RATE], s->nrate);
+        if (n)
+            printf("    %-20s P50 %10.1f MB/s P90 %10.1f MB/s (n=%lld)\n", "KV pull rate",
+                   spp_percentile(s->v[S_RATE], n, 50), spp_percentile(s->v[S_RATE], n, 90), n);
+        fflush(stdout);
+    }
+    for (int i = 0; i < NSUM; i++)
+        free(s->v[i]);
+    free(s);
+    m->pdsum = NULL;
+}
+
+void spp_pdsplit_finish(spp_model *m)
+{
+    struct spp_pdsplit *pd = m->pd;
+    /* Requests with no Communication record have no row (PullKVCache or
+     * coordinator records alone make rows of those reports only). */
+    spp_coordcount_write(pd->running, &m->out);
+    if (pd->norid)
+        spp_log(SPP_WARNING, "%lld hand-off record(s) (Communication/Coordinator) name no request (no rid): "
+                "not used in pd_split_communication.csv / coordinator.csv", pd->norid);
+    int n = compact(pd);
+    if (n > 1)
+        qsort(pd->e, (size_t)n, sizeof *pd->e, by_start);
+    for (int i = 0; i < n; i++) {
+        pd_entry *e = &pd->e[i];
+        int any = 0;
+        for (int t = 0; t < 5; t++)
+            any |= e->t[t] >= 0;
+        if (!any)
+            continue;
+        /* First token: the decode side's first token after the transfer,
+         * else the prefill response (the P instance returned it). */
+        int64_t first = e->first_token >= 0 ? e->first_token : e->t[3];
+        int64_t handoff_end = later(e->t[2], e->pull_end);
+        spp_val ttft = span(e->t[0], first);
+        double share = NAN;
+        if (ttft.kind != SPP_NULL && first > e->t[0] && e->t[1] >= 0 && handoff_end >= 0)
+            share = (double)(handoff_end - e->t[1]) / (double)(first - e->t[0]);
+        spp_val v[12] = {
+            spp_v_text(spp_req_name(m, spp_ids_root(m->ids, e->root)), -1), at(e->t[0]), at(e->t[1]), at(e->t[2]), at(e->t[3]),
+            at(e->t[4]), span(e->t[0], e->t[1]), span(e->t[1], e->t[2]),
+            e->pull_end >= 0 ? spp_v_ns(e->pull_ns) : spp_v_null(),
+            e->first_token >= 0 ? span(e->pull_end, e->first_token) : spp_v_null(), ttft, spp_v_real(share),
+        };
+        spp_table_row(&m->out, &pd->t_comm, v);
+        note_summary(m, v);
+    }
+    for (int i = 0; i < n; i++) {
+        free(pd->e[i].paddr);
+        free(pd->e[i].daddr);
+    }
+    pd->n = 0;
+}
+
+void spp_pdsplit_close(spp_model *m)
+{
+    struct spp_pdsplit *pd = m->pd;
+    if (!pd)
+        return;
+    if (m->pdsum) {
+        m->pdsum->kv_rows = pd->t_kv.rows;
+        m->pdsum->coord_rows = pd->t_coord.rows;
+    }
+    spp_table_close(&m->out, &pd->t_comm);
+    spp_table_close(&m->out, &pd->t_kv);
+    spp_table_close(&m->out, &pd->t_coord);
+    for (int i = 0; i < pd->n; i++) {
+        free(pd->e[i].paddr);
+        free(pd->e[i].daddr);
+    }
+    free(pd->e);
+    free(pd->slot_of_root);
+    spp_coordcount_free(pd->running);
+    free(pd);
+    m->pd = NULL;
+}
