@@ -145,7 +145,7 @@ static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *
             const char *decl = (const char *)sqlite3_column_text(st, 2);
             if (i < 0 || i >= ncols)
                 continue;
-            aff[i] = spp_bt_affinity(decl);
+            aff[i] = spp_affinity(decl);
             if (sqlite3_column_int(st, 5)) {
                 npk++;
                 if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&

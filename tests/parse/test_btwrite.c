@@ -425,16 +425,16 @@ static void test_rowid_order(void)
     CHECK(access(got, F_OK) != 0);
     spp_bt_free(w);
     CHECK(spp_bt_open(got, 1000) == NULL && errno == EINVAL);
-    CHECK_INT(spp_bt_affinity("INTEGER"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_bt_affinity("BIGINT PRIMARY KEY"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_bt_affinity("varchar(10)"), SPP_AFF_TEXT);
-    CHECK_INT(spp_bt_affinity("REAL"), SPP_AFF_REAL);
-    CHECK_INT(spp_bt_affinity("DOUBLE PRECISION"), SPP_AFF_REAL);
-    CHECK_INT(spp_bt_affinity("FLOATING POINT"), SPP_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
-    CHECK_INT(spp_bt_affinity("BLOB"), SPP_AFF_BLOB);
-    CHECK_INT(spp_bt_affinity(""), SPP_AFF_BLOB);
-    CHECK_INT(spp_bt_affinity("NUMERIC"), SPP_AFF_NUMERIC);
-    CHECK_INT(spp_bt_affinity("DATETIME"), SPP_AFF_NUMERIC);
+    CHECK_INT(spp_affinity("INTEGER"), SPP_AFF_INTEGER);
+    CHECK_INT(spp_affinity("BIGINT PRIMARY KEY"), SPP_AFF_INTEGER);
+    CHECK_INT(spp_affinity("varchar(10)"), SPP_AFF_TEXT);
+    CHECK_INT(spp_affinity("REAL"), SPP_AFF_REAL);
+    CHECK_INT(spp_affinity("DOUBLE PRECISION"), SPP_AFF_REAL);
+    CHECK_INT(spp_affinity("FLOATING POINT"), SPP_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
+    CHECK_INT(spp_affinity("BLOB"), SPP_AFF_BLOB);
+    CHECK_INT(spp_affinity(""), SPP_AFF_BLOB);
+    CHECK_INT(spp_affinity("NUMERIC"), SPP_AFF_NUMERIC);
+    CHECK_INT(spp_affinity("DATETIME"), SPP_AFF_NUMERIC);
 }
 
 /* sqlite_schema beyond page 1 in the odd ways: a first row that leaves
