@@ -5,7 +5,8 @@
  *
  * CREATE INDEX on a finished profiler.db reads every row back (a batch row
  * carries its whole res_list) and sorts the keys through SQLite's sorter:
- * ~1 s of the full parse for the eight dashboard indexes. Here each table
+ * a large share of the full parse for the eight dashboard indexes
+ * (docs/benchmarks.md, "Figures behind design comments"). Here each table
  * row adds its key as it is written, and the index is laid out when the
  * table ends.
  *

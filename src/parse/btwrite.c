@@ -3,7 +3,9 @@
  * btwrite.c — writes an SQLite database file's table b-trees directly, in
  * the documented file format (https://www.sqlite.org/fileformat2.html), so
  * that profiler.db's millions of rows do not each pay SQLite's INSERT
- * machinery (~600 ns a row: statement, cursor, balance; here ~100-200).
+ * machinery (statement, cursor, balance: several times the cost of a row
+ * written here; the figures are in docs/benchmarks.md, "Figures behind
+ * design comments").
  *
  * Design. Every table is a rowid table filled in rowid order (1, 2, 3...,
  * or its INTEGER PRIMARY KEY values, which must increase), so a b-tree can

@@ -3,10 +3,11 @@
  * rawscan.c — reads the `slice` table of a raw store from its b-tree pages.
  *
  * Why: stepping `SELECT timestamp, duration, name, cat, args, pid, tid FROM
- * slice` costs ~330 ns of SQLite per row (VDBE, cursor, page cache, one
- * column call per value), the largest single item of a parse. The table is
+ * slice` costs SQLite's VDBE, cursor, page cache and one column call per
+ * value for every row, the largest single item of a parse. The table is
  * read once, front to back, so a plain walk of the table b-tree in key
- * (rowid) order does the same job in a few tens of ns per row.
+ * (rowid) order does the same job for a fraction of that (figures:
+ * docs/benchmarks.md, "Figures behind design comments").
  *
  * Format (https://www.sqlite.org/fileformat2.html): table b-tree interior
  * pages (0x05) hold child page numbers, leaves (0x0D) hold cells [payload

@@ -9,8 +9,8 @@
  * saying which report was skipped and what was missing. profiler.db tables
  * are created up front (empty tables keep dashboards' queries valid).
  *
- * profiler.db is written page by page by btwrite.c (SQLite's INSERT cost
- * ~600 ns a row, most of the parse's profiler.db time), as
+ * profiler.db is written page by page by btwrite.c (SQLite's INSERT was
+ * most of the parse's profiler.db time: docs/benchmarks.md), as
  * profiler.db.partial, renamed when complete. SQLite still owns what needs
  * SQL: db_conn is an in-memory database where every CREATE TABLE / VIEW /
  * INDEX is run as before (so the schema texts are SQLite's own, and a bad
