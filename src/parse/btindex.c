@@ -131,7 +131,7 @@ static uint32_t intern(spp_btix *x, const char *s, uint32_t n)
     uint32_t h = text_hash(s, n) & (x->nslots - 1);
     while (x->slots[h]) {
         uint32_t id = x->slots[h] - 1;
-        if (x->tlen[id] == n && memcmp(x->arena + x->toff[id], s, n) == 0)
+        if (x->tlen[id] == n && (n == 0 || memcmp(x->arena + x->toff[id], s, n) == 0))
             return id;
         h = (h + 1) & (x->nslots - 1);
     }
@@ -158,7 +158,8 @@ static uint32_t intern(spp_btix *x, const char *s, uint32_t n)
         x->arena = na;
         x->acap = cap;
     }
-    memcpy(x->arena + x->used, s, n);
+    if (n) /* the arena is still NULL when the first text is empty */
+        memcpy(x->arena + x->used, s, n);
     uint32_t id = (uint32_t)x->ntext++;
     x->toff[id] = (uint32_t)x->used;
     x->tlen[id] = n;
@@ -244,7 +245,7 @@ static int cmp_text_ids(const void *a, const void *b)
     const spp_btix *x = text_cmp_ix;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t li = x->tlen[i], lj = x->tlen[j];
-    int c = memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj);
+    int c = li && lj ? memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj) : 0;
     if (c)
         return c;
     return li < lj ? -1 : li > lj;
