@@ -19,7 +19,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_DB_WRITER,
 };
 
 static const char *const formats[] = {"csv", "json", "db", NULL};
@@ -27,6 +27,7 @@ static const char *const formats[] = {"csv", "json", "db", NULL};
 static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical",
                                      "none", NULL};
 static const char *const flows[] = {"key", "all", NULL};
+static const char *const db_writers[] = {"pages", "sqlite", NULL};
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
@@ -41,6 +42,8 @@ static const cli_opt opts[] = {
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL, "show progress on stderr"},
     {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {OPT_QUIET, "quiet", 'q', CLI_FLAG, NULL, NULL, "no summary on stdout"},
+    {OPT_DB_WRITER, "db-writer", 0, CLI_VALUE, "HOW", db_writers,
+     "profiler.db by its pages (default) or by SQLite (SERVPROF_PARSE_DB_WRITER)"},
     {0},
 };
 
@@ -108,6 +111,7 @@ int cmd_parse(int argc, char **argv)
         case OPT_PROGRESS: o.progress = 1; break;
         case OPT_NO_PROGRESS: o.progress = 0; break;
         case OPT_QUIET: o.summary = 0; break;
+        case OPT_DB_WRITER: setenv("SERVPROF_PARSE_DB_WRITER", p.value, 1); break; /* read by table.c */
         }
     }
     if (!o.input) {

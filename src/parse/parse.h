@@ -269,6 +269,7 @@ typedef struct spp_table {
     char *csv_path;
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
     struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
+    int sq_tab;             /* its number in spp_out.sq + 1 (dbsql.c); 0: none */
 } spp_table;
 
 typedef struct spp_out {
@@ -281,6 +282,7 @@ typedef struct spp_out {
      * indexes, which are created on the file at spp_out_close) and
      * converting the rare values that need SQLite's affinity rules. */
     struct spp_bt *bt;
+    struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
 } spp_out;
 
@@ -293,5 +295,9 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
 /* Closes the CSV; a report with no rows prints its skip line. */
 void spp_table_close(spp_out *o, spp_table *t);
 int spp_out_close(spp_out *o); /* commits profiler.db */
+/* profiler.db's writer: SQLite's INSERT on a thread (dbsql.c) when
+ * SERVPROF_PARSE_DB_WRITER=sqlite (`parse --db-writer sqlite` sets it),
+ * else the page writer (btwrite.c). */
+int spp_db_writer_is_sqlite(void);
 
 #endif
