@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bt_test.h"
 #include "btwrite.h"
 #include "check.h"
 #include "parse.h"
@@ -101,24 +102,6 @@ static double rand_real(void)
         return isnan(d) ? 3.25 : d; /* any finite or infinite double */
     }
     }
-}
-
-/* A text of n bytes (ASCII and 2-, 3-byte UTF-8), from rnd(). */
-static char *rand_text(size_t n)
-{
-    static const char *parts[] = {"a", "\xc3\xa9", "\xe4\xb8\xad", "z", "0", " "};
-    char *s = malloc(n + 4);
-    size_t i = 0;
-    while (i < n) {
-        const char *p = parts[below(6)];
-        size_t l = strlen(p);
-        if (i + l > n)
-            p = "x", l = 1;
-        memcpy(s + i, p, l);
-        i += l;
-    }
-    s[n] = 0;
-    return s;
 }
 
 static size_t rand_len(unsigned page)
@@ -348,7 +331,7 @@ static spp_val rand_val(const schema *s, int i, unsigned page, char **text)
     if (k == 0)
         return spp_v_null();
     if (want_text) {
-        *text = rand_text(rand_len(page));
+        *text = make_text(rand_len(page), (unsigned)rnd());
         return spp_v_text(*text, -1);
     }
     if (a == SPP_AFF_TEXT && below(8) != 0)
@@ -358,18 +341,6 @@ static spp_val rand_val(const schema *s, int i, unsigned page, char **text)
     case 0: return spp_v_int(rand_int());
     case 1: v = spp_v_real(0); v.d = rand_real(); return v; /* NaN kept: the writer must store NULL */
     default: v = spp_v_ms(0); v.d = rand_real(); return v;
-    }
-}
-
-static void bind_vals(sqlite3_stmt *st, const spp_val *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
-        default: sqlite3_bind_null(st, i + 1); break;
-        }
     }
 }
 

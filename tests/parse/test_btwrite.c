@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bt_test.h"
 #include "btwrite.h"
 #include "check.h"
 #include "parse.h"
@@ -153,24 +154,6 @@ static const double reals[] = {0.0, -0.0, 1.0, 0.5, -2.25, 3.0, 1e15, 1e300, -1e
                                9007199254740993.0, 9223372036854775807.0, -9223372036854775808.0,
                                4611686018427387904.0, 1.0 / 0.0, -1.0 / 0.0};
 
-/* A text of n bytes: UTF-8 (2- and 3-byte sequences), no NUL. */
-static char *make_text(size_t n, unsigned seed)
-{
-    static const char *parts[] = {"a", "\xc3\xa9", "\xe4\xb8\xad", "z", "0", " "};
-    char *s = malloc(n + 4);
-    size_t k = 0;
-    while (k < n) {
-        const char *p = parts[(seed + k) % 6];
-        size_t l = strlen(p);
-        if (k + l > n)
-            p = "x", l = 1;
-        memcpy(s + k, p, l);
-        k += l;
-    }
-    s[k] = 0;
-    return s;
-}
-
 typedef struct rowset { spp_val *v; int nrows, ncols, cap; char **texts; int ntexts, captexts; } rowset;
 
 static void rs_add(rowset *rs, const spp_val *row)
@@ -227,18 +210,6 @@ static void all_kinds_rows(rowset *rs, int page)
     }
     spp_val nulls[COLS] = {spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
     rs_add(rs, nulls);
-}
-
-static void bind_vals(sqlite3_stmt *st, const spp_val *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
-        default: sqlite3_bind_null(st, i + 1); break;
-        }
-    }
 }
 
 /* Inserts rs into table of db by SQL. */
