@@ -569,6 +569,53 @@ static void test_sink(void)
 /* A file size limit while profiler.db is written (in a child: the limit
  * and the ignored SIGXFSZ stay there): one ERROR naming profiler.db and the
  * reason, no profiler.db, no partial file, the CSV written. */
+/* Out of memory (the address space limited in a child): a table whose
+ * buffers cannot be allocated fails the file with "out of memory", no
+ * crash, and nothing more is written. Not under sanitizers (their allocators reserve the address space
+ * up front and abort rather than return NULL). */
+static void test_out_of_memory(void)
+{
+    const char *san = getenv("SERVPROF_SANITIZE");
+    if (san && *san)
+        return;
+    char path[300];
+    snprintf(path, sizeof path, "%s/oom.db", tmpdir);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        spp_bt *w = spp_bt_open(path, 4096);
+        if (!w)
+            _exit(10);
+        spp_bt_tab *t = spp_bt_table(w, "small", 1, "D", -1);
+        int col = 0;
+        if (!t || spp_bt_index(t, "small_ix", 1, &col) != 0)
+            _exit(11);
+        /* a 256 MiB allocation per column array of a 2^25-column table */
+        int wide = 1 << 25;
+        char *aff = malloc((size_t)wide);
+        if (!aff)
+            _exit(12);
+        memset(aff, SPP_AFF_INTEGER, (size_t)wide);
+        struct rlimit rl = {1u << 30, 1u << 30};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(13);
+        if (spp_bt_table(w, "wide", wide, aff, -1) != NULL)
+            _exit(14);
+        if (!strstr(spp_bt_error(w), "table wide: out of memory"))
+            _exit(15);
+        spp_val v = spp_v_int(1);
+        if (spp_bt_row(t, &v, 0) != -1 || spp_bt_finish(w, NULL, 0) != -1)
+            _exit(16); /* the file has failed: nothing more is written */
+        spp_bt_free(w);
+        free(aff);
+        _exit(0);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st));
+    CHECK_INT(WEXITSTATUS(st), 0);
+}
+
 static void test_write_failure(void)
 {
     char dir[300], log[300];
@@ -645,6 +692,7 @@ int main(void)
         test_writer(pages[i]);
     test_sink();
     test_write_failure();
+    test_out_of_memory();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
