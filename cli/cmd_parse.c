@@ -19,7 +19,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER,
 };
 
 static const char *const formats[] = {"csv", "json", "db", NULL};
@@ -27,6 +27,7 @@ static const char *const formats[] = {"csv", "json", "db", NULL};
 static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical",
                                      "none", NULL};
 static const char *const flows[] = {"key", "all", NULL};
+static const char *const db_writers[] = {"pages", "sqlite", NULL};
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
@@ -43,6 +44,8 @@ static const cli_opt opts[] = {
     {OPT_QUIET, "quiet", 'q', CLI_FLAG, NULL, NULL, "no summary on stdout"},
     {OPT_CLOCK_OFFSET, "clock-offset", 0, CLI_VALUE, "HOST=NS", NULL,
      "HOST's clock reads NS ns ahead (+) or behind (-): not estimated (repeatable)"},
+    {OPT_DB_WRITER, "db-writer", 0, CLI_VALUE, "HOW", db_writers,
+     "profiler.db by its pages (default) or by SQLite (SERVPROF_PARSE_DB_WRITER)"},
     {0},
 };
 
@@ -133,6 +136,7 @@ int cmd_parse(int argc, char **argv)
             if (add_clock_offset(&o, p.value) != 0)
                 goto out;
             break;
+        case OPT_DB_WRITER: setenv("SERVPROF_PARSE_DB_WRITER", p.value, 1); break; /* read by table.c */
         }
     }
     if (!o.input) {

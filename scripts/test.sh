@@ -12,18 +12,38 @@
 # Passed 3.1 sec"), so a long run shows progress; the whole output is also
 # kept in <dir>/ctest.log. See README.md for how long it takes.
 # SERVPROF_TEST_BUILDS="plain asan tsan clang" picks the builds (default all four).
+# Opt-in: "coverage" (build-cov/, --coverage at -O0) runs the suite once
+# more and prints src/'s line coverage (gcovr) after the totals.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 JOBS=$(nproc 2>/dev/null || echo 2)
 BUILDS=${SERVPROF_TEST_BUILDS:-plain asan tsan clang}
 passed=0; failed=0; status=0
+
+# --- coverage build (opt-in): flags here, report after the totals -------
+COVERAGE_OPTS=(-DSERVPROF_BUILD_BENCH=OFF "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g"
+               "-DCMAKE_C_FLAGS=--coverage -fprofile-update=atomic" -DCMAKE_EXE_LINKER_FLAGS=--coverage
+               -DCMAKE_SHARED_LINKER_FLAGS=--coverage)
+coverage_report() {
+  case " $BUILDS " in *" coverage "*) ;; *) return 0 ;; esac
+  [ -d build-cov ] || return 0
+  if ! command -v gcovr >/dev/null; then
+    echo "test.sh: gcovr not found; no coverage figure" >&2; return 0
+  fi
+  echo "=== coverage of src/ (lowest files first) ==="
+  local g=(gcovr -r . --object-directory build-cov --filter 'src/' --gcov-ignore-parse-errors)
+  "${g[@]}" 2>/dev/null | awk '/^src\// && NF >= 4' | sort -k4,4n | head -10
+  "${g[@]}" --print-summary -o /dev/null 2>/dev/null | sed -n 's/^lines: /src\/ line coverage: /p'
+}
+# -------------------------------------------------------------------------
 for b in $BUILDS; do
   case $b in
     plain) dir=build;      opts=() ;;
     asan)  dir=build-asan; opts=(-DSERVPROF_SANITIZE=address -DSERVPROF_BUILD_BENCH=OFF) ;;
     tsan)  dir=build-tsan; opts=(-DSERVPROF_SANITIZE=thread -DSERVPROF_BUILD_BENCH=OFF) ;;
     clang) continue ;; # its own block below
+    coverage) dir=build-cov; opts=("${COVERAGE_OPTS[@]}"); find build-cov -name "*.gcda" -delete 2>/dev/null ;;
     *) echo "test.sh: unknown build '$b'" >&2; exit 2 ;;
   esac
   echo "=== $b build ($dir) ==="
@@ -86,5 +106,6 @@ if [[ " $BUILDS " == *" clang "* ]]; then
   fi
 fi
 
+coverage_report
 echo "$passed passed, $failed failed"
 exit $status

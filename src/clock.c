@@ -5,8 +5,9 @@
  * CLOCK_MONOTONIC so that a clock step cannot stretch or shrink them.
  *
  * THE RECORDING CLOCK (clock.h)
- * Reading CLOCK_REALTIME costs ~30 ns on a kvm-clock VM, a third of an
- * event's cost and two reads per span; rdtsc costs ~12 ns. So when the CPU's
+ * Reading CLOCK_REALTIME on a kvm-clock VM is a third of an event's cost,
+ * two reads per span; rdtsc costs less than half of it (figures:
+ * docs/benchmarks.md, "Figures behind design comments"). So when the CPU's
  * TSC is invariant (constant_tsc + nonstop_tsc: one rate, never stopped,
  * the same on every core as Linux requires for those flags) the hot path
  * stores raw ticks and the writer thread converts them here.

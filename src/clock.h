@@ -5,8 +5,9 @@
  *
  * On x86-64 CPUs whose time-stamp counter runs at a constant rate and does
  * not stop in idle states (/proc/cpuinfo flags constant_tsc and nonstop_tsc)
- * the hot path stores raw TSC ticks (rdtsc: ~12 ns on a kvm-clock VM, where
- * clock_gettime(CLOCK_REALTIME) costs ~30 ns) and flags the record header
+ * the hot path stores raw TSC ticks (rdtsc: less than half the cost of
+ * clock_gettime(CLOCK_REALTIME) on a kvm-clock VM, figures in
+ * docs/benchmarks.md, "Figures behind design comments") and flags the record header
  * (SP_HDR_TICKS); the writer converts ticks to CLOCK_REALTIME nanoseconds
  * with sp_clock_ticks_to_ns(). Elsewhere, or with SERVPROF_CLOCK=realtime
  * in the environment, the hot path reads CLOCK_REALTIME and nothing is

@@ -15,7 +15,7 @@
  * writer, else the vDSO's CLOCK_REALTIME (clock.h). JSON is built later by
  * the writer thread (args.c).
  *
- * Cost model (measured: docs/benchmarks.md, /work/notes/bench-hotpath.md).
+ * Cost model (measured: docs/benchmarks.md, "Recording").
  * Each piece of a record (header + domain, one attribute, the trailer) is
  * claimed with one room check and, unless it straddles the ring's end,
  * written with plain stores at its final place; short strings are copied

@@ -21,8 +21,9 @@
  * so sp_samplers_stop() wakes it at once instead of waiting for the next
  * deadline. A futex, not a condition variable: at 50 Hz the wake-up is most
  * of the thread's cost on a VM, and the condvar's mutex and bookkeeping
- * added ~5 µs per wake-up there (measured side by side with clock_nanosleep
- * and a bare futex wait).
+ * added to every wake-up there (measured side by side with clock_nanosleep
+ * and a bare futex wait: docs/benchmarks.md, "Figures behind design
+ * comments").
  *
  * Rows go out through the public recording API, from this thread (it has
  * its own per-thread buffer in the recorder like any other thread).

@@ -11,10 +11,10 @@
  * file costs ~20-30 µs of kernel time when caches are cold). The files are
  * opened once and re-read with pread(fd, 0), which makes the kernel
  * regenerate them: no open/close per sample. What a pass costs is almost all
- * the kernel formatting those files (one syscall alone is cheap): measured
- * on a 2-core VM, /proc/stat ~24 µs, /proc/meminfo ~15 µs, /proc/uptime
- * ~5 µs, statm and the clock ~0, so /proc/stat is read only when per-core
- * rows need it. Both sources give the same figure: busy = not idle (iowait
+ * the kernel formatting those files (one syscall alone is cheap), and
+ * /proc/stat costs the most of them (figures: docs/benchmarks.md,
+ * "Figures behind design comments"), so /proc/stat is read only when
+ * per-core rows need it. Both sources give the same figure: busy = not idle (iowait
  * counts as busy, as in node_exporter's "CPU busy"), in 10 ms units.
  * CPU figures are rates, so every pass is
  * compared with the previous one (the baseline is taken in sp_host_open);

@@ -14,8 +14,9 @@
  * after a kill -9, since the WAL is replayed by the next opener.
  * Pages of 64 KiB (set before WAL, so only for a new file): the store is
  * append-only, so big pages mean 16x fewer page writes (system calls, page
- * allocations, B-tree splits) for the same bytes; measured +60-70 % rows per
- * writer CPU-second over 4 KiB pages, and less CPU per commit at low rates.
+ * allocations, B-tree splits) for the same bytes; measured: more rows per
+ * writer CPU-second than 4 KiB pages, and less CPU per commit at low rates
+ * (docs/benchmarks.md, "Store page size").
  *
  * Failure policy: the first error (disk full, file too large, I/O error,
  * the file deleted under us) is logged once and counted (write_errors);
@@ -38,8 +39,9 @@
  * that wakes the checkpointer until it is done sp_store_wants_pause() is
  * true and the writer leaves the records in the thread buffers for a while
  * (writer.c) instead of starting that transaction. (Holding the rows in
- * memory here instead, decoded, was measured: +25 % writer CPU per row,
- * the rows going cold in a multi-MiB buffer before their INSERT.)
+ * memory here instead, decoded, was measured: more writer CPU per row
+ * (docs/benchmarks.md, "Figures behind design comments"), the rows going
+ * cold in a multi-MiB buffer before their INSERT.)
  * A fork waits for a checkpoint in progress (ck_fork_mu), as it waits for
  * the writer to park: the child must not inherit SQLite's locks held.
  *

@@ -5,7 +5,8 @@
  *
  * CREATE INDEX on a finished profiler.db reads every row back (a batch row
  * carries its whole res_list) and sorts the keys through SQLite's sorter:
- * ~1 s of the full parse for the eight dashboard indexes. Here each table
+ * a large share of the full parse for the eight dashboard indexes
+ * (docs/benchmarks.md, "Figures behind design comments"). Here each table
  * row adds its key as it is written, and the index is laid out when the
  * table ends.
  *
@@ -61,6 +62,7 @@ struct spp_btix {
     uint32_t *by_rank;  /* rank - 1 -> id */
     uint8_t kind[SPP_BTIX_MAXKEY];  /* per column: C_NULL (all), C_INT, C_REAL (numbers as doubles), C_TEXT */
     uint8_t nulls[SPP_BTIX_MAXKEY]; /* the column has NULLs (key 0) */
+    int oom;            /* an allocation failed: entries stopped, the index is refused */
 };
 
 spp_btix *spp_btix_new(int nkey)
@@ -68,9 +70,15 @@ spp_btix *spp_btix_new(int nkey)
     if (nkey < 1 || nkey > SPP_BTIX_MAXKEY)
         return NULL;
     spp_btix *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
     x->nkey = nkey;
     x->nslots = 1024;
     x->slots = calloc(x->nslots, sizeof *x->slots);
+    if (!x->slots) {
+        free(x);
+        return NULL;
+    }
     return x;
 }
 
@@ -103,6 +111,10 @@ static void rehash(spp_btix *x)
 {
     uint32_t ns = x->nslots * 2;
     uint32_t *sl = calloc(ns, sizeof *sl);
+    if (!sl) {
+        x->oom = 1; /* no further entry is added: the table never fills up */
+        return;
+    }
     for (long long i = 0; i < x->ntext; i++) {
         uint32_t h = text_hash(x->arena + x->toff[i], x->tlen[i]) & (ns - 1);
         while (sl[h])
@@ -119,20 +131,35 @@ static uint32_t intern(spp_btix *x, const char *s, uint32_t n)
     uint32_t h = text_hash(s, n) & (x->nslots - 1);
     while (x->slots[h]) {
         uint32_t id = x->slots[h] - 1;
-        if (x->tlen[id] == n && memcmp(x->arena + x->toff[id], s, n) == 0)
+        if (x->tlen[id] == n && (n == 0 || memcmp(x->arena + x->toff[id], s, n) == 0))
             return id;
         h = (h + 1) & (x->nslots - 1);
     }
     if (x->ntext == x->captext) {
-        x->captext = x->captext ? x->captext * 2 : 256;
-        x->toff = realloc(x->toff, (size_t)x->captext * sizeof *x->toff);
-        x->tlen = realloc(x->tlen, (size_t)x->captext * sizeof *x->tlen);
+        long long cap = x->captext ? x->captext * 2 : 256;
+        uint32_t *to = realloc(x->toff, (size_t)cap * sizeof *to);
+        if (to)
+            x->toff = to;
+        uint32_t *tl = to ? realloc(x->tlen, (size_t)cap * sizeof *tl) : NULL;
+        if (!tl) {
+            x->oom = 1;
+            return 0;
+        }
+        x->tlen = tl;
+        x->captext = cap;
     }
     if (x->used + n > x->acap) {
-        x->acap = (x->used + n) * 2 + 4096;
-        x->arena = realloc(x->arena, x->acap);
+        size_t cap = (x->used + n) * 2 + 4096;
+        char *na = realloc(x->arena, cap);
+        if (!na) {
+            x->oom = 1;
+            return 0;
+        }
+        x->arena = na;
+        x->acap = cap;
     }
-    memcpy(x->arena + x->used, s, n);
+    if (n) /* the arena is still NULL when the first text is empty */
+        memcpy(x->arena + x->used, s, n);
     uint32_t id = (uint32_t)x->ntext++;
     x->toff[id] = (uint32_t)x->used;
     x->tlen[id] = n;
@@ -154,10 +181,20 @@ static int64_t sext(uint64_t v, int bytes)
 void spp_btix_add(spp_btix *x, const uint32_t *st, const uint64_t *iv, const char *const *text, int64_t rowid)
 {
     static const int int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
+    if (x->oom)
+        return;
     if (x->n == x->cap) {
-        x->cap = x->cap ? x->cap * 2 : 1024;
-        x->raw = realloc(x->raw, (size_t)x->cap * (size_t)(x->nkey + 1) * sizeof *x->raw);
-        x->cls = realloc(x->cls, (size_t)x->cap * (size_t)x->nkey);
+        long long cap = x->cap ? x->cap * 2 : 1024;
+        uint64_t *nr = realloc(x->raw, (size_t)cap * (size_t)(x->nkey + 1) * sizeof *nr);
+        if (nr)
+            x->raw = nr;
+        uint8_t *nc = nr ? realloc(x->cls, (size_t)cap * (size_t)x->nkey) : NULL;
+        if (!nc) {
+            x->oom = 1;
+            return;
+        }
+        x->cls = nc;
+        x->cap = cap;
     }
     uint64_t *r = x->raw + x->n * (x->nkey + 1);
     uint8_t *c = x->cls + x->n * x->nkey;
@@ -208,24 +245,30 @@ static int cmp_text_ids(const void *a, const void *b)
     const spp_btix *x = text_cmp_ix;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t li = x->tlen[i], lj = x->tlen[j];
-    int c = memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj);
+    int c = li && lj ? memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj) : 0;
     if (c)
         return c;
     return li < lj ? -1 : li > lj;
 }
 
-/* Ranks 1.. of the distinct texts (0 is NULL): by_rank[r - 1] = id. */
-static void rank_texts(spp_btix *x)
+/* Ranks 1.. of the distinct texts (0 is NULL): by_rank[r - 1] = id.
+ * 0, or -1 when out of memory. */
+static int rank_texts(spp_btix *x)
 {
     x->by_rank = malloc((size_t)(x->ntext ? x->ntext : 1) * sizeof *x->by_rank);
+    uint32_t *rank = malloc((size_t)(x->ntext ? x->ntext : 1) * sizeof *rank);
+    if (!x->by_rank || !rank) {
+        free(rank);
+        return -1;
+    }
     for (long long i = 0; i < x->ntext; i++)
         x->by_rank[i] = (uint32_t)i;
     text_cmp_ix = x;
     qsort(x->by_rank, (size_t)x->ntext, sizeof *x->by_rank, cmp_text_ids);
-    uint32_t *rank = malloc((size_t)(x->ntext ? x->ntext : 1) * sizeof *rank);
     for (long long r = 0; r < x->ntext; r++)
         rank[x->by_rank[r]] = (uint32_t)r + 1;
     x->rank = rank;
+    return 0;
 }
 
 static int integral(double d, int64_t *out)
@@ -337,18 +380,21 @@ static void sort_keys(uint64_t *k, long long n, int stride, long long small)
 {
     if (entries_sorted(k, n, stride, 0))
         return;
-    if (small >= 0 && entries_sorted(k, n, stride, 1)) {
-        /* in order but for column 0, which has few values: a stable counting sort */
+    long long *cnt = NULL;
+    uint64_t *out = NULL;
+    if (small >= 0 && entries_sorted(k, n, stride, 1) &&
+        (cnt = calloc((size_t)small + 3, sizeof *cnt)) != NULL &&
+        (out = malloc((size_t)n * (size_t)stride * sizeof *out)) != NULL) {
+        /* in order but for column 0, which has few values: a stable
+         * counting sort (qsort below when its memory is not there) */
         uint64_t base = UINT64_MAX;
         for (long long e = 0; e < n; e++)
             base = k[e * stride] < base ? k[e * stride] : base;
         size_t nb = (size_t)small + 2;
-        long long *cnt = calloc(nb + 1, sizeof *cnt);
         for (long long e = 0; e < n; e++)
             cnt[k[e * stride] - base + 1]++;
         for (size_t b = 1; b <= nb; b++)
             cnt[b] += cnt[b - 1];
-        uint64_t *out = malloc((size_t)n * (size_t)stride * sizeof *out);
         for (long long e = 0; e < n; e++)
             memcpy(out + cnt[k[e * stride] - base]++ * stride, k + e * stride, (size_t)stride * sizeof *out);
         memcpy(k, out, (size_t)n * (size_t)stride * sizeof *out);
@@ -356,6 +402,7 @@ static void sort_keys(uint64_t *k, long long n, int stride, long long small)
         free(cnt);
         return;
     }
+    free(cnt);
     qsort_stride = stride;
     qsort(k, (size_t)n, (size_t)stride * sizeof *k, cmp_entries);
 }
@@ -436,6 +483,7 @@ typedef struct layout {
     const uint64_t *keys;    /* the sorted key rows */
     int stride;
     const uint32_t *size;    /* sorted position -> record size */
+    long long *pos;          /* the positions of one page's cells (psz / 4 + 1) */
 } layout;
 
 static unsigned cell_size(const layout *L, long long pos, int interior)
@@ -480,11 +528,10 @@ static long long leaf_level(layout *L, long long n, uint32_t *child, long long *
 {
     unsigned room = L->psz - 8;
     long long npg = 0, i = 0;
-    long long *pos = calloc((size_t)(L->psz / 4 + 1), sizeof *pos);
+    long long *pos = L->pos;
     *ndiv = 0;
     if (n == 0) {
         child[npg++] = write_page(L, pos, NULL, 0, 0);
-        free(pos);
         return npg;
     }
     while (i < n) {
@@ -503,7 +550,6 @@ static long long leaf_level(layout *L, long long n, uint32_t *child, long long *
         div[(*ndiv)++] = end;
         i = end + 1;
     }
-    free(pos);
     return npg;
 }
 
@@ -513,7 +559,7 @@ static long long leaf_level(layout *L, long long n, uint32_t *child, long long *
 static long long interior_level(layout *L, uint32_t *c, long long *d, long long m)
 {
     unsigned room = L->psz - 12;
-    long long *pos = malloc((size_t)(L->psz / 6 + 1) * sizeof *pos);
+    long long *pos = L->pos;
     long long nm = 0, nc = 0, a = 0;
     for (;;) {
         unsigned used = 0;
@@ -533,7 +579,6 @@ static long long interior_level(layout *L, uint32_t *c, long long *d, long long 
         d[nm++] = up;
         a = end + 1;
     }
-    free(pos);
     return nm;
 }
 
@@ -543,7 +588,10 @@ int spp_btix_write(spp_btix *x, unsigned psz, uint32_t (*put_page)(void *ctx, co
     int stride = x->nkey + 1;
     long long n = x->n;
     uint32_t maxlocal = (psz - 12) * 64 / 255 - 23; /* the local payload limit of index pages */
-    rank_texts(x);
+    if (x->oom || rank_texts(x) != 0) {
+        *why = "out of memory for its entries";
+        return -1;
+    }
     long long small = -1;
     for (int col = 0; col < x->nkey; col++) {
         long long sm;
@@ -555,26 +603,35 @@ int spp_btix_write(spp_btix *x, unsigned psz, uint32_t (*put_page)(void *ctx, co
     free(x->cls); /* the kinds say the rest */
     x->cls = NULL;
     sort_keys(x->raw, n, stride, small);
+    /* Every allocation before the first page: a failure then writes none. */
     uint32_t *size = malloc((size_t)(n ? n : 1) * sizeof *size);
-    for (long long p = 0; p < n; p++) {
+    layout L = {x, psz, malloc(psz), put_page, ctx, x->raw, stride, size,
+                malloc((size_t)(psz / 4 + 1) * sizeof(long long))};
+    uint32_t *child = calloc((size_t)(n + 1), sizeof *child);
+    long long *div = malloc((size_t)(n + 1) * sizeof *div);
+    int rc = 0;
+    if (!size || !L.page || !L.pos || !child || !div) {
+        *why = "out of memory for its layout";
+        rc = -1;
+    }
+    for (long long p = 0; rc == 0 && p < n; p++) {
         size[p] = record(x, x->raw + p * stride, NULL);
         if (size[p] > maxlocal) {
             *why = "a key longer than an index page holds without overflow pages";
-            free(size);
-            return -1;
+            rc = -1;
         }
     }
-    layout L = {x, psz, malloc(psz), put_page, ctx, x->raw, stride, size};
-    uint32_t *child = calloc((size_t)(n + 1), sizeof *child);
-    long long *div = malloc((size_t)(n + 1) * sizeof *div);
-    long long m;
-    leaf_level(&L, n, child, div, &m);
-    while (m > 0)
-        m = interior_level(&L, child, div, m);
-    *root = child[0];
+    if (rc == 0) {
+        long long m;
+        leaf_level(&L, n, child, div, &m);
+        while (m > 0)
+            m = interior_level(&L, child, div, m);
+        *root = child[0];
+    }
     free(child);
     free(div);
     free(L.page);
+    free(L.pos);
     free(size);
-    return 0;
+    return rc;
 }

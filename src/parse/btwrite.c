@@ -3,7 +3,9 @@
  * btwrite.c — writes an SQLite database file's table b-trees directly, in
  * the documented file format (https://www.sqlite.org/fileformat2.html), so
  * that profiler.db's millions of rows do not each pay SQLite's INSERT
- * machinery (~600 ns a row: statement, cursor, balance; here ~100-200).
+ * machinery (statement, cursor, balance: several times the cost of a row
+ * written here; the figures are in docs/benchmarks.md, "Figures behind
+ * design comments").
  *
  * Design. Every table is a rowid table filled in rowid order (1, 2, 3...,
  * or its INTEGER PRIMARY KEY values, which must increase), so a b-tree can
@@ -27,11 +29,13 @@
  *  - the schema (sqlite_schema rows, given by the caller) is the last tree:
  *    its root must be page 1, whose b-tree header starts after the 100-byte
  *    file header.
- * Values are stored as SQLite's INSERT would store them (so typeof() and
- * every query give the same answers): column affinity applied (an integral
- * real in a numeric column is stored as an integer, REAL columns included:
- * SQLite does that to save space and gives it back as real), the smallest
- * integer serial type, 0 and 1 as serial types 8 and 9 (schema format 4).
+ * Values are stored as SQLite's INSERT stores them, byte for byte (a
+ * differential test compares the records): column affinity applied (an
+ * integral real in a numeric column is stored as an integer, REAL columns
+ * included while it fits in 6 bytes: SQLite does that to save space and
+ * gives it back as real; a larger one in a REAL column stays a double),
+ * the smallest integer serial type, 0 and 1 as serial types 8 and 9
+ * (schema format 4), NaN as NULL.
  * The conversions that need SQLite's own number<->text rules (a text into a
  * numeric column, a number into a TEXT column) are left to the caller
  * (spp_bt_row returns 1). Records longer than a page's local limit spill
@@ -119,33 +123,6 @@ static void fail(spp_bt *w, const char *fmt, ...)
     va_end(ap);
 }
 
-char spp_bt_affinity(const char *decl)
-{
-    /* sqlite3AffinityType: a rolling window of the last 4 letters. */
-    if (!decl || !*decl)
-        return SPP_AFF_BLOB;
-    char aff = SPP_AFF_NUMERIC;
-    uint32_t h = 0;
-    for (const char *p = decl; *p; p++) {
-        unsigned c = (unsigned char)*p;
-        if (c >= 'A' && c <= 'Z')
-            c += 'a' - 'A';
-        h = (h << 8) + c;
-#define K4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
-        if (h == K4('c', 'h', 'a', 'r') || h == K4('c', 'l', 'o', 'b') || h == K4('t', 'e', 'x', 't'))
-            aff = SPP_AFF_TEXT;
-        else if (h == K4('b', 'l', 'o', 'b') && (aff == SPP_AFF_NUMERIC || aff == SPP_AFF_REAL))
-            aff = SPP_AFF_BLOB;
-        else if ((h == K4('r', 'e', 'a', 'l') || h == K4('f', 'l', 'o', 'a') || h == K4('d', 'o', 'u', 'b')) &&
-                 aff == SPP_AFF_NUMERIC)
-            aff = SPP_AFF_REAL;
-        else if ((h & 0x00ffffff) == K4(0, 'i', 'n', 't'))
-            return SPP_AFF_INTEGER;
-#undef K4
-    }
-    return aff;
-}
-
 /* ------------------------------------------------------------- the file */
 
 /* Hands the full buffer to dwrite; its first failure stops the file. */
@@ -210,6 +187,11 @@ spp_bt *spp_bt_open(const char *path, int page_size)
     if (!dw)
         return NULL;
     spp_bt *w = calloc(1, sizeof *w);
+    if (!w) {
+        spp_dw_close(dw, 0);
+        errno = ENOMEM;
+        return NULL;
+    }
     w->dw = dw;
     w->path = strdup(path);
     w->psz = (unsigned)page_size;
@@ -220,23 +202,46 @@ spp_bt *spp_bt_open(const char *path, int page_size)
     w->scratch = malloc(w->psz);
     w->page1 = calloc(1, w->psz);
     w->tail = &w->tabs;
+    if (!w->path || !w->scratch || !w->page1) {
+        spp_bt_free(w);
+        unlink(path);
+        errno = ENOMEM;
+        return NULL;
+    }
     put_page(w, NULL); /* page 1, written at the end */
     return w;
 }
 
 /* ------------------------------------------------------------ a b-tree */
 
+static void tab_free(spp_bt_tab *t)
+{
+    free(t->name);
+    free(t->aff);
+    free(t->st);
+    free(t->iv);
+    free(t->page);
+    free(t->leaves);
+    free(t->big);
+    free(t->hb);
+    free(t->body);
+    free(t);
+}
+
 spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff, int ipk)
 {
     if (ncols < 1)
         return NULL;
     spp_bt_tab *t = calloc(1, sizeof *t);
+    if (!t) {
+        fail(w, "table %s: out of memory", name);
+        return NULL;
+    }
     t->w = w;
     t->name = strdup(name);
     t->ncols = ncols;
     t->ipk = ipk;
     t->aff = malloc((size_t)ncols);
-    memcpy(t->aff, aff, (size_t)ncols);
     t->st = malloc((size_t)ncols * sizeof *t->st);
     t->iv = malloc((size_t)ncols * sizeof *t->iv);
     t->hb = malloc((size_t)ncols * 9);
@@ -244,6 +249,12 @@ spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff
     t->body = malloc(t->bodycap);
     t->page = malloc(w->psz);
     t->content = w->psz;
+    if (!t->name || !t->aff || !t->st || !t->iv || !t->hb || !t->body || !t->page) {
+        fail(w, "table %s: out of memory", name);
+        tab_free(t);
+        return NULL;
+    }
+    memcpy(t->aff, aff, (size_t)ncols);
     *w->tail = t;
     w->tail = &t->next;
     return t;
@@ -263,8 +274,16 @@ static void flush_leaf(spp_bt_tab *t)
     memset(p + ptrs, 0, t->content - ptrs); /* no stale bytes in the file */
     uint32_t pg = put_page(w, p);
     if (t->nleaves == t->capleaves) {
-        t->capleaves = t->capleaves ? t->capleaves * 2 : 64;
-        t->leaves = realloc(t->leaves, t->capleaves * sizeof *t->leaves);
+        size_t cap = t->capleaves ? t->capleaves * 2 : 64;
+        bt_child *nl = realloc(t->leaves, cap * sizeof *nl);
+        if (!nl) {
+            fail(w, "table %s: out of memory for its page list", t->name);
+            t->ncells = 0;
+            t->content = w->psz;
+            return;
+        }
+        t->leaves = nl;
+        t->capleaves = cap;
     }
     t->leaves[t->nleaves++] = (bt_child){pg, t->rowid};
     t->ncells = 0;
@@ -281,6 +300,24 @@ static inline int integral(double d, int64_t *out)
         return 0;
     *out = ix;
     return 1;
+}
+
+/* The serial type SQLite gives integer ix in a column of affinity a, its
+ * body bits in *bits and length in *len. A REAL column keeps an integer
+ * (the value was integral) as an integer only while that takes at most 6
+ * bytes, -2^47 <= ix < 2^47 (sqlite3VdbeSerialType on a MEM_IntReal);
+ * one that would need 8 bytes is stored as the double (double)ix instead
+ * (type 7), rounded as that conversion rounds. */
+static inline uint32_t number_type(char a, int64_t ix, uint64_t *bits, uint32_t *len)
+{
+    uint32_t st = int_type(ix, len);
+    if (st == 6 && a == SPP_AFF_REAL) {
+        double d = (double)ix;
+        memcpy(bits, &d, 8);
+        return 7;
+    }
+    *bits = (uint64_t)ix;
+    return st;
 }
 
 /* An integer's body, big-endian, in its len (1..8) bytes: written as 8
@@ -362,9 +399,17 @@ int spp_bt_index(spp_bt_tab *t, const char *name, int nkey, const int *cols)
         if (cols[k] < 0 || cols[k] >= t->ncols || cols[k] == t->ipk)
             return -1;
     bt_ix *ix = calloc(1, sizeof *ix);
-    ix->name = strdup(name);
+    char *nm = strdup(name);
+    spp_btix *x = spp_btix_new(nkey);
+    if (!ix || !nm || !x) { /* the caller has SQLite build it */
+        free(ix);
+        free(nm);
+        spp_btix_free(x);
+        return -1;
+    }
+    ix->name = nm;
     ix->tab = t;
-    ix->x = spp_btix_new(nkey);
+    ix->x = x;
     ix->nkey = nkey;
     memcpy(ix->cols, cols, (size_t)nkey * sizeof *cols);
     ix->why = "its table has not ended";
@@ -466,18 +511,18 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
             case SPP_INT:
                 if (a == SPP_AFF_TEXT && !as_is)
                     return 1;
-                st = int_type(x->i, &len);
-                ivs[i] = (uint64_t)x->i;
+                st = number_type(a, x->i, &ivs[i], &len);
                 if (len)
-                    put_body(bd + body, (uint64_t)x->i, len);
+                    put_body(bd + body, ivs[i], len);
                 break;
             case SPP_REAL:
             case SPP_MS:
                 if (a == SPP_AFF_TEXT && !as_is)
                     return 1;
-                if (a >= SPP_AFF_NUMERIC && integral(x->d, &ix)) {
-                    st = int_type(ix, &len);
-                    ivs[i] = (uint64_t)ix;
+                if (x->d != x->d) {
+                    break; /* NaN: NULL, as sqlite3_bind_double stores it */
+                } else if (a >= SPP_AFF_NUMERIC && integral(x->d, &ix)) {
+                    st = number_type(a, ix, &ivs[i], &len);
                 } else {
                     st = 7;
                     len = 8;
@@ -535,14 +580,22 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     }
     unsigned cell = (unsigned)(varint_len(P) + varint_len((uint64_t)rowid) + local + (local < P ? 4 : 0));
     unsigned used = 8 + 2 * t->ncells + (t->ncells ? t->reserve : 0);
-    if (used + cell + 2 > t->content) /* (the first cell of a leaf always fits: local <= U - 35) */
+    if (used + cell + 2 > t->content) { /* (the first cell of a leaf always fits: local <= U - 35) */
         flush_leaf(t);
+        if (w->failed)
+            return -1;
+    }
     uint32_t ovfl = 0;
     if (local < P) {
         if (t->bigcap < P) {
-            t->bigcap = (size_t)P * 2;
             free(t->big);
+            t->bigcap = (size_t)P * 2;
             t->big = malloc(t->bigcap);
+            if (!t->big) {
+                t->bigcap = 0;
+                fail(w, "table %s: out of memory for a row of %llu bytes", t->name, (unsigned long long)P);
+                return -1;
+            }
         }
         encode(t, t->big, hdr, hsum, body);
         ovfl = write_overflow(w, t->big, local, P);
@@ -688,6 +741,8 @@ static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
 {
     static const char aff[5] = {SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_INTEGER, SPP_AFF_TEXT};
     spp_bt_tab *s = spp_bt_table(w, "sqlite_schema", 5, aff, -1);
+    if (!s)
+        return -1;
     s->reserve = 100;
     for (int i = 0; i < n; i++) {
         long long root = 0;
@@ -695,7 +750,8 @@ static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
             spp_bt_tab *t = find_tab(w, rows[i].name);
             if (!t)
                 t = spp_bt_table(w, rows[i].name, 1, "A", -1);
-            spp_bt_table_end(t);
+            if (!t || spp_bt_table_end(t) != 0)
+                return -1;
             root = t->root;
         } else if (strcmp(rows[i].type, "index") == 0) {
             bt_ix *ix = find_ix(w, rows[i].name);
@@ -795,16 +851,7 @@ void spp_bt_free(spp_bt *w)
         spp_dw_close(w->dw, 0);
     for (spp_bt_tab *t = w->tabs, *nx; t; t = nx) {
         nx = t->next;
-        free(t->name);
-        free(t->aff);
-        free(t->st);
-        free(t->iv);
-        free(t->page);
-        free(t->leaves);
-        free(t->big);
-        free(t->hb);
-        free(t->body);
-        free(t);
+        tab_free(t);
     }
     free(w->path);
     free(w->scratch);

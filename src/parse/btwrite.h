@@ -7,12 +7,9 @@
 #ifndef SERVPROF_PARSE_BTWRITE_H
 #define SERVPROF_PARSE_BTWRITE_H
 
+#include "affinity.h"
 #include "parse.h"
 
-/* Column affinities, SQLite's letters (sqlite3AffinityType). */
-enum { SPP_AFF_BLOB = 'A', SPP_AFF_TEXT = 'B', SPP_AFF_NUMERIC = 'C', SPP_AFF_INTEGER = 'D', SPP_AFF_REAL = 'E' };
-/* The affinity SQLite gives a column declared with type decl (NULL/"" -> BLOB). */
-char spp_bt_affinity(const char *decl);
 
 typedef struct spp_bt spp_bt;         /* one database file being written */
 typedef struct spp_bt_tab spp_bt_tab; /* one rowid table of it; owned by the spp_bt */

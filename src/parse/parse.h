@@ -306,6 +306,7 @@ typedef struct spp_table {
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
     struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
     const char *key;        /* db_name, else csv_name, even when that output is off: the tap's name */
+    int sq_tab;             /* its number in spp_out.sq + 1 (dbsql.c); 0: none */
 } spp_table;
 
 typedef struct spp_out {
@@ -318,6 +319,7 @@ typedef struct spp_out {
      * indexes, which are created on the file at spp_out_close) and
      * converting the rare values that need SQLite's affinity rules. */
     struct spp_bt *bt;
+    struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
     int discard;            /* spp_out_close removes this run's outputs instead of committing them */
 } spp_out;
@@ -365,5 +367,10 @@ typedef struct spp_tap {
 /* Installs tap (copied), or removes it with NULL. */
 void spp_set_tap(const spp_tap *tap);
 extern spp_tap spp_tap_now;
+
+/* profiler.db's writer: SQLite's INSERT on a thread (dbsql.c) when
+ * SERVPROF_PARSE_DB_WRITER=sqlite (`parse --db-writer sqlite` sets it),
+ * else the page writer (btwrite.c). */
+int spp_db_writer_is_sqlite(void);
 
 #endif

@@ -3,10 +3,11 @@
  * rawscan.c — reads the `slice` table of a raw store from its b-tree pages.
  *
  * Why: stepping `SELECT timestamp, duration, name, cat, args, pid, tid FROM
- * slice` costs ~330 ns of SQLite per row (VDBE, cursor, page cache, one
- * column call per value), the largest single item of a parse. The table is
+ * slice` costs SQLite's VDBE, cursor, page cache and one column call per
+ * value for every row, the largest single item of a parse. The table is
  * read once, front to back, so a plain walk of the table b-tree in key
- * (rowid) order does the same job in a few tens of ns per row.
+ * (rowid) order does the same job for a fraction of that (figures:
+ * docs/benchmarks.md, "Figures behind design comments").
  *
  * Format (https://www.sqlite.org/fileformat2.html): table b-tree interior
  * pages (0x05) hold child page numbers, leaves (0x0D) hold cells [payload
@@ -49,6 +50,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "affinity.h"
 #include "rawscan.h"
 
 #define MAX_DEPTH 20                /* SQLite's own limit (BTCURSOR_MAX_DEPTH) */
@@ -512,27 +514,6 @@ void spp_rawscan_close(spp_rawscan *rs)
 
 /* ------------------------------------------------------------------ open */
 
-/* The affinity rule of https://www.sqlite.org/datatype3.html (3.1). */
-static char affinity(const char *t)
-{
-    char u[128];
-    size_t n = 0;
-    for (; t && t[n] && n < sizeof u - 1; n++)
-        u[n] = (char)(t[n] >= 'a' && t[n] <= 'z' ? t[n] - 32 : t[n]);
-    u[n] = 0;
-    if (t && strlen(t) >= sizeof u)
-        return '?'; /* a type this long is not ours: let SQLite read it */
-    if (strstr(u, "INT"))
-        return 'I';
-    if (strstr(u, "CHAR") || strstr(u, "CLOB") || strstr(u, "TEXT"))
-        return 'T';
-    if (!n || strstr(u, "BLOB"))
-        return 'B';
-    if (strstr(u, "REAL") || strstr(u, "FLOA") || strstr(u, "DOUB"))
-        return 'R';
-    return 'N';
-}
-
 /* Maps the needed columns to record fields (PRAGMA table_xinfo). */
 static const char *map_columns(spp_rawscan *rs, sqlite3 *db)
 {
@@ -559,13 +540,14 @@ static const char *map_columns(spp_rawscan *rs, sqlite3 *db)
         for (int c = 0; !why && c < NCOL; c++) {
             if (strcasecmp(name, col_names[c]) != 0)
                 continue;
-            char a = affinity(type);
+            char a = spp_affinity(type);
             cid_of[c] = cid;
             if (sqlite3_column_int(st, 4))
                 why = "a column it reads is part of the primary key";
             else if (sqlite3_column_int(st, 3))
                 why = "a column it reads has a default value";
-            else if (c != C_NAME && c != C_CAT && c != C_ARGS && a != 'I' && a != 'N' && a != 'B')
+            else if (c != C_NAME && c != C_CAT && c != C_ARGS && a != SPP_AFF_INTEGER && a != SPP_AFF_NUMERIC &&
+                     a != SPP_AFF_BLOB)
                 why = "a number column has REAL or TEXT affinity";
         }
     }

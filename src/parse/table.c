@@ -12,8 +12,8 @@
  * saying which report was skipped and what was missing. profiler.db tables
  * are created up front (empty tables keep dashboards' queries valid).
  *
- * profiler.db is written page by page by btwrite.c (SQLite's INSERT cost
- * ~600 ns a row, most of the parse's profiler.db time), as
+ * profiler.db is written page by page by btwrite.c (SQLite's INSERT was
+ * most of the parse's profiler.db time: docs/benchmarks.md), as
  * profiler.db.partial, renamed when complete. SQLite still owns what needs
  * SQL: db_conn is an in-memory database where every CREATE TABLE / VIEW /
  * INDEX is run as before (so the schema texts are SQLite's own, and a bad
@@ -38,6 +38,7 @@
 #include "btwrite.h"
 #include "dbcompat.h"
 #include "dbout.h"
+#include "dbsql.h"
 #include "dwrite.h"
 #include "fmtnum.h"
 #include "parse.h"
@@ -84,18 +85,28 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
          * previous profiler.db as it was, never one that looks complete. */
         snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
         unlink(path);
-        o->bt = spp_bt_open(path, DB_PAGE);
-        if (!o->bt) {
-            spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, strerror(errno));
-        } else if (sqlite3_open_v2(":memory:", &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-                   SQLITE_OK) {
+        char why[512];
+        if (spp_db_writer_is_sqlite()) {
+            o->sq = spp_dbsql_open(path, why, sizeof why);
+            if (!o->sq)
+                spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, why);
+        } else {
+            o->bt = spp_bt_open(path, DB_PAGE);
+            if (!o->bt)
+                spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, strerror(errno));
+        }
+        if ((o->bt || o->sq) &&
+            sqlite3_open_v2(":memory:", &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
             spp_log(SPP_ERROR, "profiler.db: cannot open SQLite in memory: %s; profiler.db is not written",
                     sqlite3_errmsg(o->db_conn));
-            spp_bt_abort(o->bt, 1);
+            if (o->bt)
+                spp_bt_abort(o->bt, 1);
         }
-        if (!o->bt || !o->db_conn) {
+        if ((!o->bt && !o->sq) || !o->db_conn) {
             sqlite3_close(o->db_conn);
             o->db_conn = NULL;
+            spp_dbsql_free(o->sq);
+            o->sq = NULL;
             spp_bt_free(o->bt);
             o->bt = NULL;
             o->db = 0;
@@ -115,7 +126,15 @@ static void db_fail(spp_out *o, const char *why)
     o->failed = 1;
     spp_log(SPP_ERROR, "profiler.db: writing %s/" DB_PARTIAL " failed: %s; it is removed and profiler.db is not written",
             o->dir, why);
-    spp_bt_abort(o->bt, 1);
+    if (o->bt) {
+        spp_bt_abort(o->bt, 1);
+    } else {
+        char partial[4096];
+        snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
+        spp_dbsql_free(o->sq);
+        o->sq = NULL;
+        unlink(partial);
+    }
 }
 
 static void quote_ident(char *buf, size_t cap, const char *name)
@@ -149,7 +168,7 @@ static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *
             const char *decl = (const char *)sqlite3_column_text(st, 2);
             if (i < 0 || i >= ncols)
                 continue;
-            aff[i] = spp_bt_affinity(decl);
+            aff[i] = spp_affinity(decl);
             if (sqlite3_column_int(st, 5)) {
                 npk++;
                 if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&
@@ -201,6 +220,9 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
         spp_log(SPP_ERROR, "profiler.db: cannot create table %s: %s", db_name, sqlite3_errmsg(o->db_conn));
         t->db_name = NULL;
         o->failed = 1;
+    } else if (o->sq) {
+        int id = spp_dbsql_table(o->sq, create, db_name, ncols);
+        t->sq_tab = id >= 0 ? id + 1 : 0;
     } else {
         t->bt = bt_table(o, db_name, cols, ncols);
         if (t->bt)
@@ -365,7 +387,9 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
         }
         putc_unlocked('\n', f);
     }
-    if (t->bt && !o->db_lost) {
+    if (t->sq_tab && o->sq && !o->db_lost) {
+        spp_dbsql_row(o->sq, t->sq_tab - 1, v, t->ncols);
+    } else if (t->bt && !o->db_lost) {
         int rc = spp_bt_row(t->bt, v, 0);
         if (rc == 0)
             return;
@@ -484,8 +508,50 @@ static int create_indexes(const char *path, char **idx, int nidx, char *why, siz
     return rc == SQLITE_OK ? 0 : -1;
 }
 
+/* The SQLite writer's end: the in-memory twin's views and indexes, in
+ * its order, run on the file after the rows; then the rename. */
+static void close_sqlite_writer(spp_out *o)
+{
+    char partial[4096], path[4096], why[4400] = "";
+    snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
+    snprintf(path, sizeof path, "%s/profiler.db", o->dir);
+    char **sql = NULL;
+    int n = 0;
+    sqlite3_stmt *st;
+    if (!o->db_lost && sqlite3_prepare_v2(o->db_conn, "SELECT sql FROM sqlite_schema WHERE type != 'table' AND "
+                                                      "sql IS NOT NULL ORDER BY rowid", -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char **ns = realloc(sql, (size_t)(n + 1) * sizeof *sql);
+            if (!ns)
+                break;
+            sql = ns;
+            sql[n++] = strdup((const char *)sqlite3_column_text(st, 0));
+        }
+        sqlite3_finalize(st);
+    }
+    if (!o->db_lost && spp_dbsql_finish(o->sq, sql, n, why, sizeof why) != 0)
+        db_fail(o, why);
+    for (int i = 0; i < n; i++)
+        free(sql[i]);
+    free(sql);
+    if (!o->db_lost && rename(partial, path) != 0) {
+        snprintf(why, sizeof why, "cannot rename it to %s: %s", path, strerror(errno));
+        db_fail(o, why);
+    }
+    spp_dbsql_free(o->sq);
+    o->sq = NULL;
+}
+
+int spp_db_writer_is_sqlite(void)
+{
+    const char *e = getenv("SERVPROF_PARSE_DB_WRITER");
+    return e && strcmp(e, "sqlite") == 0;
+}
+
 int spp_out_close(spp_out *o)
 {
+    if (o->sq)
+        close_sqlite_writer(o);
     if (o->bt) {
         char partial[4096], path[4096], why[4400] = "";
         snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);

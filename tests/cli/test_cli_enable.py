@@ -6,8 +6,8 @@ ON/OFF as its collection changes) watch a real config file; the CLI edits
 the file and reports the session folder and the pids that started or
 stopped, read from the acknowledgements each process appends to its
 session folder (.servprof-acks). And the editor refuses, with the library's
-own parser, files every process would reject (issue 19 item 5: a duplicate
-"enable" key).
+own parser, files every process would reject (a duplicate "enable" key:
+`disable` used to report success on it).
 """
 
 import os
@@ -62,7 +62,7 @@ class Enable(RuntimeCase):
         self.assertEqual(r.stdout, '%s: "enable": 0 (already)\n' % self.cfg)
 
     def test_a_file_the_library_rejects_is_left_alone(self):
-        # Issue 19 item 5: a duplicate "enable" key. Every process rejects the
+        # A duplicate "enable" key. Every process rejects the
         # file (and keeps collecting); disable used to say it had succeeded.
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()

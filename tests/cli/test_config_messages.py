@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_config_messages.py — the config-file messages say what is wrong, the
-same way in `config check`, `enable` and a running process (issue 19 item 8):
+same way in `config check`, `enable` and a running process:
 
   - a FIFO or /dev/zero: "not a regular file", never "Invalid argument";
   - a file over the limit: names the 1 MiB limit, never "File too large";

@@ -33,6 +33,20 @@ SAN_FLAGS = {"address": ["-fsanitize=address,undefined"],
              "thread": ["-fsanitize=thread"]}.get(SANITIZE, [])
 
 
+def build_uses_coverage():
+    """The build under test was made with --coverage (scripts/test.sh's
+    coverage build): its static library then needs gcov's runtime."""
+    try:
+        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+            return any(l.startswith("CMAKE_C_FLAGS:") and "--coverage" in l for l in f)
+    except OSError:
+        return False
+
+
+if build_uses_coverage():
+    SAN_FLAGS = SAN_FLAGS + ["--coverage"]
+
+
 def run(cmd, env=None, cwd=None, check=True):
     e = dict(os.environ)
     e.update(env or {})

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bt_test.h"
 #include "btwrite.h"
 #include "check.h"
 #include "parse.h"
@@ -153,24 +154,6 @@ static const double reals[] = {0.0, -0.0, 1.0, 0.5, -2.25, 3.0, 1e15, 1e300, -1e
                                9007199254740993.0, 9223372036854775807.0, -9223372036854775808.0,
                                4611686018427387904.0, 1.0 / 0.0, -1.0 / 0.0};
 
-/* A text of n bytes: UTF-8 (2- and 3-byte sequences), no NUL. */
-static char *make_text(size_t n, unsigned seed)
-{
-    static const char *parts[] = {"a", "\xc3\xa9", "\xe4\xb8\xad", "z", "0", " "};
-    char *s = malloc(n + 4);
-    size_t k = 0;
-    while (k < n) {
-        const char *p = parts[(seed + k) % 6];
-        size_t l = strlen(p);
-        if (k + l > n)
-            p = "x", l = 1;
-        memcpy(s + k, p, l);
-        k += l;
-    }
-    s[k] = 0;
-    return s;
-}
-
 typedef struct rowset { spp_val *v; int nrows, ncols, cap; char **texts; int ntexts, captexts; } rowset;
 
 static void rs_add(rowset *rs, const spp_val *row)
@@ -227,18 +210,6 @@ static void all_kinds_rows(rowset *rs, int page)
     }
     spp_val nulls[COLS] = {spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
     rs_add(rs, nulls);
-}
-
-static void bind_vals(sqlite3_stmt *st, const spp_val *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
-        default: sqlite3_bind_null(st, i + 1); break;
-        }
-    }
 }
 
 /* Inserts rs into table of db by SQL. */
@@ -397,7 +368,15 @@ static void test_writer(int page)
     char *va = query_text(a, "SELECT k, s FROM v_big WHERE s = 'abc' ORDER BY k");
     char *vb = query_text(b, "SELECT k, s FROM v_big WHERE s = 'abc' ORDER BY k");
     CHECK_STR(vb, va);
-    CHECK(strlen(vb) > 100);
+    /* the view's rows through the index: big's rows with s = 'abc' (k % 40
+     * == 0, k % 13 == 3) whose stored k is even, each once */
+    int want = 0, got_rows = 0;
+    for (int k = 0; k < 100000; k++)
+        want += k % 40 == 0 && k % 13 == 3 && ((long long)k * 7919 - 300000) % 2 == 0;
+    for (const char *l = vb; (l = strstr(l, "|abc|\n")) != NULL; l++)
+        got_rows++;
+    CHECK(want > 100);
+    CHECK_INT(got_rows, want);
     free(va);
     free(vb);
     sqlite3_close(a);
@@ -425,16 +404,16 @@ static void test_rowid_order(void)
     CHECK(access(got, F_OK) != 0);
     spp_bt_free(w);
     CHECK(spp_bt_open(got, 1000) == NULL && errno == EINVAL);
-    CHECK_INT(spp_bt_affinity("INTEGER"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_bt_affinity("BIGINT PRIMARY KEY"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_bt_affinity("varchar(10)"), SPP_AFF_TEXT);
-    CHECK_INT(spp_bt_affinity("REAL"), SPP_AFF_REAL);
-    CHECK_INT(spp_bt_affinity("DOUBLE PRECISION"), SPP_AFF_REAL);
-    CHECK_INT(spp_bt_affinity("FLOATING POINT"), SPP_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
-    CHECK_INT(spp_bt_affinity("BLOB"), SPP_AFF_BLOB);
-    CHECK_INT(spp_bt_affinity(""), SPP_AFF_BLOB);
-    CHECK_INT(spp_bt_affinity("NUMERIC"), SPP_AFF_NUMERIC);
-    CHECK_INT(spp_bt_affinity("DATETIME"), SPP_AFF_NUMERIC);
+    CHECK_INT(spp_affinity("INTEGER"), SPP_AFF_INTEGER);
+    CHECK_INT(spp_affinity("BIGINT PRIMARY KEY"), SPP_AFF_INTEGER);
+    CHECK_INT(spp_affinity("varchar(10)"), SPP_AFF_TEXT);
+    CHECK_INT(spp_affinity("REAL"), SPP_AFF_REAL);
+    CHECK_INT(spp_affinity("DOUBLE PRECISION"), SPP_AFF_REAL);
+    CHECK_INT(spp_affinity("FLOATING POINT"), SPP_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
+    CHECK_INT(spp_affinity("BLOB"), SPP_AFF_BLOB);
+    CHECK_INT(spp_affinity(""), SPP_AFF_BLOB);
+    CHECK_INT(spp_affinity("NUMERIC"), SPP_AFF_NUMERIC);
+    CHECK_INT(spp_affinity("DATETIME"), SPP_AFF_NUMERIC);
 }
 
 /* sqlite_schema beyond page 1 in the odd ways: a first row that leaves
@@ -590,6 +569,53 @@ static void test_sink(void)
 /* A file size limit while profiler.db is written (in a child: the limit
  * and the ignored SIGXFSZ stay there): one ERROR naming profiler.db and the
  * reason, no profiler.db, no partial file, the CSV written. */
+/* Out of memory (the address space limited in a child): a table whose
+ * buffers cannot be allocated fails the file with "out of memory", no
+ * crash, and nothing more is written. Not under sanitizers (their allocators reserve the address space
+ * up front and abort rather than return NULL). */
+static void test_out_of_memory(void)
+{
+    const char *san = getenv("SERVPROF_SANITIZE");
+    if (san && *san)
+        return;
+    char path[300];
+    snprintf(path, sizeof path, "%s/oom.db", tmpdir);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        spp_bt *w = spp_bt_open(path, 4096);
+        if (!w)
+            _exit(10);
+        spp_bt_tab *t = spp_bt_table(w, "small", 1, "D", -1);
+        int col = 0;
+        if (!t || spp_bt_index(t, "small_ix", 1, &col) != 0)
+            _exit(11);
+        /* a 256 MiB allocation per column array of a 2^25-column table */
+        int wide = 1 << 25;
+        char *aff = malloc((size_t)wide);
+        if (!aff)
+            _exit(12);
+        memset(aff, SPP_AFF_INTEGER, (size_t)wide);
+        struct rlimit rl = {1u << 30, 1u << 30};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(13);
+        if (spp_bt_table(w, "wide", wide, aff, -1) != NULL)
+            _exit(14);
+        if (!strstr(spp_bt_error(w), "table wide: out of memory"))
+            _exit(15);
+        spp_val v = spp_v_int(1);
+        if (spp_bt_row(t, &v, 0) != -1 || spp_bt_finish(w, NULL, 0) != -1)
+            _exit(16); /* the file has failed: nothing more is written */
+        spp_bt_free(w);
+        free(aff);
+        _exit(0);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st));
+    CHECK_INT(WEXITSTATUS(st), 0);
+}
+
 static void test_write_failure(void)
 {
     char dir[300], log[300];
@@ -666,6 +692,7 @@ int main(void)
         test_writer(pages[i]);
     test_sink();
     test_write_failure();
+    test_out_of_memory();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -66,25 +66,83 @@ def limit_files(size):
     return f
 
 
+def parse_limited(inp, out, *extra):
+    """servprof parse with files limited to 512 KiB (SIGXFSZ ignored: writes fail with EFBIG)."""
+    os.makedirs(out)
+    cmd = [os.environ["SERVPROF_BIN"], "parse", "--input-path", inp, "--output-path", out, "--no-progress", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, preexec_fn=limit_files(512 * 1024))
+
+
 class WriteFailure(unittest.TestCase):
     def test_file_size_limit_only_profiler_db_reaches(self):
+        # both writers: the page writer's own message, SQLite's through dbsql.c
+        for writer, says in (("pages", r"File too large"), ("sqlite", r"failed: .+")):
+            with self.subTest(writer=writer):
+                self.file_size_limit(writer, says)
+
+    def file_size_limit(self, writer, says):
         with tempfile.TemporaryDirectory() as tmp:
             inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
             make_input(inp, 200)
-            os.makedirs(out)
             # every other output is far below 512 KiB; profiler.db has a 64 KiB page per table and more
-            cmd = [os.environ["SERVPROF_BIN"], "parse", "--input-path", inp, "--output-path", out, "--no-progress"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, preexec_fn=limit_files(512 * 1024))
+            p = parse_limited(inp, out, "--db-writer", writer)
             self.assertEqual(p.returncode, 1, p.stderr)
             errors = [line for line in p.stderr.splitlines() if ": error: " in line]
             self.assertEqual(len(errors), 1, p.stderr)
-            self.assertRegex(errors[0], r"profiler\.db.*File too large.*profiler\.db is not written")
+            self.assertRegex(errors[0], r"profiler\.db.*" + says + r".*profiler\.db is not written")
             self.assertFalse(os.path.exists(os.path.join(out, "profiler.db")))
             self.assertFalse(os.path.exists(os.path.join(out, "profiler.db.partial")))
             with open(os.path.join(out, "chrome_tracing.json")) as f:
                 self.assertGreater(len(json.load(f)["traceEvents"]), 600)
             with open(os.path.join(out, "request.csv")) as f:
                 self.assertEqual(len(f.readlines()), 201)
+
+
+def dump(path):
+    db = sqlite3.connect(path)
+    try:
+        return list(db.iterdump()), db.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        db.close()
+
+
+class SqliteWriter(unittest.TestCase):
+    """`--db-writer sqlite` / SERVPROF_PARSE_DB_WRITER=sqlite: SQLite's own
+    INSERT (src/parse/dbsql.c) makes the same database as the page writer,
+    and the other outputs do not change (its write failure: WriteFailure)."""
+
+    def test_same_database_both_writers(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            inp = os.path.join(tmp, "in")
+            make_input(inp, 1500)
+            outs = {w: os.path.join(tmp, w) for w in ("pages", "option", "env")}
+            run_parse(inp, outs["pages"])
+            run_parse(inp, outs["option"], "--db-writer=sqlite")
+            env = dict(os.environ, SERVPROF_PARSE_DB_WRITER="sqlite")
+            p = subprocess.run([os.environ["SERVPROF_BIN"], "parse", "-i", inp, "-o", outs["env"], "--no-progress"],
+                               capture_output=True, text=True, timeout=600, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ref, ref_page = dump(os.path.join(outs["pages"], "profiler.db"))
+            self.assertGreater(len(ref), 4500)
+            for w in ("option", "env"):
+                got, page = dump(os.path.join(outs[w], "profiler.db"))
+                self.assertEqual(got, ref, w)
+                self.assertEqual(page, 65536)
+                self.assertEqual(sorted(os.listdir(outs[w])), sorted(os.listdir(outs["pages"])))
+                for f in os.listdir(outs["pages"]):
+                    if f != "profiler.db" and os.path.isfile(os.path.join(outs["pages"], f)):
+                        with open(os.path.join(outs["pages"], f), "rb") as a, open(os.path.join(outs[w], f), "rb") as b:
+                            self.assertEqual(a.read(), b.read(), f)
+            self.assertEqual(ref_page, 65536)
+
+    def test_bad_writer_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run_parse(tmp, os.path.join(tmp, "out"), "--db-writer", "fast", check=False)
+            self.assertEqual(p.returncode, 2)
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn("--db-writer", lines[0])
+            self.assertIn("sqlite", lines[0])
 
 
 if __name__ == "__main__":

@@ -147,6 +147,32 @@ static inline int rt_json_ok(const char *text)
     return ok;
 }
 
+/* Waits until `sql` on the store gives at least `want` (the writer has
+ * committed the rows the test waits for), polling every 2 ms for at most
+ * 10 s (100 s under sanitizers). Returns the last value. */
+static inline long long rt_wait_count(const char *store, const char *sql, long long want)
+{
+    long long v = -1;
+    int polls = (rt_sanitized() ? 100 : 10) * 500;
+    for (int i = 0; i < polls; i++) {
+        sqlite3 *db = NULL;
+        if (sqlite3_open_v2(store, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+            sqlite3_stmt *st;
+            if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+                if (sqlite3_step(st) == SQLITE_ROW)
+                    v = sqlite3_column_int64(st, 0);
+                sqlite3_finalize(st);
+            }
+        }
+        sqlite3_close(db);
+        if (v >= want)
+            break;
+        struct timespec ts = {0, 2000000L};
+        nanosleep(&ts, NULL);
+    }
+    return v;
+}
+
 static inline void rt_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -68,7 +68,9 @@ int main(void)
     servprof_span_end(twice);
     shared_span = servprof_span_begin(servprof_rec_begin(SERVPROF_LEVEL_INFO, "S"), "twice2");
     servprof_span_end(shared_span);
-    rt_sleep_ms(30); /* let the writer pair the first end */
+    /* The second end must come after the writer paired the first (they
+     * are in different threads' buffers): wait for the span's row. */
+    CHECK_INT(rt_wait_count(store, "SELECT count(*) FROM slice WHERE name = 'twice2'", 1), 1);
     pthread_t th;
     pthread_create(&th, NULL, end_again, NULL);
     pthread_join(th, NULL);

@@ -13,6 +13,8 @@
  *               prints "forked <pid> <exit status>"
  *   forkstorm N N forks while another thread starts/stops in a loop; each
  *               child records, reads its session, exits; "storm <ok> <N>"
+ *   ticks       how many ticks the recorder has made -> "ticks N" (tests
+ *               wait for a count instead of sleeping)
  *   quit        exit(0) (the library stops at exit)
  */
 #include <poll.h>
@@ -30,6 +32,7 @@
 
 static _Atomic int stop_recording;
 static _Atomic int stop_toggler;
+static _Atomic long long ticks; /* record_one() calls so far */
 
 static void sleep_ms(int ms)
 {
@@ -51,6 +54,7 @@ static void *recorder(void *arg)
     (void)arg;
     while (!atomic_load(&stop_recording)) {
         record_one();
+        atomic_fetch_add(&ticks, 1);
         sleep_ms(1);
     }
     return NULL;
@@ -156,6 +160,8 @@ int main(void)
                 for (int i = 0; i < arg; i++)
                     servprof_step();
                 printf("stepped %d\n", arg);
+            } else if (!strcmp(buf, "ticks")) {
+                printf("ticks %lld\n", atomic_load(&ticks));
             } else if (!strcmp(buf, "start")) {
                 printf("start %d\n", servprof_start());
             } else if (!strcmp(buf, "stop")) {

@@ -88,6 +88,18 @@ class Probe:
             return self.state
         return self.expect("ON " if on else "OFF", timeout)
 
+    def ticks(self):
+        """How many ticks the probe's recorder has made so far."""
+        self.send("ticks")
+        return int(self.expect("ticks ").split()[1])
+
+    def wait_ticks(self, more, timeout=5.0):
+        """Waits until the recorder has made `more` ticks after this call:
+        proof that it ran (e.g. while collection is off)."""
+        target = self.ticks() + more
+        if not wait_until(lambda: self.ticks() >= target, bound(timeout), step=0.01):
+            raise AssertionError("the probe made fewer than %d ticks in %.1fs" % (more, bound(timeout)))
+
     def session(self):
         parts = self.state.split(" ")
         return (parts[1], parts[2]) if len(parts) == 3 else (None, None)

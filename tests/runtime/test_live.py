@@ -5,6 +5,7 @@ limits, two processes, fork, rapid toggling, logs."""
 import fcntl
 import json
 import os
+import re
 import stat
 import time
 import unittest
@@ -26,7 +27,7 @@ class Live(RuntimeCase):
         for key in ("profiler_level", "acl_task_time", "acl_prof_task_time_level", "timelimit",
                     "domain"):
             self.assertIn(key, c)
-        time.sleep(0.3)
+        p.wait_ticks(100)  # it ran a while: still off, nothing made
         self.assertEqual(p.state, "OFF")
         self.assertFalse(os.path.exists(os.path.join(self.tmp, ".ms_server_profiler")))
         self.assertIn("created config file", p.log())
@@ -35,21 +36,19 @@ class Live(RuntimeCase):
     def test_not_created_when_refused(self):
         bad_name = os.path.join(self.tmp, "servprof.conf")
         p = self.probe(bad_name)
-        time.sleep(0.2)
+        self.assertTrue(wait_until(lambda: "does not end in .json" in p.log(), bound(5)), p.log())
         self.assertFalse(os.path.exists(bad_name))
-        self.assertIn("does not end in .json", p.log())
         no_dir = os.path.join(self.tmp, "nodir", "c.json")
         q = self.probe(no_dir)
-        time.sleep(0.2)
+        self.assertTrue(wait_until(lambda: "not writable" in q.log(), bound(5)), q.log())
         self.assertFalse(os.path.exists(no_dir))
-        self.assertIn("not writable", q.log())
         self.assertEqual(p.quit(), 0)
         self.assertEqual(q.quit(), 0)
 
     def test_enable_disable_reenable(self):
         write_config(self.cfg, self.base_config())
         p = self.probe()
-        time.sleep(0.2)
+        p.wait_ticks(100)  # the library runs (its watch is set) and has made no session
         self.assertEqual(sessions(self.prof), [])
         t0 = time.monotonic()
         write_config(self.cfg, self.base_config(enable=1))  # the edit: temp file + rename
@@ -82,7 +81,7 @@ class Live(RuntimeCase):
     def test_editor_rename_over_and_in_place(self):
         write_config(self.cfg, self.base_config())
         p = self.probe()
-        time.sleep(0.2)
+        p.wait_ticks(1)  # the first record started the library and its watch
         write_config(self.cfg, self.base_config(enable=1), atomic=True)  # rename over
         p.wait_state(True)
         write_config(self.cfg, self.base_config(enable=0), atomic=False)  # truncate + write
@@ -92,7 +91,7 @@ class Live(RuntimeCase):
     def test_relative_config_path(self):
         write_config(self.cfg, self.base_config())
         p = self.probe(config_path=os.path.basename(self.cfg))  # the probe runs in self.tmp
-        time.sleep(0.2)
+        p.wait_ticks(1)  # the first record started the library and its watch
         self.assertEqual(cli("enable", self.cfg).returncode, 0)
         p.wait_state(True)
         self.assertEqual(p.quit(), 0)
@@ -100,8 +99,8 @@ class Live(RuntimeCase):
     def test_stat_poll_without_inotify(self):
         write_config(self.cfg, self.base_config())
         p = self.probe(env={"SERVPROF_WATCH_POLL_ONLY": "1"})
-        time.sleep(0.2)
-        self.assertIn("polling", p.log())
+        self.assertTrue(wait_until(lambda: "polling" in p.log(), bound(5)), p.log())
+        p.wait_ticks(1)
         t0 = time.monotonic()
         write_config(self.cfg, self.base_config(enable=1), atomic=False)
         p.wait_state(True)
@@ -141,9 +140,9 @@ class Live(RuntimeCase):
         p.wait_state(True)
         with open(self.cfg, "w") as f:
             f.write('{\n    "enable": 0,\n    "prof_dir": "/x')
-        time.sleep(0.4)
+        self.assertTrue(wait_until(lambda: re.search(r"syntax error at line \d+, column \d+", p.log()), bound(5)),
+                        p.log())
         self.assertTrue(p.state.startswith("ON "))
-        self.assertRegex(p.log(), r"syntax error at line \d+, column \d+")
         self.assertIn("previous settings stay in force", p.log())
         with open(self.cfg, "w") as f:
             f.write("")  # an editor truncating before it writes

@@ -19,27 +19,41 @@ def rows(store, where="", args=()):
         con.close()
 
 
+def ticks_in(store):
+    """The store's 'tick' rows so far (0 while it is not readable yet)."""
+    try:
+        return len(rows(store, "WHERE name = 'tick'"))
+    except sqlite3.Error:
+        return 0
+
+
+def wait_ticks_in(test, store, n=11):
+    """Waits (bounded) until the store holds n 'tick' rows."""
+    test.assertTrue(wait_until(lambda: ticks_in(store) >= n, bound(10), step=0.02),
+                    "fewer than %d ticks reached %s" % (n, store))
+
+
 class Store(RuntimeCase):
 
     def test_nothing_recorded_while_off(self):
         write_config(self.cfg, self.base_config())
         p = self.probe()
-        time.sleep(0.3)
+        p.wait_ticks(100)  # records made while off: none may reach a store
         t_on = time.time_ns()
         self.assertEqual(cli("enable", self.cfg).returncode, 0)
         p.wait_state(True)
         d1, store1 = p.session()
-        time.sleep(0.3)
+        wait_ticks_in(self, store1)
         self.assertEqual(cli("disable", self.cfg).returncode, 0)
         p.wait_state(False)
         t_off = time.time_ns()
-        time.sleep(0.5)
+        p.wait_ticks(100)
         t_on2 = time.time_ns()
         self.assertEqual(cli("enable", self.cfg).returncode, 0)
         p.wait_state(True)
         d2, store2 = p.session()
         self.assertNotEqual(d1, d2)
-        time.sleep(0.3)
+        wait_ticks_in(self, store2)
         self.assertEqual(p.quit(), 0)
         first = rows(store1, "WHERE name = 'tick'")
         second = rows(store2, "WHERE name = 'tick'")
@@ -51,7 +65,10 @@ class Store(RuntimeCase):
 
     def test_absent_file_records_nothing(self):
         p = self.probe()
-        time.sleep(0.5)
+        # the library ran: it made the default config (collection off) and
+        # the recorder went on recording
+        self.assertTrue(wait_until(lambda: os.path.exists(self.cfg), bound(5)), p.log())
+        p.wait_ticks(100)
         self.assertEqual(p.quit(), 0)
         self.assertEqual(glob.glob(os.path.join(self.tmp, "**", "*.db"), recursive=True), [])
 
@@ -60,7 +77,7 @@ class Store(RuntimeCase):
         p = self.probe()
         p.wait_state(True)
         _, store = p.session()
-        time.sleep(0.3)
+        wait_ticks_in(self, store)
         self.assertEqual(cli("disable", self.cfg).returncode, 0)
         p.wait_state(False)
         names = {r[0] for r in rows(store)}
@@ -69,7 +86,7 @@ class Store(RuntimeCase):
         write_config(self.cfg, self.base_config(enable=1, profiler_level="ERROR"))
         p.wait_state(True)
         _, store = p.session()
-        time.sleep(0.3)
+        p.wait_ticks(100)  # INFO records made under the ERROR level: none may be kept
         self.assertEqual(p.quit(), 0)
         self.assertEqual([r for r in rows(store) if r[0] in ("tick", "other_tick")], [])
 
@@ -94,8 +111,9 @@ class Store(RuntimeCase):
         b = self.probe(name="b")
         a.wait_state(True)
         b.wait_state(True)
-        time.sleep(0.3)
         stores = {a.pid: a.session()[1], b.pid: b.session()[1]}
+        for store in stores.values():
+            wait_ticks_in(self, store)
         self.assertEqual(a.quit(), 0)
         self.assertEqual(b.quit(), 0)
         self.assertEqual(len(sessions(self.prof)), 1)

@@ -166,6 +166,19 @@ static inline int obs_count(const char *name, int scoped)
     return n;
 }
 
+/* Waits until `want` rows called name were observed, polling every 5 ms
+ * for at most 10 s (100 s under sanitizers); returns the count reached. */
+static inline int obs_wait(const char *name, int scoped, int want)
+{
+    int limit = (smp_sanitized() ? 100 : 10) * 200, n = obs_count(name, scoped);
+    for (int i = 0; i < limit && n < want; i++) {
+        struct timespec ts = {0, 5000000L};
+        nanosleep(&ts, NULL);
+        n = obs_count(name, scoped);
+    }
+    return n;
+}
+
 /* A config with every sampler off, and a session in dir. */
 static inline void smp_setup(sp_config *c, sp_session *s, const char *dir)
 {
