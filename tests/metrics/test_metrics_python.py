@@ -15,32 +15,22 @@ on time. Skipped, saying why, when python3-torch or python3-aiohttp is
 missing (the engine needs both).
 """
 
-import json
 import os
-import selectors
-import signal
-import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import sp_testlib as T  # noqa: E402
+# The engine as a child process, and the skip when torch/aiohttp is missing:
+# the same as the engine's own test.
+from test_py_engine import NEEDS, Server  # noqa: E402
 
 CLI = os.environ["SERVPROF_BIN"]
-LOAD = os.path.join(os.path.dirname(CLI), "servprof-load")
-ENGINE = os.path.join(T.SOURCE, "examples", "python-engine", "engine.py")
 # The labels the engine records: servprof.set_process_name("python-engine")
 # and servprof.meta("model_name", "tiny-torch-decoder") in engine.py main().
 LABELS = 'role="python-engine",model_name="tiny-torch-decoder"'
 REQUESTS = 24
-
-try:
-    import torch  # noqa: F401
-    import aiohttp  # noqa: F401
-    MISSING = None
-except ImportError as e:
-    MISSING = str(e)
 
 
 def series(text, name):
@@ -52,35 +42,8 @@ def series(text, name):
     return None
 
 
-@unittest.skipIf(MISSING, "python3-torch and python3-aiohttp are needed for the example engine "
-                 "(scripts/install-deps.sh installs them): %s" % MISSING)
+@NEEDS
 class PythonEngine(unittest.TestCase):
-
-    def start_engine(self, cfg):
-        """engine.py --port 0 as a child; its port once it prints that it listens."""
-        p = subprocess.Popen([sys.executable, "-B", ENGINE, "--port", "0"],
-                             env=dict(os.environ, SERVICE_PROF_CONFIG_PATH=cfg),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-        def kill():
-            if p.poll() is None:
-                p.kill()
-                p.communicate(timeout=30)
-        self.addCleanup(kill)
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        end = time.monotonic() + 60 * T.SLACK
-        line = ""
-        while time.monotonic() < end and not line:
-            if sel.select(timeout=1.0):
-                line = p.stdout.readline()
-                if not line:
-                    break
-        sel.close()
-        if not line.startswith("listening on "):
-            kill()
-            self.fail("the engine did not start: %r\n%s" % (line, p.stderr.read()))
-        return p, int(line.rsplit(":", 1)[1])
 
     def dump(self, cfg):
         return T.run([CLI, "metrics", "dump", "-c", cfg], timeout=60).stdout
@@ -111,11 +74,8 @@ class PythonEngine(unittest.TestCase):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")
         cfg = T.write_config(d, enable=0, metric_enable=1)
-        engine, port = self.start_engine(cfg)
-        load = T.run([LOAD, "--port", str(port), "--vocab", "256", "--prompt-len", "8:24",
-                      "--output-len", "4:12", "--shared-prefix", "0", "--requests", str(REQUESTS),
-                      "--rate", "40", "--seed", "7", "--quiet", "--summary-json", "-"], timeout=120)
-        summary = json.loads(load.stdout.strip().splitlines()[-1])
+        engine = Server(self, cfg)
+        summary = engine.load("--requests", str(REQUESTS), "--rate", "40", "--seed", "7")
         sent = summary["ok"]
         self.assertEqual(sent, REQUESTS, summary)
 
@@ -130,9 +90,8 @@ class PythonEngine(unittest.TestCase):
         self.assertEqual(series(text, 'servprof_metrics_processes{state="live"}'), 1)
         self.assertEqual(series(text, 'servprof_metrics_processes{state="dead"}'), 0)
 
-        engine.send_signal(signal.SIGTERM)
-        out, err = engine.communicate(timeout=120 * T.SLACK)
-        self.assertEqual(engine.returncode, 0, err)
+        rc, out, err = engine.stop()
+        self.assertEqual(rc, 0, err)
         self.assertIn("served %d requests" % sent, out)
 
         # Exited: its file holds the final values and counts as dead.
