@@ -3,8 +3,8 @@
  * time budget, TTFT breakdown and ranked findings of one profile
  * (src/analyze). Prints text (default), CSV or JSON on stdout; with -o OUT
  * also writes the reference's summary CSVs, our own CSVs and analyze.json.
- * Exit status: 0 done, 1 the input could not be analyzed or an output not
- * written, 2 usage.
+ * Options follow the tool's conventions (opts.h). Exit status: 0 done, 1
+ * the input could not be analyzed or an output not written, 2 usage.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,97 +13,118 @@
 #include <sys/stat.h>
 
 #include "analyze.h"
-#include "cli_opt.h"
 #include "commands.h"
+#include "opts.h"
 #include "render.h"
 
-static void usage(FILE *f)
+enum {
+    OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_WINDOWS, OPT_WINDOW, OPT_THRESHOLD,
+    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY,
+};
+
+static const char *const formats[] = {"text", "csv", "json", NULL};
+
+static const cli_opt opts[] = {
+    {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
+     "raw stores or a parse output folder (or give DIR as the argument)"},
+    {OPT_OUTPUT, "output-path", 'o', CLI_VALUE, "OUT", NULL, "also write the CSVs and analyze.json there"},
+    {OPT_FORMAT, "format", 0, CLI_VALUE, "FMT", formats, "what to print on stdout"},
+    {OPT_WINDOWS, "windows", 0, CLI_VALUE, "N", NULL, "split the run into N time windows, 1 to 1000"},
+    {OPT_WINDOW, "window", 0, CLI_VALUE, "S", NULL, "or into windows of S seconds"},
+    {OPT_THRESHOLD, "threshold", 0, CLI_VALUE, "NAME=VALUE", NULL,
+     "a finding's threshold; repeatable; names below"},
+    {OPT_MAX_REQUESTS, "max-requests", 0, CLI_VALUE, "N", NULL,
+     "read at most N requests, 0 for all"},
+    {OPT_FINDINGS_ONLY, "findings-only", 0, CLI_FLAG, NULL, NULL, "print only the ranked findings"},
+    {0},
+};
+
+/* The about text names the thresholds, which come from src/analyze. */
+static const char *about(void)
 {
-    fputs("usage: servprof analyze -i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
-          "                        [--threshold NAME=VALUE ...] [--max-requests N] [--findings-only]\n"
-          "  DIR: raw stores (ms_service_*.db, parsed in-process) or a parse output folder (profiler.db).\n"
-          "  Prints summaries, per-window series, the engine's time budget (busy / stalled / idle), the\n"
-          "  TTFT breakdown and ranked findings; -o OUT also writes request_summary.csv,\n"
-          "  batch_summary.csv, service_summary.csv, findings.csv, windows.csv, ttft_breakdown.csv and\n"
-          "  analyze.json. Thresholds: ", f);
-    fputs(sa_threshold_names(), f);
-    fputs("\n  See docs/analyze.md.\n", f);
+    static char buf[1536];
+    snprintf(buf, sizeof buf,
+             "DIR: raw stores (ms_service_*.db, parsed in-process) or a parse output folder\n"
+             "(profiler.db). Prints summaries, per-window series, the engine's time budget\n"
+             "(busy / stalled / idle), the TTFT breakdown and ranked findings; -o OUT also writes\n"
+             "request_summary.csv, batch_summary.csv, service_summary.csv, findings.csv,\n"
+             "windows.csv, ttft_breakdown.csv and analyze.json.\n"
+             "Thresholds: %s.\n"
+             "Exit status: 0 done, 1 the input could not be analyzed or an output not written,\n"
+             "2 usage. See docs/analyze.md.",
+             sa_threshold_names());
+    return buf;
 }
 
-static int bad(const char *opt, const char *val, const char *accepted)
+/* One option's value into o; 0, or 2 with the one-line message printed. */
+static int take(const cli_parser *p, int id, sa_opts *o)
 {
-    fprintf(stderr, "servprof analyze: %s '%s' is not valid; accepted: %s\n", opt, val, accepted);
-    return 2;
+    long n;
+    double s;
+    switch (id) {
+    case OPT_WINDOWS:
+        if (cli_integer(p, 1, 1000, &n) != 0)
+            return 2;
+        o->nwindows = (int)n;
+        return 0;
+    case OPT_WINDOW:
+        if (cli_number(p, 0, 1e9, &s) != 0)
+            return 2;
+        if (s <= 0)
+            return cli_bad_value(p, "expected seconds > 0");
+        o->window_s = s;
+        return 0;
+    case OPT_THRESHOLD:
+        if (sa_opts_threshold(o, p->value) != 0) {
+            char accepted[640];
+            snprintf(accepted, sizeof accepted, "expected NAME=VALUE, NAME one of: %s",
+                     sa_threshold_names());
+            return cli_bad_value(p, accepted);
+        }
+        return 0;
+    case OPT_MAX_REQUESTS:
+        if (cli_integer(p, 0, 1L << 30, &n) != 0)
+            return 2;
+        o->max_requests = (int)n;
+        return 0;
+    }
+    return 0;
 }
 
 int cmd_analyze(int argc, char **argv)
 {
     sa_opts o;
     sa_opts_init(&o);
-    const char *out = NULL, *format = "text", *v;
+    const char *out = NULL, *format = "text";
     int findings_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if ((m = cli_opt(argc, argv, &i, "--input-path", "-i", &v, "analyze"))) {
-            if (m < 0)
-                return 2;
-            o.input = v;
-        } else if ((m = cli_opt(argc, argv, &i, "--output-path", "-o", &v, "analyze"))) {
-            if (m < 0)
-                return 2;
-            out = v;
-        } else if ((m = cli_opt(argc, argv, &i, "--format", NULL, &v, "analyze"))) {
-            if (m < 0)
-                return 2;
-            if (strcmp(v, "text") && strcmp(v, "csv") && strcmp(v, "json"))
-                return bad("--format", v, "text, csv, json");
-            format = v;
-        } else if ((m = cli_opt(argc, argv, &i, "--windows", NULL, &v, "analyze"))) {
-            long n;
-            if (m < 0)
-                return 2;
-            if (cli_long(v, 1, 1000, &n) != 0)
-                return bad("--windows", v, "an integer 1..1000");
-            o.nwindows = (int)n;
-        } else if ((m = cli_opt(argc, argv, &i, "--window", NULL, &v, "analyze"))) {
-            if (m < 0)
-                return 2;
-            if (cli_double(v, 1e-9, 1e9, &o.window_s) != 0)
-                return bad("--window", v, "seconds > 0");
-        } else if ((m = cli_opt(argc, argv, &i, "--threshold", NULL, &v, "analyze"))) {
-            if (m < 0)
-                return 2;
-            if (sa_opts_threshold(&o, v) != 0)
-                return bad("--threshold", v, sa_threshold_names());
-        } else if ((m = cli_opt(argc, argv, &i, "--max-requests", NULL, &v, "analyze"))) {
-            long n;
-            if (m < 0)
-                return 2;
-            if (cli_long(v, 0, 1L << 30, &n) != 0)
-                return bad("--max-requests", v, "an integer >= 0");
-            o.max_requests = (int)n;
-        } else if (!strcmp(a, "--findings-only")) {
+    const cli_verb verb = {"analyze",
+                           "-i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
+                           "                        [--threshold NAME=VALUE ...] [--max-requests N] "
+                           "[--findings-only]",
+                           about(), opts};
+    cli_parser p;
+    cli_init(&p, &verb, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
+        if (id == CLI_STOP)
+            return p.status;
+        if (id == CLI_ARG || id == OPT_INPUT) {
+            if (o.input)
+                return cli_error(&verb, "one input only (got '%s' and '%s')", o.input, p.value);
+            o.input = p.value;
+        } else if (id == OPT_OUTPUT)
+            out = p.value;
+        else if (id == OPT_FORMAT)
+            format = p.value;
+        else if (id == OPT_FINDINGS_ONLY)
             findings_only = 1;
-        } else if (a[0] != '-' && !o.input) {
-            o.input = a;
-        } else {
-            fprintf(stderr, "servprof analyze: unknown option '%s'; see servprof analyze --help\n", a);
+        else if (take(&p, id, &o) != 0)
             return 2;
-        }
     }
-    if (!o.input) {
-        fprintf(stderr, "servprof analyze: -i DIR (raw stores or a parse output folder) is required\n");
-        return 2;
-    }
+    if (!o.input)
+        return cli_error(&verb, "-i DIR (raw stores or a parse output folder) is required");
     struct stat st;
-    if (stat(o.input, &st) != 0) {
-        fprintf(stderr, "servprof analyze: input %s: %s\n", o.input, strerror(errno));
-        return 2;
-    }
+    if (stat(o.input, &st) != 0)
+        return cli_error(&verb, "input %s: %s", o.input, strerror(errno));
     char err[512];
     json_t *doc = sa_analyze(&o, err, sizeof err);
     if (!doc) {

@@ -3,7 +3,8 @@
  * parse output folders) metric by metric, with a bootstrap significance
  * test and --fail-if gates for CI. Exit status: 0 compared (no gate
  * tripped), 3 at least one --fail-if gate tripped, 1 an input could not be
- * analyzed, 2 usage (including a malformed --fail-if).
+ * analyzed, 2 usage (including a malformed --fail-if). Options follow the
+ * tool's conventions (opts.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,25 +12,55 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli_opt.h"
 #include "commands.h"
 #include "compare.h"
+#include "opts.h"
 
-static void usage(FILE *f)
-{
-    fputs("usage: servprof compare A B [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
-          "                        [--min-effect PCT] [--min-abs-ms MS]\n"
-          "  A, B: raw stores or parse output folders (as for analyze). Compares request latencies,\n"
-          "  throughput, step and span metrics; significance by a bootstrap interval of B - A.\n"
-          "  --fail-if METRIC>LIMIT or METRIC<LIMIT (also >=, <=); LIMIT is a change in % (+5%)\n"
-          "  or in the metric's unit (2ms, 0.1), e.g. --fail-if 'ttft.p99>+5%'. A tested metric\n"
-          "  trips only on a significant change. Exit status: 0 no gate tripped, 3 a gate tripped,\n"
-          "  1 an input could not be read, 2 usage. See docs/analyze.md.\n", f);
-}
+enum { OPT_FORMAT = 1, OPT_FAIL_IF, OPT_RESAMPLES, OPT_MIN_EFFECT, OPT_MIN_ABS_MS };
 
-static void bad(const char *opt, const char *val, const char *accepted)
+static const char *const formats[] = {"text", "json", NULL};
+
+static const cli_opt opts[] = {
+    {OPT_FORMAT, "format", 0, CLI_VALUE, "FMT", formats, "what to print on stdout"},
+    {OPT_FAIL_IF, "fail-if", 0, CLI_VALUE, "EXPR", NULL,
+     "exit 3 when EXPR holds, e.g. 'ttft.p99>+5%'; repeatable"},
+    {OPT_RESAMPLES, "resamples", 0, CLI_VALUE, "N", NULL, "bootstrap resamples, 20 to 100000"},
+    {OPT_MIN_EFFECT, "min-effect", 0, CLI_VALUE, "PCT", NULL,
+     "smallest change in % called significant, 0 to 1000"},
+    {OPT_MIN_ABS_MS, "min-abs-ms", 0, CLI_VALUE, "MS", NULL,
+     "smallest change in ms called significant, 0 to 1e6"},
+    {0},
+};
+
+static const cli_verb verb = {
+    "compare",
+    "A B [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
+    "                        [--min-effect PCT] [--min-abs-ms MS]",
+    "A, B: raw stores or parse output folders (as for analyze). Compares request latencies,\n"
+    "throughput, step and span metrics; significance by a bootstrap interval of B - A.\n"
+    "--fail-if METRIC>LIMIT or METRIC<LIMIT (also >=, <=); LIMIT is a change in % (+5%)\n"
+    "or in the metric's unit (2ms, 0.1), e.g. --fail-if 'ttft.p99>+5%'. A tested metric\n"
+    "trips only on a significant change. Exit status: 0 no gate tripped, 3 a gate tripped,\n"
+    "1 an input could not be read, 2 usage. See docs/analyze.md.",
+    opts};
+
+/* A numeric option's value into o; 0, or 2 with the one-line message printed. */
+static int take_number(const cli_parser *p, int id, sc_opts *o)
 {
-    fprintf(stderr, "servprof compare: %s '%s' is not valid; accepted: %s\n", opt, val, accepted);
+    long n;
+    if (id == OPT_RESAMPLES) {
+        if (cli_integer(p, 20, 100000, &n) != 0)
+            return 2;
+        o->resamples = (int)n;
+    } else if (id == OPT_MIN_EFFECT) {
+        if (cli_number(p, 0, 1000, &o->min_effect) != 0)
+            return 2;
+        o->min_effect /= 100;
+    } else if (id == OPT_MIN_ABS_MS) {
+        if (cli_number(p, 0, 1e6, &o->min_abs_ms) != 0)
+            return 2;
+    }
+    return 0;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -39,61 +70,31 @@ int cmd_compare(int argc, char **argv)
     sa_opts_init(&b);
     sc_opts o;
     sc_opts_init(&o);
-    const char *format = "text", *v, **gates = NULL;
+    const char *format = "text", **gates = NULL;
     int ngates = 0, rc = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *x = argv[i];
-        int m;
-        if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
-            usage(stdout);
-            rc = 0;
+    cli_parser p;
+    cli_init(&p, &verb, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
+        if (id == CLI_STOP) {
+            rc = p.status;
             goto out;
-        } else if ((m = cli_opt(argc, argv, &i, "--format", NULL, &v, "compare"))) {
-            if (m < 0)
-                goto out;
-            if (strcmp(v, "text") && strcmp(v, "json")) {
-                bad("--format", v, "text, json");
+        } else if (id == CLI_ARG) {
+            if (a.input && b.input) {
+                cli_error(&verb, "two inputs A and B only (got an extra '%s')", p.value);
                 goto out;
             }
-            format = v;
-        } else if ((m = cli_opt(argc, argv, &i, "--fail-if", NULL, &v, "compare"))) {
-            if (m < 0)
-                goto out;
+            *(a.input ? &b.input : &a.input) = p.value;
+        } else if (id == OPT_FORMAT) {
+            format = p.value;
+        } else if (id == OPT_FAIL_IF) {
             gates = realloc(gates, (size_t)(ngates + 1) * sizeof *gates);
-            gates[ngates++] = v;
-        } else if ((m = cli_opt(argc, argv, &i, "--resamples", NULL, &v, "compare"))) {
-            long n;
-            if (m < 0 || cli_long(v, 20, 100000, &n) != 0) {
-                if (m > 0)
-                    bad("--resamples", v, "20..100000");
-                goto out;
-            }
-            o.resamples = (int)n;
-        } else if ((m = cli_opt(argc, argv, &i, "--min-effect", NULL, &v, "compare"))) {
-            if (m < 0 || cli_double(v, 0, 1000, &o.min_effect) != 0) {
-                if (m > 0)
-                    bad("--min-effect", v, "a percentage 0..1000");
-                goto out;
-            }
-            o.min_effect /= 100;
-        } else if ((m = cli_opt(argc, argv, &i, "--min-abs-ms", NULL, &v, "compare"))) {
-            if (m < 0 || cli_double(v, 0, 1e6, &o.min_abs_ms) != 0) {
-                if (m > 0)
-                    bad("--min-abs-ms", v, "milliseconds >= 0");
-                goto out;
-            }
-        } else if (x[0] != '-' && !a.input) {
-            a.input = x;
-        } else if (x[0] != '-' && !b.input) {
-            b.input = x;
-        } else {
-            fprintf(stderr, "servprof compare: unknown option or extra argument '%s'; see servprof compare --help\n",
-                    x);
+            gates[ngates++] = p.value;
+        } else if (take_number(&p, id, &o) != 0) {
             goto out;
         }
     }
     if (!a.input || !b.input) {
-        fprintf(stderr, "servprof compare: two inputs A and B are required\n");
+        cli_error(&verb, "two inputs A and B are required");
         goto out;
     }
     const char *in[2] = {a.input, b.input};

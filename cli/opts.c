@@ -116,6 +116,18 @@ int cli_number(const cli_parser *p, double lo, double hi, double *out)
     return 0;
 }
 
+int cli_integer(const cli_parser *p, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(p->value, &end, 10);
+    if (errno || end == p->value || *end || v < lo || v > hi)
+        return cli_error(p->verb, "%s '%s' is not a whole number from %ld to %ld", p->opt_text,
+                         p->value, lo, hi);
+    *out = v;
+    return 0;
+}
+
 /* Checks and returns an option's value (p->value is set). */
 static int take_value(cli_parser *p, const cli_opt *o)
 {
@@ -237,7 +249,9 @@ void cli_usage(const cli_verb *v, FILE *out)
         if (o->kind != CLI_FLAG && n > 0 && (size_t)n < sizeof left)
             snprintf(left + n, sizeof left - (size_t)n, "=%s%s", o->metavar ? o->metavar : "VALUE",
                      o->kind == CLI_LIST ? "..." : "");
-        fprintf(out, "  %-28s %s", left, o->help ? o->help : "");
+        /* at least two spaces before the help, so a long option stays readable */
+        int width = (int)strlen(left) < 28 ? 28 : (int)strlen(left) + 1;
+        fprintf(out, "  %-*s %s", width, left, o->help ? o->help : "");
         if (o->choices) {
             char list[512];
             join(o->choices, list, sizeof list);

@@ -104,6 +104,9 @@ int cli_bad_value(const cli_parser *p, const char *accepted);
  * message and 2. */
 int cli_number(const cli_parser *p, double lo, double hi, double *out);
 
+/* The same for a whole number (no fraction, no exponent): "20", not "20.5". */
+int cli_integer(const cli_parser *p, long lo, long hi, long *out);
+
 /* "servprof X.Y.Z" on stdout. */
 void cli_print_version(void);
 

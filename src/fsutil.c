@@ -153,16 +153,49 @@ int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
     return sp_write_replace(path, data, len, mode, 1);
 }
 
+int sp_output_target(const char *path, char *target, size_t cap)
+{
+    struct stat st;
+    if (strlen(path) >= cap || cap < PATH_MAX)
+        return -ENAMETOOLONG;
+    snprintf(target, cap, "%s", path);
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? SP_OUT_REPLACE : -errno;
+    if (S_ISLNK(st.st_mode)) {
+        if (!realpath(path, target)) { /* dangling: writing path creates its target */
+            int e = errno;
+            snprintf(target, cap, "%s", path);
+            return e == ENOENT ? SP_OUT_IN_PLACE : -e;
+        }
+        if (stat(target, &st) != 0)
+            return -errno;
+    }
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    return S_ISREG(st.st_mode) ? SP_OUT_REPLACE : SP_OUT_IN_PLACE;
+}
+
+/* Writes data into path as it is (a FIFO, a device): no temp, no rename. */
+static int write_in_place(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = write_all(fd, data, len);
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
 int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable)
 {
     static _Atomic unsigned counter;
     char target[SP_PATH_MAX];
-    /* Follow a symlink so that the link stays a link. */
-    if (!realpath(path, target)) {
-        if (errno != ENOENT || strlen(path) >= sizeof target)
-            return errno == ENOENT ? -ENAMETOOLONG : -errno;
-        snprintf(target, sizeof target, "%s", path);
-    }
+    int how = sp_output_target(path, target, sizeof target);
+    if (how < 0)
+        return how;
+    if (how == SP_OUT_IN_PLACE)
+        return write_in_place(target, data, len);
     struct stat st;
     if (stat(target, &st) == 0)
         mode = st.st_mode & 07777;

@@ -34,18 +34,24 @@
  * renames them all at the end of the parse, so a parse killed at any point
  * leaves the previous run's reports as they were (and *.partial files),
  * never a truncated file under a report's name. The queue is the process's
- * (the parser runs on one thread, one parse at a time).
+ * (the parser runs on one thread, one parse at a time). An output name
+ * that is a symlink is followed (its target is replaced, the link stays);
+ * one that exists and is not a regular file (a FIFO, /dev/null) is written
+ * in place, unstaged: a rename would replace the node (sp_output_target).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwrite.h"
+#include "fsutil.h"
 #include "parse.h"
 
 #define NBUF 3
@@ -73,6 +79,7 @@ struct spp_dw {
     char *tmp, *final;     /* staged: written as tmp, renamed to final at the commit */
     /* Writer only (the caller in unthreaded mode): */
     off_t off;
+    int stream;            /* not a regular file (a FIFO, a device): write(), not pwrite() */
 };
 
 static void direct_off(spp_dw *w)
@@ -94,7 +101,7 @@ static int write_all(spp_dw *w, const char *p, size_t n)
             else
                 chunk = n - n % SPP_DW_ALIGN;
         }
-        ssize_t k = pwrite(w->fd, p, chunk, w->off);
+        ssize_t k = w->stream ? write(w->fd, p, chunk) : pwrite(w->fd, p, chunk, w->off);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0 && errno == EINVAL && w->direct) { /* the filesystem refuses O_DIRECT */
@@ -170,11 +177,19 @@ void spp_dw_stage_begin(void)
     staging = 1;
 }
 
+int spp_dw_remove(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1; /* a FIFO, a device, a link the user made: not ours to remove */
+    return unlink(path);
+}
+
 void spp_dw_stage_add(const char *tmp, const char *final)
 {
     if (!staging) { /* no parse is staging its outputs: done at once */
         if (!tmp)
-            unlink(final);
+            spp_dw_remove(final);
         else if (rename(tmp, final) != 0)
             spp_log(SPP_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         return;
@@ -206,7 +221,7 @@ int spp_dw_stage_commit(void)
     for (int i = 0; i < stage_n; i++) {
         staged *q = &stage_q[i];
         if (!q->tmp) {
-            if (unlink(q->final) == 0)
+            if (spp_dw_remove(q->final) == 0)
                 spp_log(SPP_INFO, "removed %s of an earlier run", q->final);
         } else if (rename(q->tmp, q->final) != 0) {
             spp_log(SPP_ERROR, "cannot rename %s to %s: %s; that output is left under the first name", q->tmp,
@@ -232,13 +247,21 @@ spp_dw *spp_dw_open(const char *path, size_t cap)
 {
     if (!staging)
         return open_file(path, cap);
-    size_t n = strlen(path) + sizeof SPP_DW_PARTIAL;
+    char target[PATH_MAX];
+    int how = sp_output_target(path, target, sizeof target);
+    if (how < 0) {
+        errno = -how;
+        return NULL;
+    }
+    if (how == SP_OUT_IN_PLACE) /* a FIFO, a device: written as it is */
+        return open_file(target, cap);
+    size_t n = strlen(target) + sizeof SPP_DW_PARTIAL;
     char *tmp = malloc(n);
     if (!tmp) {
         errno = ENOMEM;
         return NULL;
     }
-    snprintf(tmp, n, "%s" SPP_DW_PARTIAL, path);
+    snprintf(tmp, n, "%s" SPP_DW_PARTIAL, target);
     spp_dw *w = open_file(tmp, cap);
     if (!w) {
         int e = errno;
@@ -247,7 +270,7 @@ spp_dw *spp_dw_open(const char *path, size_t cap)
         return NULL;
     }
     w->tmp = tmp;
-    w->final = strdup(path);
+    w->final = strdup(target);
     return w;
 }
 
@@ -255,7 +278,8 @@ spp_dw *spp_dw_open_unstaged(const char *path, size_t cap) { return open_file(pa
 
 static spp_dw *open_file(const char *path, size_t cap)
 {
-    int direct = direct_wanted();
+    struct stat st; /* O_DIRECT on a FIFO is a "packet" pipe: files only */
+    int direct = direct_wanted() && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode));
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
     if (fd < 0 && direct && errno == EINVAL) {
         direct = 0;
@@ -272,6 +296,7 @@ static spp_dw *open_file(const char *path, size_t cap)
     w->fd = fd;
     w->cap = cap;
     w->direct = direct;
+    w->stream = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode);
     for (int i = 0; i < NBUF; i++) {
         w->buf[i] = alloc_buf(cap);
         if (!w->buf[i]) {

@@ -37,6 +37,10 @@ spp_dw *spp_dw_open_unstaged(const char *path, size_t cap);
 #define SPP_DW_PARTIAL ".partial"
 void spp_dw_stage_begin(void);
 void spp_dw_stage_add(const char *tmp, const char *final);
+/* Removes an output of an earlier run (or an incomplete one) when it is a
+ * regular file; a FIFO, a device or a symlink at path is left alone.
+ * 0 when removed, else -1. */
+int spp_dw_remove(const char *path);
 int spp_dw_stage_commit(void);
 void spp_dw_stage_discard(void);
 /* The buffer to fill next: cap bytes, aligned. */

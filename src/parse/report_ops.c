@@ -19,6 +19,7 @@
  * table, is named on stderr and skipped; the others are still reported.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "dwrite.h"
+#include "fsutil.h"
 #include "parse.h"
 #include "report_ops.h"
 #include "torch_trace.h"
@@ -84,10 +86,19 @@ fail:
 }
 
 /* Written as NAME.partial and renamed with the parse's other outputs
- * (dwrite.c, staging): a killed parse leaves no half report. */
+ * (dwrite.c, staging): a killed parse leaves no half report. A NAME that
+ * is a FIFO or a device is written in place (path is then NAME itself), a
+ * symlink followed (sp_output_target). */
 static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 {
-    snprintf(path, len, "%s/%s" SPP_DW_PARTIAL, dir, name);
+    char final[4200], target[PATH_MAX];
+    snprintf(final, sizeof final, "%s/%s", dir, name);
+    int how = sp_output_target(final, target, sizeof target);
+    if (how < 0) {
+        fprintf(stderr, "servprof parse: %s: %s\n", final, strerror(-how));
+        return NULL;
+    }
+    snprintf(path, len, "%s%s", target, how == SP_OUT_IN_PLACE ? "" : SPP_DW_PARTIAL);
     FILE *f = fopen(path, "w");
     if (!f)
         perror(path);
@@ -97,6 +108,9 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 /* After the fclose: the file is queued for its rename, or removed. */
 static void close_out(const char *path, int bad)
 {
+    size_t n = strlen(path), suffix = strlen(SPP_DW_PARTIAL);
+    if (n < suffix || strcmp(path + n - suffix, SPP_DW_PARTIAL) != 0)
+        return; /* written in place: nothing to rename, not ours to remove */
     if (bad) {
         unlink(path);
         return;

@@ -25,11 +25,13 @@
  * it today) is inserted into the in-memory table and read back, so it is
  * stored exactly as SQLite would. A write error (full disk, file size
  * limit) is one ERROR; the partial file is removed at once and the other
- * outputs go on.
+ * outputs go on. An OUT/profiler.db that is not a regular file (a FIFO,
+ * /dev/null) is left alone and profiler.db not written (one ERROR).
  */
 #include <errno.h>
 #include <stdio_ext.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +43,7 @@
 #include "dbsql.h"
 #include "dwrite.h"
 #include "fmtnum.h"
+#include "fsutil.h"
 #include "parse.h"
 
 /* profiler.db while it is built (renamed when complete). */
@@ -66,6 +69,22 @@ static int mkdir_p(const char *dir)
     return 0;
 }
 
+/* OUT/profiler.db exists and is not a regular file (a FIFO, a device such
+ * as /dev/null): a database is built by pages and indexes, not streamed, so
+ * it is not written there, and renaming over it would replace the node.
+ * Says so (once) and returns 1; 0 when profiler.db can be written. */
+static int db_target_is_special(const char *dir)
+{
+    char path[4096], target[PATH_MAX];
+    snprintf(path, sizeof path, "%s/profiler.db", dir);
+    int how = sp_output_target(path, target, sizeof target);
+    if (how == SP_OUT_REPLACE)
+        return 0;
+    spp_log(SPP_ERROR, "profiler.db: %s %s; profiler.db is not written", path,
+            how < 0 ? strerror(-how) : "exists and is not a regular file (a FIFO or a device)");
+    return 1;
+}
+
 int spp_out_open(spp_out *o, const char *dir, int csv, int db)
 {
     memset(o, 0, sizeof *o);
@@ -77,6 +96,10 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         return -1;
     }
     spp_dw_stage_begin(); /* every output under a temporary name until spp_out_close */
+    if (db && db_target_is_special(dir)) {
+        o->db = db = 0;
+        o->failed = 1; /* an output not written: exit status 1 */
+    }
     if (db) {
         char path[4096];
         /* A fresh database per run: stale rows would mix runs. It is built

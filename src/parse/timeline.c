@@ -771,7 +771,7 @@ int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
         int err = spp_dw_close(t->f->dw, t->f->n);
         if (err) {
             spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->path, strerror(err));
-            unlink(t->path); /* a cut-off trace does not load anyway */
+            spp_dw_remove(t->path); /* a cut-off trace does not load anyway */
             rc = -1;
         }
         free(t->f);

@@ -13,13 +13,19 @@
  * JSON is written as \u003c (it can only occur inside JSON strings, where the
  * escape means the same character). The file is written to PATH.partial and
  * renamed into place once complete: a full disk never leaves half a page.
+ * A symlink is followed (the page goes where it points, the link stays); a
+ * PATH that exists and is not a regular file (a FIFO, /dev/null) is written
+ * in place, as a shell's `>` would: renaming over it would replace the node
+ * with a plain file (sp_output_target, src/fsutil.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "report.h"
 
 static void put_json_safe(FILE *f, const char *s)
@@ -86,17 +92,27 @@ int spr_html_write(const char *path, const json_t *data)
         fprintf(stderr, "servprof report: out of memory writing the page data\n");
         return -1;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 9);
-    if (!tmp) {
+    char target[PATH_MAX];
+    int how = sp_output_target(path, target, sizeof target);
+    if (how < 0) {
+        fprintf(stderr, "servprof report: cannot write %s: %s\n", path, strerror(-how));
         free(json);
         return -1;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".partial", 9);
-    FILE *f = fopen(tmp, "w");
+    char *tmp = NULL; /* NULL: written in place */
+    if (how == SP_OUT_REPLACE) {
+        size_t tlen = strlen(target);
+        tmp = malloc(tlen + sizeof ".partial");
+        if (!tmp) {
+            free(json);
+            return -1;
+        }
+        memcpy(tmp, target, tlen);
+        memcpy(tmp + tlen, ".partial", sizeof ".partial");
+    }
+    FILE *f = fopen(tmp ? tmp : target, "w");
     if (!f) {
-        fprintf(stderr, "servprof report: cannot write %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "servprof report: cannot write %s: %s\n", tmp ? tmp : target, strerror(errno));
         free(json);
         free(tmp);
         return -1;
@@ -123,10 +139,11 @@ int spr_html_write(const char *path, const json_t *data)
     if (err || rc) {
         if (err)
             fprintf(stderr, "servprof report: writing %s failed: %s; no report written\n", path, strerror(err));
-        unlink(tmp);
+        if (tmp)
+            unlink(tmp);
         rc = -1;
-    } else if (rename(tmp, path) != 0) {
-        fprintf(stderr, "servprof report: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+    } else if (tmp && rename(tmp, target) != 0) {
+        fprintf(stderr, "servprof report: cannot rename %s to %s: %s\n", tmp, target, strerror(errno));
         unlink(tmp);
         rc = -1;
     }

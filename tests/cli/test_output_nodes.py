@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_output_nodes.py — outputs that exist and are not plain files survive.
+
+Outputs are written to a temporary name and renamed over the path, so that
+a full disk never leaves half a file. Renaming over a FIFO or a device
+(`servprof report -o /dev/null` as root) would replace the node with a plain
+file. The rule (src/fsutil.h, sp_output_target): a path that exists and is
+not a regular file is written in place; a symlink is followed, so the link
+stays a link and the file it points to gets the data. /dev/null itself is
+never touched here: a FIFO made by the test, drained by a reader thread,
+stands for it.
+
+  - report -o FIFO: the FIFO is still a FIFO and got the whole page;
+  - report -o LINK (to a file, and dangling): the link stays, its target
+    holds the page, no .partial is left;
+  - parse -o OUT with OUT/request.csv a FIFO and OUT/chrome_tracing.json a
+    link: the CSV goes through the FIFO, the trace through the link;
+    OUT/profiler.db a FIFO: left alone, one ERROR naming it, exit 1, the
+    other outputs written;
+  - config init --force FIFO / LINK: the same rule;
+  - analyze -o OUT with OUT/analyze.json a FIFO: the document goes through.
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "parse"))
+import scenario  # noqa: E402
+
+BIN = os.environ["SERVPROF_BIN"]
+
+
+def sp(*args):
+    e = dict(os.environ)
+    e.pop("SERVICE_PROF_CONFIG_PATH", None)
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120, env=e)
+
+
+class FifoReader(threading.Thread):
+    """Makes a FIFO at path and reads it to the end, as `cat FIFO` would."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.data = None
+        os.mkfifo(path)
+        self.start()
+
+    def run(self):
+        with open(self.path, "rb") as f:  # waits for the writer
+            self.data = f.read()  # until the writer closes
+
+    def finish(self):
+        """The bytes read; None when no writer ever opened the FIFO."""
+        if self.is_alive() and self.data is None and is_fifo(self.path):
+            # No writer came: open it ourselves (the reader is waiting, so
+            # this does not block) and close it, which ends the read.
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        self.join(30)
+        return self.data
+
+
+def is_fifo(path):
+    return stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+class OutputNodes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="sp-out-nodes-")
+        cls.raw = os.path.join(cls.work, "raw")
+        scenario.build(cls.raw)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=self.work)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def report_or_skip(self, p):
+        if "without its charting library" in p.stderr:
+            self.skipTest("servprof built without uPlot (npm ci in src/report)")
+
+    def test_report_into_a_fifo(self):
+        fifo = self.path("page.fifo")
+        reader = FifoReader(fifo)
+        p = sp("report", "-i", self.raw, "-o", fifo, "--quiet")
+        data = reader.finish()
+        self.report_or_skip(p)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(is_fifo(fifo), "the FIFO was replaced by a plain file")
+        self.assertIsNotNone(data, "nothing was written into the FIFO")
+        page = data.decode("utf-8")
+        self.assertIn('<script type="application/json" id="servprof-data">', page)
+        self.assertTrue(page.rstrip().endswith("</html>"), page[-200:])
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["page.fifo"])
+
+    def test_report_through_a_symlink(self):
+        os.mkdir(self.path("pages"))
+        target = self.path("pages/run.html")
+        with open(target, "w") as f:
+            f.write("old page")
+        link = self.path("latest.html")
+        os.symlink(target, link)
+        dangling = self.path("next.html")
+        os.symlink(self.path("pages/next.html"), dangling)
+        for lnk, dest in ((link, target), (dangling, self.path("pages/next.html"))):
+            p = sp("report", "-i", self.raw, "-o", lnk, "--quiet")
+            self.report_or_skip(p)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(os.path.islink(lnk), "the link was replaced")
+            with open(dest, encoding="utf-8") as f:
+                self.assertIn('id="servprof-data"', f.read())
+        self.assertEqual(sorted(os.listdir(self.path("pages"))), ["next.html", "run.html"])
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["latest.html", "next.html", "pages"])
+
+    def test_parse_outputs(self):
+        out = self.path("out")
+        os.mkdir(out)
+        reader = FifoReader(os.path.join(out, "request.csv"))
+        os.mkfifo(os.path.join(out, "profiler.db"))  # nobody reads it: it must not be opened
+        trace = self.path("trace.json")
+        os.symlink(trace, os.path.join(out, "chrome_tracing.json"))
+        p = sp("parse", "-i", self.raw, "-o", out, "--quiet")
+        data = reader.finish()
+        self.assertEqual(p.returncode, 1, p.stderr)  # profiler.db not written
+        self.assertIn("profiler.db", p.stderr)
+        self.assertIn("not a regular file", p.stderr)
+        self.assertTrue(is_fifo(os.path.join(out, "request.csv")))
+        self.assertTrue(is_fifo(os.path.join(out, "profiler.db")))
+        self.assertIsNotNone(data, "request.csv was not written into the FIFO")
+        self.assertTrue(data.decode().startswith("http_rid,"), data[:200])
+        self.assertGreater(data.count(b"\n"), 1)
+        self.assertTrue(os.path.islink(os.path.join(out, "chrome_tracing.json")))
+        with open(trace) as f:
+            self.assertIn("traceEvents", json.load(f))
+        self.assertTrue(os.path.isfile(os.path.join(out, "batch.csv")))
+        self.assertEqual([n for n in os.listdir(out) if n.endswith(".partial")], [])
+
+    def test_config_init(self):
+        fifo = self.path("c.fifo")
+        reader = FifoReader(fifo)
+        p = sp("config", "init", "--force", fifo)
+        data = reader.finish()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(is_fifo(fifo))
+        self.assertIn("enable", json.loads(data))
+        target, link = self.path("real.json"), self.path("link.json")
+        with open(target, "w") as f:
+            f.write("{}")
+        os.symlink(target, link)
+        p = sp("config", "init", "--force", link)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.islink(link))
+        with open(target) as f:
+            self.assertIn("enable", json.load(f))
+
+    def test_analyze_outputs(self):
+        out = self.path("an")
+        os.mkdir(out)
+        reader = FifoReader(os.path.join(out, "analyze.json"))
+        p = sp("analyze", "-i", self.raw, "-o", out, "--findings-only")
+        data = reader.finish()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(is_fifo(os.path.join(out, "analyze.json")))
+        self.assertIn("findings", json.loads(data))
+
+
+if __name__ == "__main__":
+    unittest.main()
