@@ -37,13 +37,21 @@ static const char *const st_names[ST_N] = {
     "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
     "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
 
+/* Disaggregated serving: pd_split_communication and pd_split_kvcache. */
+enum { PC_RID, PC_REQ, PC_SEND, PC_SUCC, PC_PRES, PC_END, PC_TTFT, PC_SHARE, PC_N };
+static const char *const pc_names[PC_N] = {
+    "rid", "http_req_time(ms)", "send_request_time(ms)", "send_request_succ_time(ms)", "prefill_res_time(ms)",
+    "request_end_time(ms)", "ttft(ms)", "handoff_share"};
+enum { PK_RID, PK_RANK, PK_DUR, PK_START, PK_BYTES, PK_N };
+static const char *const pk_names[PK_N] = {"rid", "rank", "during_time(ms)", "start_time(ms)", "kv_bytes"};
+
 /* Column indexes of one table: the parser's colmap (parse.h), shared with
  * servprof report, which reads the same rows. */
 typedef spp_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
-    colmap rq, bt, fw;
+    colmap rq, bt, fw, pc, pk;
     const spp_tap *also; /* sa_opts.also: handed every row and record too */
 } ingest;
 
@@ -241,6 +249,35 @@ static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int force
         credit_ids(p, res, rlen, src, &st);
 }
 
+static void add_handoff(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    GROW(p->pd, p->npd, p->cappd);
+    sa_pdreq *x = &p->pd[p->npd++];
+    int len;
+    const char *rid = text(v, m, PC_RID, &len);
+    x->rid = strndup(rid, (size_t)len);
+    for (int k = 0; k < SA_PD_N; k++)
+        x->t[k] = ms_to_ns(num(v, m, PC_REQ + k));
+    x->ttft = num(v, m, PC_TTFT);
+    x->share = num(v, m, PC_SHARE);
+}
+
+static void add_pull(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    double dur = num(v, m, PK_DUR), rank = num(v, m, PK_RANK);
+    if (isnan(dur) || dur < 0)
+        return;
+    GROW(p->pull, p->npull, p->cappull);
+    sa_pull *x = &p->pull[p->npull++];
+    int len;
+    const char *rid = text(v, m, PK_RID, &len);
+    x->rid = strndup(rid, (size_t)len);
+    x->rank = isnan(rank) ? -1 : (int)rank;
+    x->start = ms_to_ns(num(v, m, PK_START));
+    x->dur_ms = dur;
+    x->bytes = num(v, m, PK_BYTES);
+}
+
 static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncols, const spp_val *v)
 {
     if (!key)
@@ -254,6 +291,12 @@ static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncol
     } else if (!strcmp(key, "forward")) {
         map_cols(&g->fw, cols, ncols, st_names, ST_N);
         add_step(g->p, &g->fw, v, SA_SRC_FORWARD);
+    } else if (!strcmp(key, "pd_split_communication")) {
+        map_cols(&g->pc, cols, ncols, pc_names, PC_N);
+        add_handoff(g->p, &g->pc, v);
+    } else if (!strcmp(key, "pd_split_kvcache")) {
+        map_cols(&g->pk, cols, ncols, pk_names, PK_N);
+        add_pull(g->p, &g->pk, v);
     }
 }
 
@@ -368,6 +411,8 @@ static int load_db(ingest *g, const char *path, char *err, size_t errcap)
     read_table(g, db, "request");
     read_table(g, db, "batch");
     read_table(g, db, "forward");
+    read_table(g, db, "pd_split_communication");
+    read_table(g, db, "pd_split_kvcache");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
                            NULL) == SQLITE_OK) {
@@ -417,6 +462,22 @@ static void finish(sa_profile *p)
             if (p->steps[s].v[i].end > t1)
                 t1 = p->steps[s].v[i].end;
         }
+    /* hand-offs and KV pulls (a PD store may have no request or step rows) */
+    for (long long i = 0; i < p->npd; i++)
+        for (int k = 0; k < SA_PD_N; k++) {
+            int64_t t = p->pd[i].t[k];
+            if (t > 0 && t < t0)
+                t0 = t;
+            if (t > t1)
+                t1 = t;
+        }
+    for (long long i = 0; i < p->npull; i++) {
+        int64_t a = p->pull[i].start, b = a + (int64_t)llround(p->pull[i].dur_ms * 1e6);
+        if (a > 0 && a < t0)
+            t0 = a;
+        if (a > 0 && b > t1)
+            t1 = b;
+    }
     if (t0 == INT64_MAX)
         t0 = t1 = 0;
     p->t0 = t0;
@@ -484,6 +545,12 @@ void sa_profile_free(sa_profile *p)
     }
     free(p->span);
     sa_strmap_free(&p->span_names);
+    for (long long i = 0; i < p->npd; i++)
+        free(p->pd[i].rid);
+    free(p->pd);
+    for (long long i = 0; i < p->npull; i++)
+        free(p->pull[i].rid);
+    free(p->pull);
     free(p);
 }
 
