@@ -14,7 +14,9 @@
  *                 moments measures the time when one side holds at least
  *                 pd_queue_min requests and the other none. Figure: that
  *                 time / the time with any hand-off in flight. Score: that
- *                 time / the run.
+ *                 time / the run. Without hand-off moments, the
+ *                 coordinator's: prefillStart..prefillEnd on the prefill
+ *                 side, decodeStart..decodeEnd on the decode side.
  *   slow_kv_pull  one rank pulls KV slower than the others. Per rank: ms
  *                 per MB when every pull has its bytes, else the mean pull
  *                 time. Figure: slowest rank / fastest rank (>= 2 ranks).
@@ -176,6 +178,18 @@ static void check_imbalance(const sa_profile *p, const sa_opts *o, const sa_seri
             m[n++] = (moment){t[SA_PD_END], 1, -1};
         }
     }
+    int from_coord = 0;
+    if (n < 4 && p->ncoord) { /* no hand-off moments: the coordinator's view */
+        free(m);
+        m = malloc((size_t)p->ncoord * sizeof *m);
+        n = 0;
+        for (long long i = 0; i < p->ncoord; i++) {
+            int w = p->coord[i].which;
+            m[n++] = (moment){p->coord[i].ts, w == SA_CO_DSTART || w == SA_CO_DEND,
+                              w == SA_CO_PSTART || w == SA_CO_DSTART ? 1 : -1};
+        }
+        from_coord = 1;
+    }
     if (n < 4) {
         free(m);
         return;
@@ -198,6 +212,8 @@ static void check_imbalance(const sa_profile *p, const sa_opts *o, const sa_seri
                 lop[cur] += dt;
         }
         in[m[i].side] += m[i].delta;
+        if (in[m[i].side] < 0) /* an end whose start was before collection */
+            in[m[i].side] = 0;
         if (i + 1 < n && m[i + 1].ts == m[i].ts)
             continue; /* state between moments only */
         int now = in[0] >= qmin && in[1] == 0 ? 0 : in[1] >= qmin && in[0] == 0 ? 1 : -1;
@@ -225,8 +241,9 @@ static void check_imbalance(const sa_profile *p, const sa_opts *o, const sa_seri
     set_figure(f, "pd_one_side_idle_frac", frac, "frac", "pd_imbalance_frac", T(PD_IMBALANCE_FRAC));
     snprintf(f->evidence, sizeof f->evidence,
              "of %.1f ms with hand-offs in flight: %.1f ms with >= %d on prefill and none on decode, %.1f ms "
-             "with >= %d on decode and none on prefill",
-             (double)active / 1e6, (double)lop[0] / 1e6, qmin, (double)lop[1] / 1e6, qmin);
+             "with >= %d on decode and none on prefill (%s)",
+             (double)active / 1e6, (double)lop[0] / 1e6, qmin, (double)lop[1] / 1e6, qmin,
+             from_coord ? "coordinator moments" : "hand-off moments");
     for (int k = 0; k < ntop; k++) {
         char what[96];
         snprintf(what, sizeof what, "%s queued, %s idle for %.2f ms", side[top[k].side], side[!top[k].side],

@@ -104,6 +104,10 @@ typedef struct sa_pull {
     double dur_ms, bytes;           /* bytes NAN unknown */
 } sa_pull;
 
+/* One row of coordinator: a moment of a request at an instance. */
+enum { SA_CO_PSTART, SA_CO_DSTART, SA_CO_PEND, SA_CO_DEND };
+typedef struct sa_coord { int64_t ts; int which; } sa_coord;
+
 typedef struct sa_profile {
     const char *input;
     int from_db;
@@ -118,6 +122,7 @@ typedef struct sa_profile {
     sa_strmap span_names;
     sa_pdreq *pd; long long npd, cappd;     /* PD hand-offs (pdfind.c) */
     sa_pull *pull; long long npull, cappull; /* KV pulls */
+    sa_coord *coord; long long ncoord, capcoord; /* coordinator moments */
     /* computed by sa_profile_finish() */
     int src;                        /* steps used for step metrics: exec, else batch, else forward */
     int busy_src;                   /* steps used as busy time: forward, else exec, else batch */

@@ -65,6 +65,21 @@ def build_balanced(inp):
     d.close()
 
 
+def build_coordinator_only(inp):
+    """No Communication records: the coordinator's moments. c1..c3 are
+    dispatched at 0 (prefillStart), finish prefill at 10, 40, 70
+    (prefillEnd = decodeStart) and end at 22, 62, 82 (decodeEnd): as the
+    unbalanced run but with decode starting at the prefill's end, so P >= 2
+    with D idle on [0,10] and [22,40] = 28 ms of 82 ms in flight."""
+    co = Store(os.path.join(inp, "ms_service_co.db"), hostname="node", pid=300)
+    for rid, pend, end in (("c1", 10, 22), ("c2", 40, 62), ("c3", 70, 82)):
+        co.event("RequestDispatch", 0, cat="Coordinator", rid=rid, PrefillAddress="10.0.0.1:1025",
+                 DecodeAddress="10.0.0.2:1025")
+        co.event("GenerateToken", pend, cat="Coordinator", rid=rid, Phase="prefill")
+        co.event("ReqFinish", end, cat="Coordinator", rid=rid)
+    co.close()
+
+
 def analyze(path, *extra):
     p = subprocess.run([CLI, "analyze", "-i", path, "--format", "json", *extra], capture_output=True, text=True,
                        timeout=120)
@@ -81,7 +96,8 @@ class PdFindings(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.docs = {}
-        for name, build in (("unbalanced", build_unbalanced), ("balanced", build_balanced)):
+        for name, build in (("unbalanced", build_unbalanced), ("balanced", build_balanced),
+                            ("coordinator", build_coordinator_only)):
             inp = os.path.join(cls.tmp.name, name, "in")
             out = os.path.join(cls.tmp.name, name, "out")
             build(inp)
@@ -126,6 +142,15 @@ class PdFindings(unittest.TestCase):
             self.assertEqual(b["examples"][1]["ts_ns"] + 22_000_000, b["examples"][0]["ts_ns"])
             self.assertAlmostEqual(b["score"], 29 / 82, places=6)  # run: first to last moment, 0..82 ms
             self.assertEqual(b["windows"], [0, 1, 2, 3, 4])  # [0,11] and [22,40]
+
+    def test_pd_imbalance_from_the_coordinator(self):
+        for _, f in self.each_path("coordinator"):
+            b = f["pd_imbalance"]
+            self.assertAlmostEqual(b["figure"]["value"], 28 / 82, places=6)
+            self.assertIn("(coordinator moments)", b["evidence"])
+            # its local datetime text read back: the longest stretch starts 22 ms after T0
+            self.assertEqual(b["examples"][0]["ts_ns"], 1_700_000_000_022_000_000)
+            self.assertFalse({"handoff", "slow_kv_pull"} & set(f))
 
     def test_slow_kv_pull_by_rank(self):
         for _, f in self.each_path("unbalanced"):
