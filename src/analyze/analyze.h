@@ -31,7 +31,12 @@
     X(STALL_FRAC, "stall_frac", 0.20, "host stalls: stalled share of the run at least this")         \
     X(TOKENIZE_SHARE, "tokenize_share", 0.10, "slow tokenize: tokenize+detokenize / e2e at least this") \
     X(DP_IMBALANCE, "dp_imbalance", 1.5, "dp imbalance: busiest / least busy rank's busy time")     \
-    X(IDLE_FRAC, "idle_frac", 0.50, "under-loaded: idle share of the run at least this")
+    X(IDLE_FRAC, "idle_frac", 0.50, "under-loaded: idle share of the run at least this")               \
+    X(HANDOFF_SHARE, "handoff_share", 0.30, "PD hand-off: mean hand-off share of TTFT at least this")  \
+    X(PD_QUEUE_MIN, "pd_queue_min", 2.0, "PD imbalance: requests in flight on a side that count as queueing") \
+    X(PD_IMBALANCE_FRAC, "pd_imbalance_frac", 0.20,                                                  \
+      "PD imbalance: share of the PD time one side is idle while the other queues, at least this")   \
+    X(KV_PULL_RATIO, "kv_pull_ratio", 1.5, "slow KV pulls: slowest rank's pull time / fastest rank's")
 
 enum {
 #define SA_ENUM(id, name, def, doc) SA_T_##id,

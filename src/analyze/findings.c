@@ -21,6 +21,7 @@
  *   host_stalls            stalled share of the run
  *   slow_tokenize          (tokenize + detokenize span means) / mean e2e
  *   dp_imbalance           (1 - least / most busy rank) x busy share
+ *   handoff, pd_imbalance, slow_kv_pull: disaggregated serving, pdfind.c
  *
  * "under_loaded" (idle share over its threshold) is a state, not a limit:
  * it is listed after every bottleneck with bottleneck = false, and the
@@ -86,6 +87,11 @@ static void run_figures(const sa_profile *p, run *r)
 }
 
 static sa_finding *add(sa_findings *out, const char *id, int bottleneck, double score)
+{
+    return sa_finding_add(out, id, bottleneck, score);
+}
+
+sa_finding *sa_finding_add(sa_findings *out, const char *id, int bottleneck, double score)
 {
     if (out->n >= (int)(sizeof out->f / sizeof out->f[0]))
         return NULL;
@@ -475,10 +481,11 @@ void sa_findings_compute(const sa_profile *p, const sa_opts *o, const sa_series 
     check_stalls(p, o, s, out);
     check_tokenize(p, o, &r, out);
     check_dp(p, o, s, out);
+    sa_pd_findings(p, o, s, r.e2e_mean * (double)r.ncomplete, out);
     check_idle(o, s, out);
     qsort(out->f, (size_t)out->n, sizeof out->f[0], cmp_finding);
     int any = out->n && out->f[0].bottleneck;
-    if (!p->nreq && !p->steps[p->src].n)
+    if (!p->nreq && !p->steps[p->src].n && !p->npd && !p->npull)
         out->verdict = "no_data";
     else if (any)
         out->verdict = "bottleneck";

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "parse.h"
 #include "profile.h"
@@ -37,13 +38,25 @@ static const char *const st_names[ST_N] = {
     "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
     "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
 
+/* Disaggregated serving: pd_split_communication and pd_split_kvcache. */
+enum { PC_RID, PC_REQ, PC_SEND, PC_SUCC, PC_PRES, PC_END, PC_TTFT, PC_SHARE, PC_N };
+static const char *const pc_names[PC_N] = {
+    "rid", "http_req_time(ms)", "send_request_time(ms)", "send_request_succ_time(ms)", "prefill_res_time(ms)",
+    "request_end_time(ms)", "ttft(ms)", "handoff_share"};
+enum { PK_RID, PK_RANK, PK_DUR, PK_START, PK_BYTES, PK_N };
+static const char *const pk_names[PK_N] = {"rid", "rank", "during_time(ms)", "start_time(ms)", "kv_bytes"};
+
+enum { CO_TIME, CO_PSTART, CO_DSTART, CO_PEND, CO_DEND, CO_N };
+static const char *const co_names[CO_N] = {"start_datetime", "prefillStart", "decodeStart", "prefillEnd",
+                                           "decodeEnd"};
+
 /* Column indexes of one table: the parser's colmap (parse.h), shared with
  * servprof report, which reads the same rows. */
 typedef spp_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
-    colmap rq, bt, fw;
+    colmap rq, bt, fw, pc, pk, co;
     const spp_tap *also; /* sa_opts.also: handed every row and record too */
 } ingest;
 
@@ -241,6 +254,71 @@ static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int force
         credit_ids(p, res, rlen, src, &st);
 }
 
+static void add_handoff(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    GROW(p->pd, p->npd, p->cappd);
+    sa_pdreq *x = &p->pd[p->npd++];
+    int len;
+    const char *rid = text(v, m, PC_RID, &len);
+    x->rid = strndup(rid, (size_t)len);
+    for (int k = 0; k < SA_PD_N; k++)
+        x->t[k] = ms_to_ns(num(v, m, PC_REQ + k));
+    x->ttft = num(v, m, PC_TTFT);
+    x->share = num(v, m, PC_SHARE);
+}
+
+static void add_pull(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    double dur = num(v, m, PK_DUR), rank = num(v, m, PK_RANK);
+    if (isnan(dur) || dur < 0)
+        return;
+    GROW(p->pull, p->npull, p->cappull);
+    sa_pull *x = &p->pull[p->npull++];
+    int len;
+    const char *rid = text(v, m, PK_RID, &len);
+    x->rid = strndup(rid, (size_t)len);
+    x->rank = isnan(rank) ? -1 : (int)rank;
+    x->start = ms_to_ns(num(v, m, PK_START));
+    x->dur_ms = dur;
+    x->bytes = num(v, m, PK_BYTES);
+}
+
+/* "YYYY-MM-DD HH:MM:SS.ffffff" in local time (the parse wrote it with
+ * localtime: right when analyze runs in the parse's time zone) to epoch ns;
+ * 0 when it is not that. */
+static int64_t local_datetime_ns(const char *s, int n)
+{
+    char buf[40];
+    if (n < 19 || n >= (int)sizeof buf)
+        return 0;
+    memcpy(buf, s, (size_t)n);
+    buf[n] = 0;
+    struct tm tm = {0};
+    int us = 0;
+    if (sscanf(buf, "%d-%d-%d %d:%d:%d.%6d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+               &tm.tm_sec, &us) < 6)
+        return 0;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    return t == (time_t)-1 ? 0 : (int64_t)t * 1000000000 + (int64_t)us * 1000;
+}
+
+static void add_coord(sa_profile *p, const colmap *m, const spp_val *v)
+{
+    int len;
+    const char *dt = text(v, m, CO_TIME, &len);
+    int64_t ts = local_datetime_ns(dt, len);
+    if (!ts)
+        return;
+    for (int k = 0; k < 4; k++)
+        if (num(v, m, CO_PSTART + k) == 1) {
+            GROW(p->coord, p->ncoord, p->capcoord);
+            p->coord[p->ncoord++] = (sa_coord){ts, k};
+        }
+}
+
 static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncols, const spp_val *v)
 {
     if (!key)
@@ -254,6 +332,15 @@ static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncol
     } else if (!strcmp(key, "forward")) {
         map_cols(&g->fw, cols, ncols, st_names, ST_N);
         add_step(g->p, &g->fw, v, SA_SRC_FORWARD);
+    } else if (!strcmp(key, "pd_split_communication")) {
+        map_cols(&g->pc, cols, ncols, pc_names, PC_N);
+        add_handoff(g->p, &g->pc, v);
+    } else if (!strcmp(key, "pd_split_kvcache")) {
+        map_cols(&g->pk, cols, ncols, pk_names, PK_N);
+        add_pull(g->p, &g->pk, v);
+    } else if (!strcmp(key, "coordinator")) {
+        map_cols(&g->co, cols, ncols, co_names, CO_N);
+        add_coord(g->p, &g->co, v);
     }
 }
 
@@ -368,6 +455,9 @@ static int load_db(ingest *g, const char *path, char *err, size_t errcap)
     read_table(g, db, "request");
     read_table(g, db, "batch");
     read_table(g, db, "forward");
+    read_table(g, db, "pd_split_communication");
+    read_table(g, db, "pd_split_kvcache");
+    read_table(g, db, "coordinator");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
                            NULL) == SQLITE_OK) {
@@ -417,6 +507,28 @@ static void finish(sa_profile *p)
             if (p->steps[s].v[i].end > t1)
                 t1 = p->steps[s].v[i].end;
         }
+    /* hand-offs and KV pulls (a PD store may have no request or step rows) */
+    for (long long i = 0; i < p->npd; i++)
+        for (int k = 0; k < SA_PD_N; k++) {
+            int64_t t = p->pd[i].t[k];
+            if (t > 0 && t < t0)
+                t0 = t;
+            if (t > t1)
+                t1 = t;
+        }
+    for (long long i = 0; i < p->npull; i++) {
+        int64_t a = p->pull[i].start, b = a + (int64_t)llround(p->pull[i].dur_ms * 1e6);
+        if (a > 0 && a < t0)
+            t0 = a;
+        if (a > 0 && b > t1)
+            t1 = b;
+    }
+    for (long long i = 0; i < p->ncoord; i++) {
+        if (p->coord[i].ts < t0)
+            t0 = p->coord[i].ts;
+        if (p->coord[i].ts > t1)
+            t1 = p->coord[i].ts;
+    }
     if (t0 == INT64_MAX)
         t0 = t1 = 0;
     p->t0 = t0;
@@ -484,6 +596,13 @@ void sa_profile_free(sa_profile *p)
     }
     free(p->span);
     sa_strmap_free(&p->span_names);
+    for (long long i = 0; i < p->npd; i++)
+        free(p->pd[i].rid);
+    free(p->pd);
+    for (long long i = 0; i < p->npull; i++)
+        free(p->pull[i].rid);
+    free(p->pull);
+    free(p->coord);
     free(p);
 }
 

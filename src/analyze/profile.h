@@ -87,6 +87,27 @@ typedef struct sa_span {
     double max_ms; int64_t max_ts;  /* the longest one, for examples */
 } sa_span;
 
+/* One row of pd_split_communication: the hand-off moments (ns, 0 unknown)
+ * receiveReq, sendReqToD, sendReqToDSucc, prefillRes, decodeRes. */
+enum { SA_PD_REQ, SA_PD_SEND, SA_PD_SUCC, SA_PD_PRES, SA_PD_END, SA_PD_N };
+typedef struct sa_pdreq {
+    char *rid;                      /* owned */
+    int64_t t[SA_PD_N];
+    double ttft, share;             /* ms, fraction; NAN unknown */
+} sa_pdreq;
+
+/* One row of pd_split_kvcache: a PullKVCache span. */
+typedef struct sa_pull {
+    char *rid;                      /* owned; "" none */
+    int rank;                       /* -1 unknown */
+    int64_t start;
+    double dur_ms, bytes;           /* bytes NAN unknown */
+} sa_pull;
+
+/* One row of coordinator: a moment of a request at an instance. */
+enum { SA_CO_PSTART, SA_CO_DSTART, SA_CO_PEND, SA_CO_DEND };
+typedef struct sa_coord { int64_t ts; int which; } sa_coord;
+
 typedef struct sa_profile {
     const char *input;
     int from_db;
@@ -99,6 +120,9 @@ typedef struct sa_profile {
     sa_kvpoint *kv; long long nkv, capkv;
     sa_span *span; int nspan, capspan;
     sa_strmap span_names;
+    sa_pdreq *pd; long long npd, cappd;     /* PD hand-offs (pdfind.c) */
+    sa_pull *pull; long long npull, cappull; /* KV pulls */
+    sa_coord *coord; long long ncoord, capcoord; /* coordinator moments */
     /* computed by sa_profile_finish() */
     int src;                        /* steps used for step metrics: exec, else batch, else forward */
     int busy_src;                   /* steps used as busy time: forward, else exec, else batch */
@@ -187,6 +211,15 @@ typedef struct sa_finding {
 
 typedef struct sa_findings { sa_finding f[16]; int n; const char *verdict; } sa_findings;
 void sa_findings_compute(const sa_profile *p, const sa_opts *o, const sa_series *s, sa_findings *out);
+
+/* ---------------------------------------------------------- pdfind.c */
+/* The findings of disaggregated serving (hand-off share of TTFT, P/D
+ * imbalance, slow KV pulls by rank); e2e_ms_total: sum of the complete
+ * requests' e2e (ms), the denominator of their scores. */
+void sa_pd_findings(const sa_profile *p, const sa_opts *o, const sa_series *s, double e2e_ms_total,
+                    sa_findings *out);
+/* Adds a finding to out (NULL when full); used by findings.c and pdfind.c. */
+sa_finding *sa_finding_add(sa_findings *out, const char *id, int bottleneck, double score);
 
 /* ------------------------------------------------------------ refsum.c */
 /* The reference's three summaries as JSON arrays of rows. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "coordcount.h"
+#include "dbcompat.h"
 
 #define BUCKET_NS 5000000000LL
 #define MAX_ROWS 10000000LL /* beyond: only buckets with moments are written */
@@ -99,6 +100,17 @@ void spp_coordcount_write(spp_coordcount *c, spp_out *out)
         for (int i = 0; i < c->nk; i++)
             order[i] = i;
         qsort(order, (size_t)c->nk, sizeof *order, key_cmp);
+        /* profiler.db's Coordinator_curve view needs the instances (dbcompat.c) */
+        const char **addr = malloc((size_t)c->nk * sizeof *addr); /* sorted by address: the view's order */
+        int *dec = malloc((size_t)c->nk * sizeof *dec);
+        for (int i = 0; i < c->nk; i++) {
+            addr[i] = c->k[order[i]].address;
+            dec[i] = c->k[order[i]].decode;
+        }
+        if (out->db_conn)
+            spp_dbcompat_coordinator_nodes(addr, dec, c->nk);
+        free(addr);
+        free(dec);
         int64_t first = c->m[0].bucket, last = c->m[c->n - 1].bucket;
         int fill = (last - first + 1) * c->nk <= MAX_ROWS;
         long long i = 0;

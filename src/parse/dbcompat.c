@@ -165,13 +165,18 @@ static int table_has(sqlite3 *db, const char *table, const char *col)
     return has;
 }
 
-/* "CREATE VIEW view AS SELECT <table's stored columns> FROM table", a
- * column renamed when it is `from` (to `to`). The stored columns are the
- * report's (PRAGMA table_info leaves generated columns out). */
-static char *info_view_sql(sqlite3 *db, const char *view, const char *table, const char *from, const char *to)
+/* A column of a view renamed: `from` of ours shown as the reference's `to`. */
+typedef struct col_rename { const char *from, *to; } rename_t;
+
+/* "CREATE VIEW view AS SELECT <table's stored columns> FROM table", the
+ * columns named in ren[0..1] renamed. The stored columns are the report's
+ * (PRAGMA table_info leaves generated columns out). */
+static char *info_view_sql(sqlite3 *db, const char *view, const char *table, const rename_t *ren)
 {
-    if (from && table_has(db, table, to))
-        from = NULL; /* the table has the reference's name already */
+    rename_t r[2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int k = 0; k < 2; k++)
+        if (ren[k].from && !table_has(db, table, ren[k].to)) /* else the table has the reference's name */
+            r[k] = ren[k];
     sqlite3_str *s = sqlite3_str_new(db);
     sqlite3_str_appendf(s, "CREATE VIEW \"%w\" AS SELECT ", view);
     char *q = sqlite3_mprintf("PRAGMA table_info(\"%w\")", table);
@@ -181,8 +186,9 @@ static char *info_view_sql(sqlite3 *db, const char *view, const char *table, con
         while (sqlite3_step(st) == SQLITE_ROW) {
             const char *c = (const char *)sqlite3_column_text(st, 1);
             sqlite3_str_appendf(s, "%s\"%w\"", n++ ? ", " : "", c);
-            if (from && strcmp(c, from) == 0)
-                sqlite3_str_appendf(s, " AS \"%w\"", to);
+            for (int k = 0; k < 2; k++)
+                if (r[k].from && strcmp(c, r[k].from) == 0)
+                    sqlite3_str_appendf(s, " AS \"%w\"", r[k].to);
         }
         sqlite3_finalize(st);
     }
@@ -206,23 +212,62 @@ static void exec_view(sqlite3 *db, const char *sql)
     }
 }
 
+/* Coordinator_curve: one row per 5-second bucket of coordinator_running,
+ * one column per instance ("decode ADDR" / "prefill ADDR", by node type
+ * then address, as the reference names and orders them) holding the
+ * requests added to it in the bucket. Its columns depend on the instances
+ * seen, so its SQL is made from them (coordcount.c hands them over). */
+static char *curve_sql; /* pending CREATE VIEW, sqlite3_malloc'd; NULL none */
+
+void spp_dbcompat_coordinator_nodes(const char *const *address, const int *decode, int n)
+{
+    sqlite3_free(curve_sql);
+    curve_sql = NULL;
+    if (n <= 0)
+        return;
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(s, "CREATE VIEW Coordinator_curve AS SELECT time");
+    for (int want = 1; want >= 0; want--) /* "decode" sorts before "prefill" */
+        for (int i = 0; i < n; i++) {
+            if (decode[i] != want)
+                continue;
+            const char *type = want ? "decode" : "prefill";
+            char *alias = sqlite3_mprintf("%s %s", type, address[i]);
+            sqlite3_str_appendf(s, ", max(CASE WHEN node_type = %Q AND address = %Q THEN add_count END) AS \"%w\"",
+                                type, address[i], alias);
+            sqlite3_free(alias);
+        }
+    sqlite3_str_appendall(s, " FROM coordinator_running GROUP BY time ORDER BY time");
+    curve_sql = sqlite3_str_finish(s);
+}
+
 void spp_dbcompat_views(spp_out *o)
 {
-    if (!o->db_conn)
+    if (!o->db_conn) {
+        spp_dbcompat_coordinator_nodes(NULL, NULL, 0);
         return;
-    /* the reference's views of its tables, with its column names */
-    static const struct { const char *view, *table, *from, *to; } info[] = {
-        {"batch_info", "batch", NULL, NULL},
-        {"request_data", "request", NULL, NULL},
-        {"forward_info", "forward", NULL, NULL},
-        {"kvcache_usage", "kvcache", "start_datetime", "start_time"},
+    }
+    /* the reference's views of its tables, with its column names. Its
+     * pd_split_communication already carries the (ms) names its view adds;
+     * its coordinator table is our coordinator_running (5-second counts). */
+    static const struct { const char *view, *table; rename_t ren[2]; } info[] = {
+        {"batch_info", "batch", {{NULL, NULL}, {NULL, NULL}}},
+        {"request_data", "request", {{NULL, NULL}, {NULL, NULL}}},
+        {"forward_info", "forward", {{NULL, NULL}, {NULL, NULL}}},
+        {"kvcache_usage", "kvcache", {{"start_datetime", "start_time"}, {NULL, NULL}}},
+        {"pd_communication_info", "pd_split_communication", {{NULL, NULL}, {NULL, NULL}}},
+        {"pd_split_pull_kvcache", "pd_split_kvcache", {{"start_datetime", "start_time"}, {"end_datetime", "end_time"}}},
+        {"coordinator_info", "coordinator_running", {{NULL, NULL}, {NULL, NULL}}},
     };
     for (size_t i = 0; i < sizeof info / sizeof *info; i++) {
-        char *sql = info_view_sql(o->db_conn, info[i].view, info[i].table, info[i].from, info[i].to);
+        char *sql = info_view_sql(o->db_conn, info[i].view, info[i].table, info[i].ren);
         if (sql)
             exec_view(o->db_conn, sql);
         sqlite3_free(sql);
     }
     for (size_t i = 0; i < sizeof views / sizeof *views; i++)
         exec_view(o->db_conn, views[i]);
+    if (curve_sql)
+        exec_view(o->db_conn, curve_sql);
+    spp_dbcompat_coordinator_nodes(NULL, NULL, 0);
 }

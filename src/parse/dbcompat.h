@@ -20,8 +20,15 @@ char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols);
  * why). buf holds at least 27 bytes. */
 void spp_dbcompat_time(int64_t ns, char *buf);
 
+/* The instances of coordinator_running, for the Coordinator_curve view
+ * (one column per instance: its columns depend on the data, which the page
+ * writer has not stored yet when the views are made). decode[i]: node
+ * type decode, else prefill. Kept until spp_dbcompat_views; n = 0 clears. */
+void spp_dbcompat_coordinator_nodes(const char *const *address, const int *decode, int n);
+
 /* Creates the reference's views (data_table, data_link, batch_info,
- * request_data, forward_info, kvcache_usage, batch_exec, batch_req and the
+ * request_data, forward_info, kvcache_usage, pd_communication_info,
+ * pd_split_pull_kvcache, coordinator_info, batch_exec, batch_req and the
  * *_curve views) in profiler.db's schema. Call once every table exists; a
  * view SQLite refuses is one warning, the others are still made. */
 void spp_dbcompat_views(spp_out *o);

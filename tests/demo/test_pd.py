@@ -188,6 +188,23 @@ class PdDemo(unittest.TestCase):
             gap = float(q["first_token_latency(ms)"]) - float(r["ttft(ms)"])
             self.assertTrue(-0.0015 <= gap <= float(r["prefill_time(ms)"]), (gap, q, r))
 
+    def analyze(self, *extra):
+        p = subprocess.run([CLI, "analyze", "-i", self.out, "--format", "json", *extra], capture_output=True,
+                           text=True, timeout=120 * SLACK)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return {f["id"]: f for f in json.loads(p.stdout)["findings"]}
+
+    def test_analyze_pd_findings(self):
+        # requests one at a time through one P and one D, one rank: no imbalance, no slow rank
+        f = self.analyze()
+        self.assertNotIn("pd_imbalance", f)
+        self.assertNotIn("slow_kv_pull", f)
+        # the hand-off figure is the mean of the report's shares (threshold 0: it always fires)
+        h = self.analyze("--threshold", "handoff_share=0")["handoff"]
+        shares = [float(r["handoff_share"]) for r in self.comm]
+        self.assertAlmostEqual(h["figure"]["value"], sum(shares) / len(shares), places=5)
+        self.assertIn(h["examples"][0]["rid"], {r["rid"] for r in self.comm})
+
     def test_coordinator_moments(self):
         per = {}
         for r in self.coord:

@@ -197,6 +197,39 @@ class PdSplit(unittest.TestCase):
         finally:
             db.close()
 
+    def test_reference_views(self):
+        """The reference's views of these reports, with its column names."""
+        db = sqlite3.connect(os.path.join(self.out, "profiler.db"))
+        try:
+            def cols(view):
+                return [c[1] for c in db.execute('PRAGMA table_info("%s")' % view)]
+            # pd_communication_info: the table as is (it has the (ms) names the reference's view adds)
+            self.assertEqual(cols("pd_communication_info")[:6], [
+                "rid", "http_req_time(ms)", "send_request_time(ms)", "send_request_succ_time(ms)",
+                "prefill_res_time(ms)", "request_end_time(ms)"])
+            self.assertEqual(db.execute('SELECT rid, round("ttft(ms)", 3) FROM pd_communication_info ORDER BY rid')
+                             .fetchall(), [("r1", 21.0), ("r2", 20.0), ("r3", 16.0)])
+            # pd_split_pull_kvcache: start/end datetimes under the reference's start_time / end_time
+            self.assertEqual(cols("pd_split_pull_kvcache")[:10], [
+                "domain", "rank", "rid", "block_tables", "batch_seq_len", "during_time(ms)", "start_time",
+                "end_time", "start_time(ms)", "end_time(ms)"])
+            row = db.execute('SELECT start_time, end_time, "during_time(ms)" FROM pd_split_pull_kvcache '
+                             "WHERE rid = 'r1'").fetchone()
+            self.assertEqual(row[0][-15:], "22:13:20.013000")  # pull 13..18 ms (TZ=UTC)
+            self.assertEqual(row[1][-15:], "22:13:20.018000")
+            self.assertAlmostEqual(row[2], 5.0, places=6)
+            # coordinator_info: the reference's coordinator table is our coordinator_running
+            self.assertEqual(cols("coordinator_info"),
+                             ["time", "address", "node_type", "add_count", "end_count", "running_count"])
+            self.assertEqual(db.execute("SELECT count(*) FROM coordinator_info").fetchone()[0], 6)
+            # Coordinator_curve: one column per instance, requests added per 5-second bucket
+            self.assertEqual(cols("Coordinator_curve"),
+                             ["time", "decode " + D_ADDR, "prefill " + P_ADDR])
+            got = [(t[-8:], d, p) for t, d, p in db.execute("SELECT * FROM Coordinator_curve")]
+            self.assertEqual(got, [("22:13:20", 1, 1), ("22:13:25", 0, 0), ("22:13:30", 1, 1)])
+        finally:
+            db.close()
+
     def test_malformed_pd_records(self):
         with tempfile.TemporaryDirectory() as tmp:
             s = Store(os.path.join(tmp, "in", "ms_service_bad.db"), hostname="node")
