@@ -60,7 +60,7 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     spp_log_set_level(level);
 }
 
-static int run_once(const spp_opts *opts, double t0, int *again);
+static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again);
 
 /* Values read but not used, counted where they were read (store.c, args.c)
  * and said once per parse: nothing is dropped silently. */
@@ -84,19 +84,20 @@ int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
     int again = 0;
-    spp_store_exact(0);
-    int rc = run_once(opts, t0, &again);
+    spp_parse_ctx ctx = {0};
+    spp_store_exact(&ctx, 0);
+    int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         spp_log(SPP_INFO, "a record came later than the reorder window of one pass; parsing again with a "
                 "first pass over the timestamps");
-        spp_store_exact(1);
-        rc = run_once(opts, t0, &again);
-        spp_store_exact(0);
+        spp_store_exact(&ctx, 1);
+        rc = run_once(&ctx, opts, t0, &again);
     }
+    spp_store_exact(&ctx, 0); /* frees what ctx remembers */
     return rc;
 }
 
-static int run_once(const spp_opts *opts, double t0, int *again)
+static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again)
 {
     *again = 0;
     spp_args_range_reset();
@@ -127,7 +128,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     long long est = 0;
     int64_t origin = INT64_MAX;
     for (int i = 0; i < paths.nraw; i++) {
-        spp_store *s = spp_store_open(paths.raw[i], n);
+        spp_store *s = spp_store_open(ctx, paths.raw[i], n);
         if (!s)
             continue;
         session_of[n] = ss.of_store[i];
@@ -173,7 +174,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     spp_merge_init(&mg, stores, n);
     spp_progress_start(est, opts->progress);
     spp_store *s;
-    while ((s = spp_merge_top(&mg)) && !spp_store_violations()) {
+    while ((s = spp_merge_top(&mg)) && !spp_store_violations(ctx)) {
         spp_rec r;
         spp_store_peek(s, &r);
         spp_sessions_note(&ss, session_of[s->index], r.ts,
@@ -185,7 +186,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     }
     spp_progress_end();
     spp_merge_free(&mg);
-    if (spp_store_violations()) {
+    if (spp_store_violations(ctx)) {
         abandon(&m, stores, n);
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);

@@ -82,8 +82,19 @@ int spp_discover(const char *dir, spp_paths *out);
 void spp_paths_free(spp_paths *p);
 
 /* --------------------------------------------------------------- store */
+/* What one parse shares across its stores and its runs (parse.c): the
+ * driver owns it, so two parses in one process do not meet. */
+typedef struct spp_parse_ctx {
+    int exact;            /* spp_store_exact(): a first pass bounds the window */
+    int quiet_open;       /* the open-time warnings were printed by the run before */
+    int violations;       /* one-pass stores that met a row later than their window */
+    char *bad_warned;     /* by store index: its bad-timestamp line was printed */
+    int nbad_warned;
+} spp_parse_ctx;
+
 typedef struct spp_store {
     int index;            /* position in the merge, 0.. */
+    spp_parse_ctx *ctx;   /* the parse it belongs to (not owned) */
     char *path;
     char *prof_id;        /* file stem */
     char *hostname;       /* Meta hostname, "" if absent */
@@ -144,14 +155,15 @@ typedef struct spp_rec {
 
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
-spp_store *spp_store_open(const char *path, int index);
+spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index);
 /* Exact mode (1): a first pass over the timestamps bounds the reorder
  * window before any row is handed out, and open-time warnings are not
- * repeated (the one-pass run before printed them). Default 0: one pass. */
-void spp_store_exact(int on);
+ * repeated (the one-pass run before printed them). Default 0: one pass;
+ * spp_store_exact(c, 0) also frees what c remembers of the last parse. */
+void spp_store_exact(spp_parse_ctx *c, int on);
 /* One-pass stores that met a row later than their window since the last
  * spp_store_exact(): the parse must be run again in exact mode. */
-int spp_store_violations(void);
+int spp_store_violations(const spp_parse_ctx *c);
 /* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
  * registered (then SQLite's default is used). */
 const char *spp_readvfs_name(void);

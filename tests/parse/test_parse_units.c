@@ -13,6 +13,9 @@
 
 #include "check.h"
 #include "parse.h"
+
+/* the parse context the stores under test belong to */
+static spp_parse_ctx test_ctx;
 #include "reorder.h"
 #include "stats.h"
 
@@ -276,8 +279,8 @@ static void test_store_order(void)
                                  " ORDER BY timestamp, id", -1, &want, NULL) == SQLITE_OK);
     spp_log_set_level(SPP_NONE);
     for (int exact = 0; exact <= 1; exact++) { /* one pass, then with the first pass */
-        spp_store_exact(exact);
-        spp_store *st = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, exact);
+        spp_store *st = spp_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
         CHECK_INT(st ? st->mode : -1, SPP_READ_REORDER);
         int got = 0;
@@ -292,10 +295,10 @@ static void test_store_order(void)
         }
         CHECK_INT(got, valid);
         CHECK(sqlite3_step(want) == SQLITE_DONE);
-        CHECK_INT(spp_store_violations(), 0);
+        CHECK_INT(spp_store_violations(&test_ctx), 0);
         spp_store_close(st);
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     sqlite3_finalize(want);
     sqlite3_close(db);
     spp_log_set_level(SPP_WARNING);
@@ -353,8 +356,8 @@ static void test_one_pass_restart(void)
     free(sec);
     spp_log_set_level(SPP_NONE);
     for (int exact = 0; exact <= 1; exact++) {
-        spp_store_exact(exact);
-        spp_store *st = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, exact);
+        spp_store *st = spp_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
         spp_rec r;
         int64_t last = 0;
@@ -365,18 +368,18 @@ static void test_one_pass_restart(void)
             spp_store_next(st);
             got++;
         }
-        CHECK_INT(spp_store_violations(), exact ? 0 : 1);
+        CHECK_INT(spp_store_violations(&test_ctx), exact ? 0 : 1);
         if (exact)
             CHECK_INT(got, n);
         spp_store_close(st);
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     spp_opts o = {0};
     o.input = dir;
     o.output = out;
     o.csv = 1;
     CHECK_INT(spp_run(&o), 0);
-    CHECK_INT(spp_store_violations(), 0);
+    CHECK_INT(spp_store_violations(&test_ctx), 0);
     FILE *f = fopen(csv, "r");
     CHECK(f != NULL);
     char line[1024];
