@@ -90,6 +90,7 @@ typedef struct spp_parse_ctx {
     int violations;       /* one-pass stores that met a row later than their window */
     char *bad_warned;     /* by store index: its bad-timestamp line was printed */
     int nbad_warned;
+    int nscans;           /* raw scans open now (rawscan.c): they share one chunk budget */
 } spp_parse_ctx;
 
 typedef struct spp_store {

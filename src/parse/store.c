@@ -396,7 +396,7 @@ static int raw_off(void)
 static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
 {
     const char *why = NULL;
-    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &why);
+    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (!rs)
         return 0;
     spp_rawrow w;
@@ -514,7 +514,7 @@ static void open_raw(spp_store *s, int where)
     if (raw_off())
         why = "the raw scan is off (SERVPROF_RAWSCAN=0)";
     else
-        s->raw = spp_rawscan_open(s->db, &why);
+        s->raw = spp_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (s->raw && !(s->raw_row = calloc(1, sizeof *s->raw_row))) {
         spp_rawscan_close(s->raw);
         s->raw = NULL;

@@ -184,7 +184,7 @@ static void check_raw(const char *path, int64_t handoff_at, const char *label)
     rows want = sqlite_rows(path, "");
     sqlite3 *db = open_reader(path);
     const char *why = NULL;
-    spp_rawscan *rs = spp_rawscan_open(db, &why);
+    spp_rawscan *rs = spp_rawscan_open(db, &test_ctx.nscans, &why);
     if (!rs)
         fprintf(stderr, "%s: no raw scan: %s\n", label, why);
     CHECK(rs != NULL);
