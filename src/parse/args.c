@@ -504,22 +504,18 @@ void spp_args_free(spp_args *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Every record starts from this (built once): one struct copy instead of
- * a memset and two dozen stores. */
-static spp_args blank;
-static int blank_ready; /* the parser runs on one thread */
+/* Every record starts from this: one struct copy instead of a memset and
+ * two dozen stores. */
+static const spp_args blank = {
+    .type = -1, .device = -1, .cpu_index = -1,
+    .queue_size = NAN, .total = NAN, .used = NAN, .free = NAN, .free_before = NAN, .free_after = NAN,
+    .allocated = NAN, .usage_pct = NAN, .device_block = NAN, .recv_tokens = NAN, .reply_tokens = NAN,
+    .hit_cache = NAN, .batch_size = NAN,
+    .usage = NAN, .mtotal = NAN, .util = NAN, .mused = NAN, .available = NAN, .cpu = NAN, .rss = NAN,
+};
 
 static void reset(spp_args *a)
 {
-    if (!blank_ready) {
-        blank.type = -1;
-        blank.device = blank.cpu_index = -1;
-        blank.queue_size = blank.total = blank.used = blank.free = blank.free_before = blank.free_after = NAN;
-        blank.allocated = blank.usage_pct = blank.device_block = blank.recv_tokens = blank.reply_tokens = NAN;
-        blank.hit_cache = blank.batch_size = NAN;
-        blank.usage = blank.mtotal = blank.util = blank.mused = blank.available = blank.cpu = blank.rss = NAN;
-        blank_ready = 1;
-    }
     spp_rident *rids = a->rids;
     int cap = a->caprids;
     *a = blank;
