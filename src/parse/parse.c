@@ -62,16 +62,18 @@ static void abandon(spp_model *m, spp_store **stores, int n)
 
 static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again);
 
-/* Values read but not used, counted where they were read (store.c, args.c)
- * and said once per parse: nothing is dropped silently. */
-static void warn_dropped_values(spp_store **stores, int n)
+/* Values read but not used, counted where they were read (store.c; args.c,
+ * in the model's decoders: the clock alignment's look at the same rows
+ * before them is not counted twice) and said once per parse: nothing is
+ * dropped silently. */
+static void warn_dropped_values(const spp_model *m, spp_store **stores, int n)
 {
     for (int i = 0; i < n; i++)
         if (stores[i]->absurd_dur)
             spp_log(SPP_WARNING, "store %s: %lld record(s) had an absurd duration (over %.1f years, or ending "
                     "past the year 2262); they are read as events (duration 0)", stores[i]->path,
                     stores[i]->absurd_dur, (double)SPP_MAX_DUR_NS / 1e9 / 86400 / 365.25);
-    long long range = spp_args_range_errors();
+    long long range = m->args.range_errors + m->args_cache.range_errors;
     if (range)
         spp_log(SPP_WARNING, "%lld numeric value(s) in args were out of range (beyond 2^53, infinite, or an "
                 "iter/type/scope#device/scope#cpu beyond a 32-bit integer); they are treated as absent", range);
@@ -100,7 +102,6 @@ int spp_run(const spp_opts *opts)
 static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again)
 {
     *again = 0;
-    spp_args_range_reset();
     /* SQLite's malloc takes a process-wide mutex only to keep memory
      * statistics, on every row read and inserted; we never ask for them.
      * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
@@ -197,7 +198,7 @@ static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *ag
         *again = 1;
         return 1;
     }
-    warn_dropped_values(stores, n);
+    warn_dropped_values(&m, stores, n);
     spp_model_finish(&m);
     spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
     spp_torch_timeline(m.tl, paths.torch, paths.ntorch, stores, n);

@@ -213,6 +213,8 @@ typedef struct spp_args {
     double usage, mtotal, util, mused, available, cpu, rss;  /* sampler keys */
     int device, cpu_index;    /* scope#device / scope#cpu, -1 absent */
     spp_str accepted;         /* spec_decode_accepted_by_req object text */
+    long long range_errors;   /* numeric values out of range (beyond 2^53, infinite, or an int key
+                               * beyond int) treated as absent, since spp_args_init: kept by decode */
 } spp_args;
 
 void spp_args_init(spp_args *a);
@@ -225,15 +227,12 @@ void spp_args_decode(spp_args *a, const char *text, int len);
  * \u0000 and unpaired surrogates become U+FFFD; surrogate pairs become one
  * 4-byte UTF-8 sequence. */
 int spp_str_copy(spp_str s, char *buf, int cap);
-/* Values of numeric keys found out of range (beyond 2^53, infinite, or an
- * int key beyond int) and treated as absent, since the last reset. */
-long long spp_args_range_errors(void);
-void spp_args_range_reset(void);
 /* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
 double spp_json_object_number(spp_str obj, const char *key, int keylen);
-/* Calls fn(key, value) for each member of a flat object (NAN when not a number). */
+/* Calls fn(key, value) for each member of a flat object (NAN when not a
+ * number, or out of range: then counted in *range unless range is NULL). */
 typedef void (*spp_json_num_fn)(spp_str key, double value, void *ctx);
-void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx);
+void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx, long long *range);
 /* Finds string member "key" of a flat JSON object text; 1 if found. */
 int spp_json_object_string(const char *text, int len, const char *key, spp_str *out);
 
