@@ -209,7 +209,7 @@ static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *ag
     spp_dbout_finish(&m);
     if ((paths.nactivity || paths.ntorch) && opts->csv &&
         sp_report_ops_all((const char *const *)paths.activity, paths.nactivity,
-                          (const char *const *)paths.torch, paths.ntorch, opts->output) != 0)
+                          (const char *const *)paths.torch, paths.ntorch, opts->output, &m.out.stage) != 0)
         rc = 1;
     spp_model_close(&m);
     if (spp_out_close(&m.out) != 0)

@@ -39,6 +39,8 @@
 
 #include <sqlite3.h>
 
+#include "dwrite.h"
+
 /* ---------------------------------------------------------------- log */
 enum { SPP_DEBUG = 0, SPP_INFO = 1, SPP_WARNING = 2, SPP_ERROR = 3, SPP_NONE = 4 };
 void spp_log_set_level(int level);
@@ -334,6 +336,7 @@ typedef struct spp_out {
     struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
     int discard;            /* spp_out_close removes this run's outputs instead of committing them */
+    spp_dw_stage stage;     /* the outputs' renames, done at spp_out_close (dwrite.c) */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
