@@ -173,7 +173,8 @@ static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *ag
     m.last_ns = origin;
     spp_merge mg;
     spp_merge_init(&mg, stores, n);
-    spp_progress_start(est, opts->progress);
+    spp_progress bar;
+    spp_progress_start(&bar, est, opts->progress);
     spp_store *s;
     while ((s = spp_merge_top(&mg)) && !spp_store_violations(ctx)) {
         spp_rec r;
@@ -183,9 +184,9 @@ static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *ag
         spp_model_record(&m, &r);
         spp_merge_advance(&mg);
         if ((m.nrec & 65535) == 0)
-            spp_progress_tick(m.nrec);
+            spp_progress_tick(&bar, m.nrec);
     }
-    spp_progress_end();
+    spp_progress_end(&bar);
     spp_merge_free(&mg);
     if (spp_store_violations(ctx)) {
         abandon(&m, stores, n);
