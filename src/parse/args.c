@@ -17,7 +17,9 @@
 
 #include "parse.h"
 
-typedef struct J { const char *p, *e; int err; } J;
+/* The decoder's state; range counts the values out of range (NULL: not
+ * counted), see bounded(). */
+typedef struct J { const char *p, *e; int err; long long *range; } J;
 
 /* Most calls find no whitespace at all: one test settles them (every
  * JSON whitespace byte is <= ' '). */
@@ -269,13 +271,6 @@ static void skip(J *j, int depth)
     }
 }
 
-/* Values out of range, since the last spp_args_range_reset(): counted, not
- * used. The parser runs on one thread. */
-static long long range_errors;
-
-long long spp_args_range_errors(void) { return range_errors; }
-void spp_args_range_reset(void) { range_errors = 0; }
-
 /* Largest magnitude a numeric value may have: 2^53, beyond which a double
  * no longer holds every integer (no token count, block count or byte
  * count comes near it). Larger values and infinities are treated as
@@ -283,23 +278,25 @@ void spp_args_range_reset(void) { range_errors = 0; }
  * unrepresentable double to an integer (undefined behaviour in C). */
 #define NUM_LIMIT 9007199254740992.0
 
-static double bounded(double d)
+static double bounded(J *j, double d)
 {
     if (isnan(d) || (d >= -NUM_LIMIT && d <= NUM_LIMIT))
         return d;
-    range_errors++;
+    if (j->range)
+        (*j->range)++;
     return NAN;
 }
 
 /* An int-valued key (iter, type, scope#device, scope#cpu): -1 when absent,
  * and when out of int's range (counted). */
-static int to_int(double d)
+static int to_int(J *j, double d)
 {
     if (isnan(d))
         return -1;
     if (d > -2147483649.0 && d < 2147483648.0)
         return (int)d;
-    range_errors++;
+    if (j->range)
+        (*j->range)++;
     return -1;
 }
 
@@ -309,7 +306,7 @@ static double numval_raw(J *j);
  * number or out of range (bounded()). */
 static double numval(J *j)
 {
-    return bounded(numval_raw(j));
+    return bounded(j, numval_raw(j));
 }
 
 static double numval_raw(J *j)
@@ -446,8 +443,8 @@ static void rid_entry(J *j, spp_args *a)
         guess = key + 1;
         switch (key) {
         case EK_RID: idval(j, &r->rid); break;
-        case EK_ITER: r->iter = to_int(numval(j)); break;
-        case EK_TYPE: r->type = to_int(numval(j)); break;
+        case EK_ITER: r->iter = to_int(j, numval(j)); break;
+        case EK_TYPE: r->type = to_int(j, numval(j)); break;
         case EK_SCHED: r->sched_tokens = numval(j); break;
         case EK_PROMPT: r->prompt_tokens = numval(j); break;
         case EK_COMPUTED: r->computed_tokens = numval(j); break;
@@ -504,27 +501,25 @@ void spp_args_free(spp_args *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Every record starts from this (built once): one struct copy instead of
- * a memset and two dozen stores. */
-static spp_args blank;
-static int blank_ready; /* the parser runs on one thread */
+/* Every record starts from this: one struct copy instead of a memset and
+ * two dozen stores. */
+static const spp_args blank = {
+    .type = -1, .device = -1, .cpu_index = -1,
+    .queue_size = NAN, .total = NAN, .used = NAN, .free = NAN, .free_before = NAN, .free_after = NAN,
+    .allocated = NAN, .usage_pct = NAN, .device_block = NAN, .recv_tokens = NAN, .reply_tokens = NAN,
+    .hit_cache = NAN, .batch_size = NAN,
+    .usage = NAN, .mtotal = NAN, .util = NAN, .mused = NAN, .available = NAN, .cpu = NAN, .rss = NAN,
+};
 
 static void reset(spp_args *a)
 {
-    if (!blank_ready) {
-        blank.type = -1;
-        blank.device = blank.cpu_index = -1;
-        blank.queue_size = blank.total = blank.used = blank.free = blank.free_before = blank.free_after = NAN;
-        blank.allocated = blank.usage_pct = blank.device_block = blank.recv_tokens = blank.reply_tokens = NAN;
-        blank.hit_cache = blank.batch_size = NAN;
-        blank.usage = blank.mtotal = blank.util = blank.mused = blank.available = blank.cpu = blank.rss = NAN;
-        blank_ready = 1;
-    }
     spp_rident *rids = a->rids;
     int cap = a->caprids;
+    long long range = a->range_errors;
     *a = blank;
     a->rids = rids;
     a->caprids = cap;
+    a->range_errors = range;
 }
 
 static void member(J *j, spp_args *a, spp_str k)
@@ -542,7 +537,7 @@ static void member(J *j, spp_args *a, spp_str k)
         break;
     case 't':
         if (KEY("type"))
-            return (void)(a->type = to_int(numval(j)));
+            return (void)(a->type = to_int(j, numval(j)));
         if (KEY("to"))
             return idval(j, &a->to);
         if (KEY("total="))
@@ -558,9 +553,9 @@ static void member(J *j, spp_args *a, spp_str k)
             return;
         }
         if (KEY("scope#device"))
-            return (void)(a->device = to_int(numval(j)));
+            return (void)(a->device = to_int(j, numval(j)));
         if (KEY("scope#cpu"))
-            return (void)(a->cpu_index = to_int(numval(j)));
+            return (void)(a->cpu_index = to_int(j, numval(j)));
         if (KEY("spec_decode_accepted_by_req")) {
             ws(j);
             const char *s = j->p;
@@ -639,7 +634,7 @@ static void member(J *j, spp_args *a, spp_str k)
 void spp_args_decode(spp_args *a, const char *text, int len)
 {
     reset(a);
-    J j = {text, text + len, 0};
+    J j = {text, text + len, 0, &a->range_errors};
     ws(&j);
     if (j.p >= j.e || *j.p != '{')
         return;
@@ -786,9 +781,9 @@ int spp_str_copy(spp_str s, char *buf, int cap)
  * stop. */
 typedef int (*member_fn)(J *j, spp_str k, void *ctx);
 
-static void each_member(const char *text, int len, member_fn fn, void *ctx)
+static void each_member(const char *text, int len, member_fn fn, void *ctx, long long *range)
 {
-    J j = {text, text + len, 0};
+    J j = {text, text + len, 0, range};
     ws(&j);
     if (j.p >= j.e || *j.p != '{')
         return;
@@ -832,7 +827,7 @@ static int find_num(J *j, spp_str k, void *c)
 double spp_json_object_number(spp_str obj, const char *key, int keylen)
 {
     find_ctx f = {key, keylen, NAN, {0}, 0};
-    each_member(obj.p, obj.n, find_num, &f);
+    each_member(obj.p, obj.n, find_num, &f, NULL);
     return f.d;
 }
 
@@ -852,7 +847,7 @@ static int find_str(J *j, spp_str k, void *c)
 int spp_json_object_string(const char *text, int len, const char *key, spp_str *out)
 {
     find_ctx f = {key, (int)strlen(key), NAN, {0}, 0};
-    each_member(text, len, find_str, &f);
+    each_member(text, len, find_str, &f, NULL);
     if (f.found)
         *out = f.s;
     return f.found;
@@ -868,8 +863,8 @@ static int each_num(J *j, spp_str k, void *c)
     return 0;
 }
 
-void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx)
+void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx, long long *range)
 {
     each_ctx e = {fn, ctx};
-    each_member(obj.p, obj.n, each_num, &e);
+    each_member(obj.p, obj.n, each_num, &e, range);
 }

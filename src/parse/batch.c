@@ -160,7 +160,7 @@ static void spec_release(spp_model *m, spp_store_state *st, spp_str accepted)
         for (int i = 0; i < st->spec_n; i++)
             acc[i] = NAN;
         acc_ctx c = {m, st, acc};
-        spp_json_each_number(accepted, acc_member, &c);
+        spp_json_each_number(accepted, acc_member, &c, &m->args.range_errors);
         double sa = 0, sd = 0;
         int maxd = 0, have = 0;
         for (int i = 0; i < st->spec_n; i++) {

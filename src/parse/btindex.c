@@ -238,11 +238,10 @@ static double unordered_double(uint64_t k)
     return d;
 }
 
-static spp_btix *text_cmp_ix; /* qsort has no context argument */
-
-static int cmp_text_ids(const void *a, const void *b)
+/* qsort_r comparator (glibc's argument order): ctx is the index. */
+static int cmp_text_ids(const void *a, const void *b, void *ctx)
 {
-    const spp_btix *x = text_cmp_ix;
+    const spp_btix *x = ctx;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t li = x->tlen[i], lj = x->tlen[j];
     int c = li && lj ? memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj) : 0;
@@ -263,8 +262,7 @@ static int rank_texts(spp_btix *x)
     }
     for (long long i = 0; i < x->ntext; i++)
         x->by_rank[i] = (uint32_t)i;
-    text_cmp_ix = x;
-    qsort(x->by_rank, (size_t)x->ntext, sizeof *x->by_rank, cmp_text_ids);
+    qsort_r(x->by_rank, (size_t)x->ntext, sizeof *x->by_rank, cmp_text_ids, x);
     for (long long r = 0; r < x->ntext; r++)
         rank[x->by_rank[r]] = (uint32_t)r + 1;
     x->rank = rank;
@@ -349,11 +347,12 @@ static int order_column(spp_btix *x, int col, long long *small, const char **why
     return 0;
 }
 
-static int qsort_stride;
-static int cmp_entries(const void *a, const void *b)
+/* qsort_r comparator: ctx points to the stride (words per row). */
+static int cmp_entries(const void *a, const void *b, void *ctx)
 {
     const uint64_t *x = a, *y = b;
-    for (int i = 0; i < qsort_stride; i++)
+    int stride = *(const int *)ctx;
+    for (int i = 0; i < stride; i++)
         if (x[i] != y[i])
             return x[i] < y[i] ? -1 : 1;
     return 0;
@@ -403,8 +402,7 @@ static void sort_keys(uint64_t *k, long long n, int stride, long long small)
         return;
     }
     free(cnt);
-    qsort_stride = stride;
-    qsort(k, (size_t)n, (size_t)stride * sizeof *k, cmp_entries);
+    qsort_r(k, (size_t)n, (size_t)stride * sizeof *k, cmp_entries, &stride);
 }
 
 /* -------------------------------------------------------------- records */

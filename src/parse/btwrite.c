@@ -101,6 +101,7 @@ struct spp_bt {
     unsigned psz;         /* page size = usable size (no reserved bytes) */
     uint32_t next_pg;     /* the page number the next written page gets */
     uint32_t lock_pg;     /* the page holding byte 2^30: never used */
+    long long ix_max_bytes; /* an index's memory budget (index_entry) */
     uint8_t *buf;         /* dwrite's buffer being filled with pages */
     size_t nbuf, capbuf;
     uint8_t *scratch;     /* an interior or overflow page being built */
@@ -173,9 +174,18 @@ static uint32_t put_page(spp_bt *w, const uint8_t *page)
     return pg;
 }
 
-/* The lock byte's offset: SQLite's PENDING_BYTE (tests move both). */
+/* The lock byte's offset: SQLite's PENDING_BYTE (tests move both). Like
+ * SQLite's own (a process-wide test control), it is the process's: the
+ * pages must match the SQLite library linked in. */
 static uint32_t pending_byte = 0x40000000u;
 void spp_bt_pending_byte(uint32_t offset) { pending_byte = offset; }
+
+/* Entries an index may hold in memory (~8 bytes per key column and rowid,
+ * a byte per column): past that its entries are dropped and SQLite's
+ * CREATE INDEX (an external sort) builds it, so memory stays bounded
+ * however long the run. The bench's largest, counter(name, timestamp),
+ * holds 675 k entries (17 MB). */
+#define IX_MAX_BYTES (32LL << 20)
 
 spp_bt *spp_bt_open(const char *path, int page_size)
 {
@@ -197,6 +207,7 @@ spp_bt *spp_bt_open(const char *path, int page_size)
     w->psz = (unsigned)page_size;
     w->next_pg = 1;
     w->lock_pg = pending_byte / w->psz + 1;
+    w->ix_max_bytes = IX_MAX_BYTES;
     w->capbuf = SPP_DW_BUF; /* a multiple of every page size */
     w->buf = (uint8_t *)spp_dw_buf(dw);
     w->scratch = malloc(w->psz);
@@ -358,13 +369,7 @@ static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, ui
     return first;
 }
 
-/* Entries an index may hold in memory (~8 bytes per key column and rowid,
- * a byte per column): past that its entries are dropped and SQLite's
- * CREATE INDEX (an external sort) builds it, so memory stays bounded
- * however long the run. The bench's largest, counter(name, timestamp),
- * holds 675 k entries (17 MB). */
-static long long ix_max_bytes = 32LL << 20;
-void spp_bt_index_budget(long long bytes) { ix_max_bytes = bytes; }
+void spp_bt_index_budget(spp_bt *w, long long bytes) { w->ix_max_bytes = bytes; }
 
 /* The row just written, as an entry of index ix (t->st / t->iv hold its
  * stored types and values). */
@@ -373,7 +378,7 @@ static void index_entry(bt_ix *ix, const spp_val *v, int64_t rowid)
     const spp_bt_tab *t = ix->tab;
     if (!ix->x)
         return;
-    if (spp_btix_count(ix->x) * (8 * (ix->nkey + 1) + ix->nkey) >= ix_max_bytes) {
+    if (spp_btix_count(ix->x) * (8 * (ix->nkey + 1) + ix->nkey) >= t->w->ix_max_bytes) {
         spp_btix_free(ix->x);
         ix->x = NULL;
         ix->why = "more entries than its memory budget";

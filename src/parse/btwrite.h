@@ -67,9 +67,9 @@ void spp_bt_abort(spp_bt *w, int remove);
  * that a small file has the page that must stay unused. Before any open. */
 void spp_bt_pending_byte(uint32_t offset);
 
-/* Tests only: the memory an index may use before SQLite is left to build
- * it (default 32 MiB). */
-void spp_bt_index_budget(long long bytes);
+/* Tests only: the memory an index of w may use before SQLite is left to
+ * build it (default 32 MiB). Before the first row. */
+void spp_bt_index_budget(spp_bt *w, long long bytes);
 
 /* Frees w and its tables (closing the file if still open, not removing it). */
 void spp_bt_free(spp_bt *w);

@@ -33,11 +33,11 @@
  * clean close queues its rename, a failed one removes it. The commit
  * renames them all at the end of the parse, so a parse killed at any point
  * leaves the previous run's reports as they were (and *.partial files),
- * never a truncated file under a report's name. The queue is the process's
- * (the parser runs on one thread, one parse at a time). An output name
- * that is a symlink is followed (its target is replaced, the link stays);
- * one that exists and is not a regular file (a FIFO, /dev/null) is written
- * in place, unstaged: a rename would replace the node (sp_output_target).
+ * never a truncated file under a report's name. The queue is the parse's
+ * (spp_out's stage), used by one thread. An output name that is a symlink
+ * is followed (its target is replaced, the link stays); one that exists
+ * and is not a regular file (a FIFO, /dev/null) is written in place,
+ * unstaged: a rename would replace the node (sp_output_target).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +77,7 @@ struct spp_dw {
     /* Caller only: */
     int cur;               /* the buffer being filled */
     char *tmp, *final;     /* staged: written as tmp, renamed to final at the commit */
+    spp_dw_stage *stage;   /* the queue of that rename */
     /* Writer only (the caller in unthreaded mode): */
     off_t off;
     int stream;            /* not a regular file (a FIFO, a device): write(), not pwrite() */
@@ -167,14 +168,12 @@ static char *alloc_buf(size_t cap)
 }
 
 /* ---------------------------------------------------------- staging */
-typedef struct staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
-static staged *stage_q;
-static int stage_n, stage_cap, staging;
+typedef struct spp_dw_staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
 
-void spp_dw_stage_begin(void)
+void spp_dw_stage_begin(spp_dw_stage *s)
 {
-    spp_dw_stage_discard();
-    staging = 1;
+    spp_dw_stage_discard(s);
+    s->on = 1;
 }
 
 int spp_dw_remove(const char *path)
@@ -185,41 +184,41 @@ int spp_dw_remove(const char *path)
     return unlink(path);
 }
 
-void spp_dw_stage_add(const char *tmp, const char *final)
+void spp_dw_stage_add(spp_dw_stage *s, const char *tmp, const char *final)
 {
-    if (!staging) { /* no parse is staging its outputs: done at once */
+    if (!s || !s->on) { /* no parse is staging its outputs: done at once */
         if (!tmp)
             spp_dw_remove(final);
         else if (rename(tmp, final) != 0)
             spp_log(SPP_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         return;
     }
-    if (stage_n == stage_cap) {
-        stage_cap = stage_cap ? stage_cap * 2 : 32;
-        stage_q = realloc(stage_q, (size_t)stage_cap * sizeof *stage_q);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 32;
+        s->q = realloc(s->q, (size_t)s->cap * sizeof *s->q);
     }
-    stage_q[stage_n].tmp = tmp ? strdup(tmp) : NULL;
-    stage_q[stage_n].final = strdup(final);
-    stage_n++;
+    s->q[s->n].tmp = tmp ? strdup(tmp) : NULL;
+    s->q[s->n].final = strdup(final);
+    s->n++;
 }
 
-static void stage_end(void)
+static void stage_end(spp_dw_stage *s)
 {
-    for (int i = 0; i < stage_n; i++) {
-        free(stage_q[i].tmp);
-        free(stage_q[i].final);
+    for (int i = 0; i < s->n; i++) {
+        free(s->q[i].tmp);
+        free(s->q[i].final);
     }
-    free(stage_q);
-    stage_q = NULL;
-    stage_n = stage_cap = 0;
-    staging = 0;
+    free(s->q);
+    s->q = NULL;
+    s->n = s->cap = 0;
+    s->on = 0;
 }
 
-int spp_dw_stage_commit(void)
+int spp_dw_stage_commit(spp_dw_stage *s)
 {
     int failed = 0;
-    for (int i = 0; i < stage_n; i++) {
-        staged *q = &stage_q[i];
+    for (int i = 0; i < s->n; i++) {
+        staged *q = &s->q[i];
         if (!q->tmp) {
             if (spp_dw_remove(q->final) == 0)
                 spp_log(SPP_INFO, "removed %s of an earlier run", q->final);
@@ -229,23 +228,23 @@ int spp_dw_stage_commit(void)
             failed = 1;
         }
     }
-    stage_end();
+    stage_end(s);
     return failed ? -1 : 0;
 }
 
-void spp_dw_stage_discard(void)
+void spp_dw_stage_discard(spp_dw_stage *s)
 {
-    for (int i = 0; i < stage_n; i++)
-        if (stage_q[i].tmp)
-            unlink(stage_q[i].tmp);
-    stage_end();
+    for (int i = 0; i < s->n; i++)
+        if (s->q[i].tmp)
+            unlink(s->q[i].tmp);
+    stage_end(s);
 }
 
 static spp_dw *open_file(const char *path, size_t cap);
 
-spp_dw *spp_dw_open(const char *path, size_t cap)
+spp_dw *spp_dw_open(spp_dw_stage *stage, const char *path, size_t cap)
 {
-    if (!staging)
+    if (!stage || !stage->on)
         return open_file(path, cap);
     char target[PATH_MAX];
     int how = sp_output_target(path, target, sizeof target);
@@ -271,6 +270,7 @@ spp_dw *spp_dw_open(const char *path, size_t cap)
     }
     w->tmp = tmp;
     w->final = strdup(target);
+    w->stage = stage;
     return w;
 }
 
@@ -380,7 +380,7 @@ int spp_dw_close(spp_dw *w, size_t n)
         if (e)
             unlink(w->tmp); /* half a file is no output */
         else
-            spp_dw_stage_add(w->tmp, w->final);
+            spp_dw_stage_add(w->stage, w->tmp, w->final);
     }
     free(w->tmp);
     free(w->final);
@@ -422,14 +422,14 @@ static int cookie_close(void *c)
     return 0;
 }
 
-FILE *spp_dw_fopen(const char *path)
+FILE *spp_dw_fopen(spp_dw_stage *stage, const char *path)
 {
     dw_cookie *k = calloc(1, sizeof *k);
     if (!k) {
         errno = ENOMEM;
         return NULL;
     }
-    k->w = spp_dw_open(path, CSV_BUF);
+    k->w = spp_dw_open(stage, path, CSV_BUF);
     if (!k->w) {
         int e = errno;
         free(k);

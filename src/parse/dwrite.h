@@ -18,10 +18,16 @@
 
 typedef struct spp_dw spp_dw;
 
+/* A staging queue (below): one per parse, in its output (spp_out). */
+typedef struct spp_dw_stage {
+    struct spp_dw_staged *q;
+    int n, cap, on;
+} spp_dw_stage;
+
 /* Creates (truncates) path, with buffers of cap bytes (a multiple of
  * SPP_DW_ALIGN). NULL with errno set when it cannot be opened. While
- * staging is on (below), the file written is path SPP_DW_PARTIAL. */
-spp_dw *spp_dw_open(const char *path, size_t cap);
+ * stage is on (below; NULL: none), the file written is path SPP_DW_PARTIAL. */
+spp_dw *spp_dw_open(spp_dw_stage *stage, const char *path, size_t cap);
 /* The same, never staged: for a file the caller names and renames itself
  * (profiler.db.partial, whose page 1 is written after the close). */
 spp_dw *spp_dw_open_unstaged(const char *path, size_t cap);
@@ -30,19 +36,19 @@ spp_dw *spp_dw_open_unstaged(const char *path, size_t cap);
  * name; a clean close queues the rename to the real name, a failed close
  * removes the temporary file. _add queues a rename of a file written
  * otherwise (tmp NULL: remove final, a report of an earlier run).
- * Without staging on, _add does its step at once.
+ * Without staging on (or with stage NULL), _add does its step at once.
  * _commit does every queued step in order (0, or -1 if a rename failed,
  * printed) and ends staging; _discard removes the temporary files
- * instead. One thread, one parse at a time. */
+ * instead. Each parse has its own queue; one thread uses it. */
 #define SPP_DW_PARTIAL ".partial"
-void spp_dw_stage_begin(void);
-void spp_dw_stage_add(const char *tmp, const char *final);
+void spp_dw_stage_begin(spp_dw_stage *s);
+void spp_dw_stage_add(spp_dw_stage *s, const char *tmp, const char *final);
 /* Removes an output of an earlier run (or an incomplete one) when it is a
  * regular file; a FIFO, a device or a symlink at path is left alone.
  * 0 when removed, else -1. */
 int spp_dw_remove(const char *path);
-int spp_dw_stage_commit(void);
-void spp_dw_stage_discard(void);
+int spp_dw_stage_commit(spp_dw_stage *s);
+void spp_dw_stage_discard(spp_dw_stage *s);
 /* The buffer to fill next: cap bytes, aligned. */
 char *spp_dw_buf(spp_dw *w);
 /* Hands over the current buffer, full (cap bytes); returns the next
@@ -59,5 +65,5 @@ int spp_dw_close(spp_dw *w, size_t n);
  * reports): stdio's buffer is copied into dwrite's. fclose() returns EOF
  * with errno set when a write failed. NULL with errno set on failure. */
 #include <stdio.h>
-FILE *spp_dw_fopen(const char *path);
+FILE *spp_dw_fopen(spp_dw_stage *stage, const char *path);
 #endif

@@ -47,15 +47,17 @@ static void fmt_cached(int64_t ns, char *buf, dt_cache *c, int utc, char us_sep)
     buf[n + 7] = 0;
 }
 
+/* The caches below are the thread's: the text of one second, the same
+ * whoever asks, so parses (or writer threads) never share one. */
 void spp_fmt_datetime(int64_t ns, char *buf)
 {
-    static dt_cache local = {(time_t)-1, ""};
+    static _Thread_local dt_cache local = {(time_t)-1, ""};
     fmt_cached(ns, buf, &local, 0, '.');
 }
 
 void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep)
 {
-    static dt_cache utc = {(time_t)-1, ""};
+    static _Thread_local dt_cache utc = {(time_t)-1, ""};
     fmt_cached(ns, buf, &utc, 1, us_sep);
 }
 

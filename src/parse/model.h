@@ -90,6 +90,10 @@ typedef struct spp_model {
     int res_len;           /* -1: nothing cached */
     /* reports */
     spp_table t_request, t_batch, t_forward, t_kvcache, t_reqstatus;
+    /* request_status (reqstatus.c): QueueSize= records of no queue it
+     * reports, and why its table may then be empty (its `needs` text) */
+    long long reqstatus_unknown_n;
+    char reqstatus_unknown_why[256];
     spp_table *t_spans;    /* span_info/NAME.csv, one per name */
     const char **span_names;
     char **span_csv;       /* their file names (owned) */

@@ -60,18 +60,20 @@ static void abandon(spp_model *m, spp_store **stores, int n)
     spp_log_set_level(level);
 }
 
-static int run_once(const spp_opts *opts, double t0, int *again);
+static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again);
 
-/* Values read but not used, counted where they were read (store.c, args.c)
- * and said once per parse: nothing is dropped silently. */
-static void warn_dropped_values(spp_store **stores, int n)
+/* Values read but not used, counted where they were read (store.c; args.c,
+ * in the model's decoders: the clock alignment's look at the same rows
+ * before them is not counted twice) and said once per parse: nothing is
+ * dropped silently. */
+static void warn_dropped_values(const spp_model *m, spp_store **stores, int n)
 {
     for (int i = 0; i < n; i++)
         if (stores[i]->absurd_dur)
             spp_log(SPP_WARNING, "store %s: %lld record(s) had an absurd duration (over %.1f years, or ending "
                     "past the year 2262); they are read as events (duration 0)", stores[i]->path,
                     stores[i]->absurd_dur, (double)SPP_MAX_DUR_NS / 1e9 / 86400 / 365.25);
-    long long range = spp_args_range_errors();
+    long long range = m->args.range_errors + m->args_cache.range_errors;
     if (range)
         spp_log(SPP_WARNING, "%lld numeric value(s) in args were out of range (beyond 2^53, infinite, or an "
                 "iter/type/scope#device/scope#cpu beyond a 32-bit integer); they are treated as absent", range);
@@ -84,22 +86,22 @@ int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
     int again = 0;
-    spp_store_exact(0);
-    int rc = run_once(opts, t0, &again);
+    spp_parse_ctx ctx = {0};
+    spp_store_exact(&ctx, 0);
+    int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         spp_log(SPP_INFO, "a record came later than the reorder window of one pass; parsing again with a "
                 "first pass over the timestamps");
-        spp_store_exact(1);
-        rc = run_once(opts, t0, &again);
-        spp_store_exact(0);
+        spp_store_exact(&ctx, 1);
+        rc = run_once(&ctx, opts, t0, &again);
     }
+    spp_store_exact(&ctx, 0); /* frees what ctx remembers */
     return rc;
 }
 
-static int run_once(const spp_opts *opts, double t0, int *again)
+static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again)
 {
     *again = 0;
-    spp_args_range_reset();
     /* SQLite's malloc takes a process-wide mutex only to keep memory
      * statistics, on every row read and inserted; we never ask for them.
      * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
@@ -127,7 +129,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     long long est = 0;
     int64_t origin = INT64_MAX;
     for (int i = 0; i < paths.nraw; i++) {
-        spp_store *s = spp_store_open(paths.raw[i], n);
+        spp_store *s = spp_store_open(ctx, paths.raw[i], n);
         if (!s)
             continue;
         session_of[n] = ss.of_store[i];
@@ -171,9 +173,10 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     m.last_ns = origin;
     spp_merge mg;
     spp_merge_init(&mg, stores, n);
-    spp_progress_start(est, opts->progress);
+    spp_progress bar;
+    spp_progress_start(&bar, est, opts->progress);
     spp_store *s;
-    while ((s = spp_merge_top(&mg)) && !spp_store_violations()) {
+    while ((s = spp_merge_top(&mg)) && !spp_store_violations(ctx)) {
         spp_rec r;
         spp_store_peek(s, &r);
         spp_sessions_note(&ss, session_of[s->index], r.ts,
@@ -181,11 +184,11 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         spp_model_record(&m, &r);
         spp_merge_advance(&mg);
         if ((m.nrec & 65535) == 0)
-            spp_progress_tick(m.nrec);
+            spp_progress_tick(&bar, m.nrec);
     }
-    spp_progress_end();
+    spp_progress_end(&bar);
     spp_merge_free(&mg);
-    if (spp_store_violations()) {
+    if (spp_store_violations(ctx)) {
         abandon(&m, stores, n);
         for (int i = 0; i < n; i++)
             spp_store_close(stores[i]);
@@ -196,7 +199,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
         *again = 1;
         return 1;
     }
-    warn_dropped_values(stores, n);
+    warn_dropped_values(&m, stores, n);
     spp_model_finish(&m);
     spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
     spp_torch_timeline(m.tl, paths.torch, paths.ntorch, stores, n);
@@ -207,7 +210,7 @@ static int run_once(const spp_opts *opts, double t0, int *again)
     spp_dbout_finish(&m);
     if ((paths.nactivity || paths.ntorch) && opts->csv &&
         sp_report_ops_all((const char *const *)paths.activity, paths.nactivity,
-                          (const char *const *)paths.torch, paths.ntorch, opts->output) != 0)
+                          (const char *const *)paths.torch, paths.ntorch, opts->output, &m.out.stage) != 0)
         rc = 1;
     spp_model_close(&m);
     if (spp_out_close(&m.out) != 0)

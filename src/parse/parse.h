@@ -39,6 +39,8 @@
 
 #include <sqlite3.h>
 
+#include "dwrite.h"
+
 /* ---------------------------------------------------------------- log */
 enum { SPP_DEBUG = 0, SPP_INFO = 1, SPP_WARNING = 2, SPP_ERROR = 3, SPP_NONE = 4 };
 void spp_log_set_level(int level);
@@ -82,8 +84,20 @@ int spp_discover(const char *dir, spp_paths *out);
 void spp_paths_free(spp_paths *p);
 
 /* --------------------------------------------------------------- store */
+/* What one parse shares across its stores and its runs (parse.c): the
+ * driver owns it, so two parses in one process do not meet. */
+typedef struct spp_parse_ctx {
+    int exact;            /* spp_store_exact(): a first pass bounds the window */
+    int quiet_open;       /* the open-time warnings were printed by the run before */
+    int violations;       /* one-pass stores that met a row later than their window */
+    char *bad_warned;     /* by store index: its bad-timestamp line was printed */
+    int nbad_warned;
+    int nscans;           /* raw scans open now (rawscan.c): they share one chunk budget */
+} spp_parse_ctx;
+
 typedef struct spp_store {
     int index;            /* position in the merge, 0.. */
+    spp_parse_ctx *ctx;   /* the parse it belongs to (not owned) */
     char *path;
     char *prof_id;        /* file stem */
     char *hostname;       /* Meta hostname, "" if absent */
@@ -144,14 +158,15 @@ typedef struct spp_rec {
 
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
-spp_store *spp_store_open(const char *path, int index);
+spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index);
 /* Exact mode (1): a first pass over the timestamps bounds the reorder
  * window before any row is handed out, and open-time warnings are not
- * repeated (the one-pass run before printed them). Default 0: one pass. */
-void spp_store_exact(int on);
+ * repeated (the one-pass run before printed them). Default 0: one pass;
+ * spp_store_exact(c, 0) also frees what c remembers of the last parse. */
+void spp_store_exact(spp_parse_ctx *c, int on);
 /* One-pass stores that met a row later than their window since the last
  * spp_store_exact(): the parse must be run again in exact mode. */
-int spp_store_violations(void);
+int spp_store_violations(const spp_parse_ctx *c);
 /* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
  * registered (then SQLite's default is used). */
 const char *spp_readvfs_name(void);
@@ -200,6 +215,8 @@ typedef struct spp_args {
     double usage, mtotal, util, mused, available, cpu, rss;  /* sampler keys */
     int device, cpu_index;    /* scope#device / scope#cpu, -1 absent */
     spp_str accepted;         /* spec_decode_accepted_by_req object text */
+    long long range_errors;   /* numeric values out of range (beyond 2^53, infinite, or an int key
+                               * beyond int) treated as absent, since spp_args_init: kept by decode */
 } spp_args;
 
 void spp_args_init(spp_args *a);
@@ -212,15 +229,12 @@ void spp_args_decode(spp_args *a, const char *text, int len);
  * \u0000 and unpaired surrogates become U+FFFD; surrogate pairs become one
  * 4-byte UTF-8 sequence. */
 int spp_str_copy(spp_str s, char *buf, int cap);
-/* Values of numeric keys found out of range (beyond 2^53, infinite, or an
- * int key beyond int) and treated as absent, since the last reset. */
-long long spp_args_range_errors(void);
-void spp_args_range_reset(void);
 /* Looks up "key" (a number) in a flat JSON object text; NAN if absent. */
 double spp_json_object_number(spp_str obj, const char *key, int keylen);
-/* Calls fn(key, value) for each member of a flat object (NAN when not a number). */
+/* Calls fn(key, value) for each member of a flat object (NAN when not a
+ * number, or out of range: then counted in *range unless range is NULL). */
 typedef void (*spp_json_num_fn)(spp_str key, double value, void *ctx);
-void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx);
+void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx, long long *range);
 /* Finds string member "key" of a flat JSON object text; 1 if found. */
 int spp_json_object_string(const char *text, int len, const char *key, spp_str *out);
 
@@ -322,6 +336,7 @@ typedef struct spp_out {
     struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
     int discard;            /* spp_out_close removes this run's outputs instead of committing them */
+    spp_dw_stage stage;     /* the outputs' renames, done at spp_out_close (dwrite.c) */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */

@@ -12,10 +12,6 @@
 
 #define LARGE_INPUT 500000LL
 
-static long long total;
-static int on;
-static double last;
-
 static double now(void)
 {
     struct timespec ts;
@@ -23,22 +19,22 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void spp_progress_start(long long estimate, int mode)
+void spp_progress_start(spp_progress *p, long long estimate, int mode)
 {
-    total = estimate > 0 ? estimate : 1;
-    on = mode == 1 || (mode < 0 && estimate >= LARGE_INPUT && isatty(STDERR_FILENO));
-    last = 0;
+    p->total = estimate > 0 ? estimate : 1;
+    p->on = mode == 1 || (mode < 0 && estimate >= LARGE_INPUT && isatty(STDERR_FILENO));
+    p->last = 0;
 }
 
-void spp_progress_tick(long long done)
+void spp_progress_tick(spp_progress *p, long long done)
 {
-    if (!on)
+    if (!p->on)
         return;
     double t = now();
-    if (t - last < 0.1)
+    if (t - p->last < 0.1)
         return;
-    last = t;
-    double f = (double)done / (double)total;
+    p->last = t;
+    double f = (double)done / (double)p->total;
     if (f > 1)
         f = 1;
     int w = (int)(f * 40);
@@ -49,9 +45,9 @@ void spp_progress_tick(long long done)
     fprintf(stderr, "\r[%s] %3d%%  %lld records", bar, (int)(f * 100), done);
 }
 
-void spp_progress_end(void)
+void spp_progress_end(spp_progress *p)
 {
-    if (on)
+    if (p->on)
         fputs("\r\033[K", stderr);
-    on = 0;
+    p->on = 0;
 }

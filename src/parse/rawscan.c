@@ -62,8 +62,6 @@
 enum { C_TS, C_DUR, C_NAME, C_CAT, C_ARGS, C_PID, C_TID, NCOL };
 static const char *const col_names[NCOL] = {"timestamp", "duration", "name", "cat", "args", "pid", "tid"};
 
-static int nopen; /* scans open now: the parser runs on one thread */
-
 typedef struct level {
     unsigned char *page; /* a copy of the interior page (psz + 1 bytes) */
     int hdr;             /* 100 on page 1, else 0 */
@@ -71,6 +69,7 @@ typedef struct level {
 } level;
 
 struct spp_rawscan {
+    int *nopen;           /* scans open now in this parse (its context's count; not owned) */
     sqlite3_file *f;      /* SQLite's file: read only, never locked or closed here */
     uint32_t psz, usable; /* page size, usable bytes per page (U) */
     uint32_t npages, lockpg, root;
@@ -178,7 +177,7 @@ static int rd(spp_rawscan *rs, unsigned char *dst, uint32_t pgno, uint32_t n)
 
 static size_t chunk_target(const spp_rawscan *rs)
 {
-    size_t t = CHUNK_BUDGET / (size_t)(nopen > 0 ? nopen : 1);
+    size_t t = CHUNK_BUDGET / (size_t)(*rs->nopen > 0 ? *rs->nopen : 1);
     t = t < CHUNK_MIN ? CHUNK_MIN : t > CHUNK_MAX ? CHUNK_MAX : t;
     return t < rs->psz ? rs->psz : t - t % rs->psz;
 }
@@ -501,7 +500,7 @@ void spp_rawscan_close(spp_rawscan *rs)
 {
     if (!rs)
         return;
-    nopen--;
+    (*rs->nopen)--;
     for (int i = 0; i < MAX_DEPTH; i++)
         free(rs->lv[i].page);
     free(rs->chunk);
@@ -646,14 +645,15 @@ static const char *check_snapshot(sqlite3 *db)
     return NULL;
 }
 
-spp_rawscan *spp_rawscan_open(sqlite3 *db, const char **why)
+spp_rawscan *spp_rawscan_open(sqlite3 *db, int *nopen, const char **why)
 {
     spp_rawscan *rs = calloc(1, sizeof *rs);
     if (!rs) {
         *why = "out of memory";
         return NULL;
     }
-    nopen++;
+    rs->nopen = nopen;
+    (*nopen)++;
     rs->leaf_depth = -1;
     if ((*why = check_snapshot(db)) || (*why = find_root(rs, db)) || (*why = map_columns(rs, db))) {
         spp_rawscan_close(rs);

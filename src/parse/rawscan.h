@@ -40,8 +40,10 @@ enum {
 /* Starts a raw scan of table `slice` of db, whose read
  * transaction must be open and must stay open until spp_rawscan_close().
  * Returns NULL with why (a static text) when the file is not the snapshot
- * or the table is not one rawscan reads exactly (then SQLite reads it). */
-spp_rawscan *spp_rawscan_open(sqlite3 *db, const char **why);
+ * or the table is not one rawscan reads exactly (then SQLite reads it).
+ * *nopen counts the scans open at once (the caller's, one per parse): they
+ * share one memory budget for their read chunks. */
+spp_rawscan *spp_rawscan_open(sqlite3 *db, int *nopen, const char **why);
 int spp_rawscan_next(spp_rawscan *rs, spp_rawrow *row);
 /* What went wrong (CORRUPT) or why the scan was handed off (HANDOFF). */
 const char *spp_rawscan_error(const spp_rawscan *rs);

@@ -106,7 +106,7 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 }
 
 /* After the fclose: the file is queued for its rename, or removed. */
-static void close_out(const char *path, int bad)
+static void close_out(spp_dw_stage *stage, const char *path, int bad)
 {
     size_t n = strlen(path), suffix = strlen(SPP_DW_PARTIAL);
     if (n < suffix || strcmp(path + n - suffix, SPP_DW_PARTIAL) != 0)
@@ -117,10 +117,10 @@ static void close_out(const char *path, int bad)
     }
     char final[4200];
     snprintf(final, sizeof final, "%.*s", (int)(strlen(path) - strlen(SPP_DW_PARTIAL)), path);
-    spp_dw_stage_add(path, final);
+    spp_dw_stage_add(stage, path, final);
 }
 
-static int write_summary(sqlite3 *db, const char *dir)
+static int write_summary(sqlite3 *db, const char *dir, spp_dw_stage *stage)
 {
     char path[4200];
     FILE *f = open_out(dir, "op_summary.csv", path, sizeof path);
@@ -152,11 +152,11 @@ static int write_summary(sqlite3 *db, const char *dir)
     int bad = (rc != SQLITE_DONE) | (fclose(f) != 0);
     if (bad)
         fprintf(stderr, "servprof parse: writing %s failed (%s)\n", path, sqlite3_errmsg(db));
-    close_out(path, bad);
+    close_out(stage, path, bad);
     return bad ? -1 : 0;
 }
 
-static int write_statistic(sqlite3 *db, const char *dir)
+static int write_statistic(sqlite3 *db, const char *dir, spp_dw_stage *stage)
 {
     char path[4200];
     FILE *f = open_out(dir, "op_statistic.csv", path, sizeof path);
@@ -189,17 +189,17 @@ static int write_statistic(sqlite3 *db, const char *dir)
     int bad = (rc != SQLITE_DONE) | (fclose(f) != 0);
     if (bad)
         fprintf(stderr, "servprof parse: writing %s failed (%s)\n", path, sqlite3_errmsg(db));
-    close_out(path, bad);
+    close_out(stage, path, bad);
     return bad ? -1 : 0;
 }
 
 int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir)
 {
-    return sp_report_ops_all(activity_paths, n, NULL, 0, out_dir);
+    return sp_report_ops_all(activity_paths, n, NULL, 0, out_dir, NULL);
 }
 
 int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
-                      int ntorch, const char *out_dir)
+                      int ntorch, const char *out_dir, spp_dw_stage *stage)
 {
     if (n <= 0 && ntorch <= 0)
         return 0;
@@ -229,9 +229,9 @@ int sp_report_ops_all(const char *const *activity_paths, int n, const char *cons
     }
     int rc = 0;
     if (rows > 0) {
-        if (write_summary(db, out_dir) < 0)
+        if (write_summary(db, out_dir, stage) < 0)
             rc = -1;
-        if (write_statistic(db, out_dir) < 0)
+        if (write_statistic(db, out_dir, stage) < 0)
             rc = -1;
     }
     sqlite3_close(db);

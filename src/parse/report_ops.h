@@ -9,10 +9,13 @@
 /* Writes out_dir/op_summary.csv and out_dir/op_statistic.csv from the n
  * activity stores and the ntorch torch traces (torch_trace.c). Writes
  * nothing and returns 0 when there is no kernel or op anywhere. Returns 0,
- * or -1 after printing what went wrong on stderr. */
+ * or -1 after printing what went wrong on stderr. The files are renamed
+ * to their names through stage (the parse's, dwrite.c), or at once when
+ * stage is NULL. */
+struct spp_dw_stage;
 int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
-                      int ntorch, const char *out_dir);
-/* The same from activity stores only. */
+                      int ntorch, const char *out_dir, struct spp_dw_stage *stage);
+/* The same from activity stores only, renamed at once. */
 int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir);
 
 #endif

@@ -30,16 +30,12 @@ static const spp_col cols[] = {
 };
 #define NCSV 8 /* the CSV's columns: the first 8 */
 
-/* Why the report may be empty when records with QueueSize= did come: their
- * queue names (shown, the first one) are none of the three columns. One
- * parse at a time; reset by init. */
-static char unknown_why[256];
-static long long unknown_n;
-
 void spp_reqstatus_init(spp_model *m)
 {
-    unknown_why[0] = 0;
-    unknown_n = 0;
+    /* Why the report may be empty when records with QueueSize= did come:
+     * their queue names (the first one shown) are none of the three columns. */
+    m->reqstatus_unknown_why[0] = 0;
+    m->reqstatus_unknown_n = 0;
     spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
                    sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
@@ -75,13 +71,14 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
             st->pending = a->queue_size; /* profiler.db's PENDING, shown on the next row */
         /* PENDING and others: not a column of this report. Said if no
          * other row comes (the skip line would claim no QueueSize=). */
-        if (!unknown_n++) {
+        if (!m->reqstatus_unknown_n++) {
             char name[64];
             spp_str_copy(q, name, sizeof name);
-            snprintf(unknown_why, sizeof unknown_why, "records with QueueSize= were found, but for no queue it "
+            snprintf(m->reqstatus_unknown_why, sizeof m->reqstatus_unknown_why,
+                     "records with QueueSize= were found, but for no queue it "
                      "reports (WAITING, RUNNING, SWAPPED): the first named '%s' (%s)", name,
                      a->queue_name.p ? "scope#QueueName" : "status");
-            m->t_reqstatus.needs = unknown_why;
+            m->t_reqstatus.needs = m->reqstatus_unknown_why;
         }
         return;
     }

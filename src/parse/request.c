@@ -52,7 +52,7 @@ struct spp_req {
     spp_req *older, *newer; /* live list (creation order) */
 };
 
-static int tombstone;
+static const int tombstone; /* only its address is used */
 #define DONE ((void *)&tombstone)
 
 static const spp_col cols[] = {

@@ -65,42 +65,37 @@
 #define WINDOW0_NS 500000000LL
 #define PREFIX_ROWS 16384
 
-static int exact_mode;   /* spp_store_exact(); set by the driver between runs */
-static int quiet_open;   /* the open-time warnings were printed by the run before */
-static int violations;   /* one-pass stores that met a row later than their window */
-static char *bad_warned; /* by store index: its bad-timestamp line was printed */
-static int nbad_warned;
-
-void spp_store_exact(int on)
+void spp_store_exact(spp_parse_ctx *c, int on)
 {
-    exact_mode = on;
-    quiet_open = on;
-    violations = 0;
+    c->exact = on;
+    c->quiet_open = on;
+    c->violations = 0;
     if (!on) { /* a new parse: forget what the last one printed */
-        free(bad_warned);
-        bad_warned = NULL;
-        nbad_warned = 0;
+        free(c->bad_warned);
+        c->bad_warned = NULL;
+        c->nbad_warned = 0;
     }
 }
 
 /* Once per store across the one-pass run and its exact rerun. */
 static void warn_bad(const spp_store *s, long long bad)
 {
-    if (s->index < nbad_warned && bad_warned[s->index])
+    spp_parse_ctx *c = s->ctx;
+    if (s->index < c->nbad_warned && c->bad_warned[s->index])
         return;
-    if (s->index >= nbad_warned) {
+    if (s->index >= c->nbad_warned) {
         int n = s->index + 16;
-        bad_warned = realloc(bad_warned, (size_t)n);
-        memset(bad_warned + nbad_warned, 0, (size_t)(n - nbad_warned));
-        nbad_warned = n;
+        c->bad_warned = realloc(c->bad_warned, (size_t)n);
+        memset(c->bad_warned + c->nbad_warned, 0, (size_t)(n - c->nbad_warned));
+        c->nbad_warned = n;
     }
-    bad_warned[s->index] = 1;
+    c->bad_warned[s->index] = 1;
     spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
 }
 
-int spp_store_violations(void) { return violations; }
+int spp_store_violations(const spp_parse_ctx *c) { return c->violations; }
 
-#define OPEN_WARN(...) do { if (!quiet_open) spp_log(SPP_WARNING, __VA_ARGS__); } while (0)
+#define OPEN_WARN(...) do { if (!c->quiet_open) spp_log(SPP_WARNING, __VA_ARGS__); } while (0)
 
 static char *stem_of(const char *path)
 {
@@ -401,7 +396,7 @@ static int raw_off(void)
 static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
 {
     const char *why = NULL;
-    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &why);
+    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (!rs)
         return 0;
     spp_rawrow w;
@@ -451,7 +446,7 @@ static const char *choose_mode(spp_store *s, int *plain)
         return sorted;
     sqlite3_stmt *st;
     int rc;
-    if (!exact_mode) {
+    if (!s->ctx->exact) {
         /* One pass: the first window from the first rows; rows with no
          * valid timestamp are counted in C (reorder_fill). */
         char q[160];
@@ -519,7 +514,7 @@ static void open_raw(spp_store *s, int where)
     if (raw_off())
         why = "the raw scan is off (SERVPROF_RAWSCAN=0)";
     else
-        s->raw = spp_rawscan_open(s->db, &why);
+        s->raw = spp_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (s->raw && !(s->raw_row = calloc(1, sizeof *s->raw_row))) {
         spp_rawscan_close(s->raw);
         s->raw = NULL;
@@ -537,7 +532,7 @@ static void open_raw(spp_store *s, int where)
 }
 
 /* A WAL SQLite will not read whole: said by name, with what is lost. 1 if so. */
-static int warn_wal(const char *path, unsigned psz)
+static int warn_wal(const spp_parse_ctx *c, const char *path, unsigned psz)
 {
     spp_wal_info w;
     if (!spp_wal_check(path, psz, &w))
@@ -553,7 +548,7 @@ static int warn_wal(const char *path, unsigned psz)
     return 1;
 }
 
-spp_store *spp_store_open(const char *path, int index)
+spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
 {
     const char *why = NULL;
     unsigned psz = 0;
@@ -561,9 +556,10 @@ spp_store *spp_store_open(const char *path, int index)
         OPEN_WARN("store %s: %s; skipped", path, why);
         return NULL;
     }
-    int wal_damaged = !quiet_open && warn_wal(path, psz); /* the rerun does not read the WAL twice */
+    int wal_damaged = !c->quiet_open && warn_wal(c, path, psz); /* the rerun does not read the WAL twice */
     spp_store *s = calloc(1, sizeof *s);
     s->index = index;
+    s->ctx = c;
     s->path = strdup(path);
     s->prof_id = stem_of(path);
     s->hostname = strdup("");
@@ -730,7 +726,7 @@ static int one_pass_check(spp_store *s, const spp_rec *r)
                 "reading the stores again with a first pass", s->path, (double)(s->released - r->ts) / 1e6,
                 (double)s->lateness / 1e6);
         s->violated = 1;
-        violations++;
+        s->ctx->violations++;
         end_cursor(s);
         return 0;
     }

@@ -95,7 +95,7 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }
-    spp_dw_stage_begin(); /* every output under a temporary name until spp_out_close */
+    spp_dw_stage_begin(&o->stage); /* every output under a temporary name until spp_out_close */
     if (db && db_target_is_special(dir)) {
         o->db = db = 0;
         o->failed = 1; /* an output not written: exit status 1 */
@@ -268,7 +268,7 @@ static int open_csv(spp_out *o, spp_table *t)
     }
     /* Through dwrite.c (O_DIRECT from a writer thread): a buffered write
      * costs a new page-cache page per 4 KiB (docs/parse.md). */
-    t->csv = spp_dw_fopen(t->csv_path);
+    t->csv = spp_dw_fopen(&o->stage, t->csv_path);
     if (!t->csv) {
         spp_log(SPP_ERROR, "cannot write %s: %s; that report is not written", t->csv_path, strerror(errno));
         t->failed = 1;
@@ -432,7 +432,7 @@ void spp_table_close(spp_out *o, spp_table *t)
             /* Half a report would pass for a short run: it goes. */
             spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
                     strerror(errno));
-            spp_dw_stage_add(NULL, t->csv_path); /* nor an earlier run's under its name */
+            spp_dw_stage_add(&o->stage, NULL, t->csv_path); /* nor an earlier run's under its name */
             o->failed = 1;
         }
         t->csv = NULL;
@@ -441,7 +441,7 @@ void spp_table_close(spp_out *o, spp_table *t)
          * run's: removed at the commit (spp_out_close). */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", o->dir, t->csv_name);
-        spp_dw_stage_add(NULL, path);
+        spp_dw_stage_add(&o->stage, NULL, path);
         if (t->needs)
             spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
@@ -587,7 +587,7 @@ int spp_out_close(spp_out *o)
         for (int i = 0; i < nidx; i++)
             free(idx[i]);
         free(idx);
-        spp_dw_stage_add(o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
+        spp_dw_stage_add(&o->stage, o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
         spp_bt_free(o->bt);
         o->bt = NULL;
     }
@@ -596,8 +596,8 @@ int spp_out_close(spp_out *o)
         o->db_conn = NULL;
     }
     if (o->discard)
-        spp_dw_stage_discard();
-    else if (spp_dw_stage_commit() != 0)
+        spp_dw_stage_discard(&o->stage);
+    else if (spp_dw_stage_commit(&o->stage) != 0)
         o->failed = 1;
     return o->failed ? -1 : 0;
 }

@@ -184,7 +184,7 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t 
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        spp_dw *dw = spp_dw_open(t->path, SPP_DW_BUF);
+        spp_dw *dw = spp_dw_open(&o->stage, t->path, SPP_DW_BUF);
         if (!dw) {
             spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_str(ids, a.from);
     check_str(ids, a.to);
     if (a.accepted.p) {
-        spp_json_each_number(a.accepted, each_num, ids);
+        spp_json_each_number(a.accepted, each_num, ids, &a.range_errors);
         (void)spp_json_object_number(a.accepted, "r", 1);
     }
     spp_str s;

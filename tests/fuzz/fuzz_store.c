@@ -15,6 +15,9 @@
 
 #include "parse.h"
 
+/* the parse context the stores under test belong to */
+static spp_parse_ctx test_ctx;
+
 static char path[96];
 
 static void remove_all(void)
@@ -47,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int run = 0; run < 3; run++) {
         if (run == 2)
             setenv("SERVPROF_RAWSCAN", "0", 1);
-        spp_store_exact(run == 1);
-        spp_store *s = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, run == 1);
+        spp_store *s = spp_store_open(&test_ctx, path, 0);
         spp_rec r;
         int64_t last = INT64_MIN;
         for (long n = 0; s && n < 200000 && spp_store_peek(s, &r); n++) {
@@ -66,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         spp_store_close(s);
         unsetenv("SERVPROF_RAWSCAN");
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     spp_args_free(&a);
     remove_all();
     return 0;

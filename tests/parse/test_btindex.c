@@ -209,8 +209,8 @@ static void test_budget(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/budget.db", dir);
-    spp_bt_index_budget(4096);
     spp_bt *w = spp_bt_open(path, 4096);
+    spp_bt_index_budget(w, 4096);
     spp_bt_tab *t = spp_bt_table(w, "n", 1, "D", -1);
     int col = 0;
     CHECK_INT(spp_bt_index(t, "ix_n", 1, &col), 0);
@@ -225,7 +225,6 @@ static void test_budget(void)
     spp_bt_schema rows[1] = {{"table", "n", "n", "CREATE TABLE n (v INTEGER)"}};
     CHECK_INT(spp_bt_finish(w, rows, 1), 0);
     spp_bt_free(w);
-    spp_bt_index_budget(32LL << 20);
     sqlite3 *db = sqlite_builds_index(path, "CREATE INDEX ix_n ON n(v)");
     char *first = query_all(db, "SELECT v FROM n INDEXED BY ix_n ORDER BY v LIMIT 1");
     CHECK_STR(first, "1\n");

@@ -25,7 +25,7 @@ static unsigned char pattern(size_t i) { return (unsigned char)(i * 2654435761u 
  * with the rest); returns spp_dw_close's result, or -1 if open failed. */
 static int write_file(const char *path, size_t n)
 {
-    spp_dw *w = spp_dw_open(path, SPP_DW_BUF);
+    spp_dw *w = spp_dw_open(NULL, path, SPP_DW_BUF);
     if (!w)
         return -1;
     char *b = spp_dw_buf(w);
@@ -81,7 +81,7 @@ static void stream(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/csv", dir);
-    FILE *f = spp_dw_fopen(path);
+    FILE *f = spp_dw_fopen(NULL, path);
     CHECK(f != NULL);
     if (!f)
         return;
@@ -98,7 +98,7 @@ static void errors(void)
     char path[256];
     snprintf(path, sizeof path, "%s/no/such/folder/x", dir);
     errno = 0;
-    CHECK(spp_dw_open(path, SPP_DW_BUF) == NULL);
+    CHECK(spp_dw_open(NULL, path, SPP_DW_BUF) == NULL);
     CHECK_INT(errno, ENOENT);
 
     /* A file size limit: the write fails with EFBIG (SIGXFSZ ignored, as a
@@ -114,7 +114,7 @@ static void errors(void)
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size <= (off_t)lim.rlim_cur);
     /* the same through the stdio stream: fclose says so */
-    FILE *f = spp_dw_fopen(path);
+    FILE *f = spp_dw_fopen(NULL, path);
     CHECK(f != NULL);
     if (f) {
         for (size_t i = 0; i < 3 * (size_t)SPP_DW_BUF; i++)

@@ -24,6 +24,9 @@
 
 #include "check.h"
 #include "parse.h"
+
+/* the parse context the stores under test belong to */
+static spp_parse_ctx test_ctx;
 #include "rawscan.h"
 
 static char dir[] = "/tmp/spp-rawscan-XXXXXX";
@@ -131,8 +134,8 @@ static void check_store(const char *path, int want_path, const char *label)
         int exact = run & 1;
         if (run == 2)
             setenv("SERVPROF_RAWSCAN", "0", 1);
-        spp_store_exact(exact);
-        spp_store *s = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, exact);
+        spp_store *s = spp_store_open(&test_ctx, path, 0);
         CHECK(s != NULL);
         int i = 0, bad = 0;
         spp_rec r;
@@ -159,7 +162,7 @@ static void check_store(const char *path, int want_path, const char *label)
         spp_store_close(s);
         unsetenv("SERVPROF_RAWSCAN");
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     rows_free(&want);
 }
 
@@ -181,7 +184,7 @@ static void check_raw(const char *path, int64_t handoff_at, const char *label)
     rows want = sqlite_rows(path, "");
     sqlite3 *db = open_reader(path);
     const char *why = NULL;
-    spp_rawscan *rs = spp_rawscan_open(db, &why);
+    spp_rawscan *rs = spp_rawscan_open(db, &test_ctx.nscans, &why);
     if (!rs)
         fprintf(stderr, "%s: no raw scan: %s\n", label, why);
     CHECK(rs != NULL);
@@ -441,8 +444,8 @@ static void test_writer_blocked(int wal)
         CHECK(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     rows want = time_order(path);
-    spp_store_exact(1);
-    spp_store *s = spp_store_open(path, 0);
+    spp_store_exact(&test_ctx, 1);
+    spp_store *s = spp_store_open(&test_ctx, path, 0);
     CHECK(s != NULL);
     if (!s) {
         rows_free(&want);
@@ -490,7 +493,7 @@ static void test_writer_blocked(int wal)
     CHECK_INT(i, want.n);
     CHECK_INT(s->raw_path, 1);
     spp_store_close(s);
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     rows_free(&want);
     /* the transaction ended with the store: the writer's change is there */
     rows after = sqlite_rows(path, "WHERE id = 2");
@@ -528,7 +531,7 @@ static void spit(const char *path, const unsigned char *b, long len)
 /* Reads path through spp_store; returns the rows yielded (bounded). */
 static int drain(const char *path, int limit, spp_store **keep)
 {
-    spp_store *s = spp_store_open(path, 0);
+    spp_store *s = spp_store_open(&test_ctx, path, 0);
     int n = 0;
     spp_rec r;
     while (s && n <= limit && spp_store_peek(s, &r)) {
@@ -570,7 +573,7 @@ static void test_corrupt(void)
             long at = (long)(p - 1) * psz + offs[k];
             b[at] = offs[k] >= 100 ? (unsigned char)(seed >> 16) : vals[(seed >> 16) % sizeof vals];
             spit(bad, b, len);
-            spp_store_exact((int)(k & 1));
+            spp_store_exact(&test_ctx, (int)(k & 1));
             spp_store *s = NULL;
             ended &= drain(bad, 4 * want.n + 100, &s) <= 4 * want.n + 100;
             raw_runs += s && s->raw_path;
@@ -579,7 +582,7 @@ static void test_corrupt(void)
             runs++;
         }
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     CHECK(ended);
     CHECK(runs > 1000);
     /* most damage is met by the raw scan, and some of it ends the store */
@@ -611,9 +614,9 @@ static void test_corrupt(void)
     spit(bad, b, len);
     spp_store *s = NULL;
     /* exact mode: SQLite's first pass stops at the page, the raw scan too */
-    spp_store_exact(1);
+    spp_store_exact(&test_ctx, 1);
     int n = drain(bad, 4 * want.n, &s);
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     CHECK(s != NULL);
     CHECK(n > 100 && n < want.n);
     CHECK_INT(s ? s->failed : 0, 1);

@@ -9,10 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "parse.h"
+
+/* the parse context the stores under test belong to */
+static spp_parse_ctx test_ctx;
 #include "reorder.h"
 #include "stats.h"
 
@@ -276,8 +281,8 @@ static void test_store_order(void)
                                  " ORDER BY timestamp, id", -1, &want, NULL) == SQLITE_OK);
     spp_log_set_level(SPP_NONE);
     for (int exact = 0; exact <= 1; exact++) { /* one pass, then with the first pass */
-        spp_store_exact(exact);
-        spp_store *st = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, exact);
+        spp_store *st = spp_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
         CHECK_INT(st ? st->mode : -1, SPP_READ_REORDER);
         int got = 0;
@@ -292,10 +297,10 @@ static void test_store_order(void)
         }
         CHECK_INT(got, valid);
         CHECK(sqlite3_step(want) == SQLITE_DONE);
-        CHECK_INT(spp_store_violations(), 0);
+        CHECK_INT(spp_store_violations(&test_ctx), 0);
         spp_store_close(st);
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     sqlite3_finalize(want);
     sqlite3_close(db);
     spp_log_set_level(SPP_WARNING);
@@ -353,8 +358,8 @@ static void test_one_pass_restart(void)
     free(sec);
     spp_log_set_level(SPP_NONE);
     for (int exact = 0; exact <= 1; exact++) {
-        spp_store_exact(exact);
-        spp_store *st = spp_store_open(path, 0);
+        spp_store_exact(&test_ctx, exact);
+        spp_store *st = spp_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
         spp_rec r;
         int64_t last = 0;
@@ -365,18 +370,17 @@ static void test_one_pass_restart(void)
             spp_store_next(st);
             got++;
         }
-        CHECK_INT(spp_store_violations(), exact ? 0 : 1);
+        CHECK_INT(spp_store_violations(&test_ctx), exact ? 0 : 1);
         if (exact)
             CHECK_INT(got, n);
         spp_store_close(st);
     }
-    spp_store_exact(0);
+    spp_store_exact(&test_ctx, 0);
     spp_opts o = {0};
     o.input = dir;
     o.output = out;
     o.csv = 1;
-    CHECK_INT(spp_run(&o), 0);
-    CHECK_INT(spp_store_violations(), 0);
+    CHECK_INT(spp_run(&o), 0); /* its own context: the restart is inside */
     FILE *f = fopen(csv, "r");
     CHECK(f != NULL);
     char line[1024];
@@ -403,6 +407,108 @@ static void test_one_pass_restart(void)
     CHECK(system(cmd) == 0);
 }
 
+/* Whether files a and b hold the same bytes (both absent counts as same). */
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = !fa == !fb;
+    while (same && fa) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* One whole parse of in into out (every format), in this process. */
+static int parse_into(const char *in, const char *out)
+{
+    spp_opts o = {0};
+    o.input = in;
+    o.output = out;
+    o.csv = o.json = o.db = 1;
+    return spp_run(&o);
+}
+
+/* The same parse in a child process of its own: the reference a parse that
+ * follows another in one process must equal. */
+static void parse_alone(const char *in, const char *out)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        _exit(parse_into(in, out) == 0 ? 0 : 1);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void check_same_outputs(const char *got, const char *want)
+{
+    static const char *const files[] = {"forward.csv", "batch.csv", "request.csv", "kvcache.csv",
+                                        "request_status.csv", "chrome_tracing.json", "profiler.db"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char a[160], b[160];
+        snprintf(a, sizeof a, "%s/%s", got, files[i]);
+        snprintf(b, sizeof b, "%s/%s", want, files[i]);
+        if (!same_file(a, b))
+            fprintf(stderr, "differs from the parse alone: %s\n", a);
+        CHECK(same_file(a, b));
+    }
+}
+
+/* Two parses in one process, one after the other on different inputs (one
+ * that makes the parse start again in exact mode, one that does not), and
+ * the first again: each writes what it writes alone, byte for byte. No
+ * state of one parse (its context, its model) leaks into the next. */
+static void test_two_parses(void)
+{
+    char dir[] = "/tmp/spp-twice-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char in_a[96], in_b[96], path[128];
+    snprintf(in_a, sizeof in_a, "%s/a", dir);
+    snprintf(in_b, sizeof in_b, "%s/b", dir);
+    CHECK(mkdir(in_a, 0755) == 0 && mkdir(in_b, 0755) == 0);
+    enum { FILL = 20000 };
+    double *sec = malloc((FILL + 1) * sizeof *sec);
+    for (int i = 0; i < FILL; i++)
+        sec[i] = 1 + i * 0.001;
+    sec[FILL] = sec[FILL - 1] - 7; /* late: store A's one pass restarts */
+    snprintf(path, sizeof path, "%s/ms_service_a.db", in_a);
+    late_store(path, sec, FILL + 1);
+    for (int i = 0; i < 300; i++)
+        sec[i] = 5 + i * 0.01;
+    snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
+    late_store(path, sec, 300);
+    free(sec);
+    spp_log_set_level(SPP_NONE);
+    char alone_a[96], alone_b[96], a1[96], b1[96], a2[96];
+    snprintf(alone_a, sizeof alone_a, "%s/alone_a", dir);
+    snprintf(alone_b, sizeof alone_b, "%s/alone_b", dir);
+    snprintf(a1, sizeof a1, "%s/a1", dir);
+    snprintf(b1, sizeof b1, "%s/b1", dir);
+    snprintf(a2, sizeof a2, "%s/a2", dir);
+    parse_alone(in_a, alone_a);
+    parse_alone(in_b, alone_b);
+    CHECK_INT(parse_into(in_a, a1), 0);
+    CHECK_INT(parse_into(in_b, b1), 0);
+    CHECK_INT(parse_into(in_a, a2), 0);
+    snprintf(path, sizeof path, "%s/forward.csv", alone_b);
+    CHECK(access(path, R_OK) == 0); /* the comparison is of real outputs */
+    check_same_outputs(a1, alone_a);
+    check_same_outputs(b1, alone_b);
+    check_same_outputs(a2, alone_a);
+    spp_log_set_level(SPP_WARNING);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     test_args();
@@ -410,6 +516,7 @@ int main(void)
     test_reorder();
     test_store_order();
     test_one_pass_restart();
+    test_two_parses();
     test_percentiles();
     CHECK_DONE();
 }
