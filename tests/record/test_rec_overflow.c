@@ -22,8 +22,10 @@ int main(void)
     CHECK_INT(rt_wait_count(store, "SELECT count(*) FROM slice WHERE name = 'first'", 1), 1);
 
     int n = 20000;
-    int64_t t0 = sp_now_monotonic_ns();
-    sp_tbuf_lock(); /* the writer cannot start a pass now */
+    /* The writer cannot start a pass while we hold its lock: a record call
+     * that waited for room would never return (ctest's timeout would fail the
+     * test), so finishing the burst at all shows that a full ring never blocks. */
+    sp_tbuf_lock();
     servprof_span lost_span = 1;
     for (int i = 0; i < n; i++) {
         servprof_rec *r = servprof_rec_begin(SERVPROF_LEVEL_INFO, "D");
@@ -33,11 +35,8 @@ int main(void)
     }
     lost_span = servprof_span_begin(servprof_rec_begin(SERVPROF_LEVEL_INFO, "D"), "lost");
     sp_tbuf_unlock();
-    int64_t took = sp_now_monotonic_ns() - t0;
     CHECK_INT(lost_span, 0); /* the ring is still full: dropped, handle 0 */
     servprof_span_end(lost_span); /* a no-op */
-    /* The caller was never held up: 20k records in well under a second. */
-    CHECK(took < (rt_sanitized() ? 20000000000LL : 2000000000LL));
     /* room again once the writer has stored every burst record accepted */
     servprof_stats mid;
     servprof_get_stats(&mid);
