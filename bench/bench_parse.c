@@ -4,7 +4,7 @@
  * realistic input.
  *
  * Generates (once, then reused) two raw stores in the schema of
- * collection.md §4: a front end (httpReq / httpRes and the Link of each
+ * docs/api.md ("The raw store"): a front end (httpReq / httpRes and the Link of each
  * request to its engine id) and an engine (queueing, cache hits, KV
  * allocate/free, batch / execution / forward spans whose rid lists carry
  * every request of the step, KVCacheStatus, one detokenize per token per

@@ -4,7 +4,7 @@
  *
  * The calling thread only copied bytes (rec_format.h); this file turns the
  * attribute stream into JSON members in the order the caller gave them.
- * Three promises to the parser (collection.md §4):
+ * Three promises to the parser (docs/api.md, "The raw store"):
  *  - the text is always valid JSON: strings are escaped, and bytes that are
  *    not valid UTF-8 become U+FFFD (\ufffd), one per bad byte, so a reader
  *    sees where the damage was; overlong forms, surrogates and code points

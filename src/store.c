@@ -3,7 +3,7 @@
  * store.c — the raw store: one SQLite file per process and session.
  *
  * DESIGN
- * The layout is the reference tool's (collection.md §4), created with
+ * The layout is the reference tool's (docs/api.md, "The raw store"), created with
  * CREATE TABLE IF NOT EXISTS so a reopened file is appended to. The writer
  * thread is the only user: one connection opened without SQLite's mutexes,
  * one prepared statement per kind of row (the pid is bound once and stays

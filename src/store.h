@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.h — the SQLite raw store of one process (collection.md §4).
+ * store.h — the SQLite raw store of one process (docs/api.md, "The raw store").
  * Used by the writer thread only; nothing here is thread-safe.
  */
 #ifndef SERVPROF_STORE_H

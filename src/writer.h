@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* Longest time a transaction stays open while records keep coming: the most
- * a kill -9 can lose. collection.md asks for at most 250 ms. */
+ * a kill -9 can lose. The goal is at most 250 ms (docs/benchmarks.md). */
 #define SP_WRITER_COMMIT_NS (100 * 1000000LL)
 /* Longest sleep of a writer whose passes find nothing (it polls: producers
  * never wake it, that would be a syscall on the hot path). A 4 MiB buffer

@@ -2,7 +2,7 @@
 /*
  * model.c — hands each record, in time order, to the reports.
  *
- * Per record: classify by name (parsing.md §1), decode args once, resolve
+ * Per record: classify by name (docs/vocabulary.md), decode args once, resolve
  * the request ids it names (Link rows first merge two ids into one request),
  * then let each report take what it needs. Reports that must look ahead
  * (KV state after a step, the next forward) hold a few rows per process, so

@@ -8,7 +8,7 @@
 
 #include "parse.h"
 
-/* What a record is, by its name (parsing.md §1). */
+/* What a record is, by its name (docs/vocabulary.md). */
 enum spp_kind {
     K_OTHER = 0, K_HTTPREQ, K_TOKENIZE, K_ENQUEUE, K_DEQUEUE, K_QUEUE, K_BATCH, K_EXEC,
     K_FORWARD, K_KVSTATUS, K_KVEVENT, K_CACHEHIT, K_TOKEN_OUT, K_END, K_SENDRESP, K_SPEC,

@@ -15,7 +15,7 @@
  * "s"/"t"/"f" with bp "e". Metadata ("M") events may come anywhere in the
  * array, so they are written when a lane appears and at the close.
  *
- * profiler.db's `slice` is a VIEW with the columns of parsing.md over
+ * profiler.db's `slice` is a VIEW with the columns of docs/parse.md over
  * `slice_data` (one row per record) and `slice_args` (long args texts):
  * a scheduler step's 3.7 KB rid list is carried byte-identical by its
  * schedule, execution and forward spans, so a long text equal to one of
@@ -151,7 +151,7 @@ static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGE
                                   {"cat", "TEXT"}, {"args", "TEXT"}, {"args_id", "INTEGER"},
                                   {"pid", "INTEGER"}, {"tid", "INTEGER"}};
 static const spp_col c_args[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
-/* The columns of parsing.md's `slice`, in its order, then the reference's
+/* The columns of docs/parse.md's `slice`, in its order, then the reference's
  * `id` (insertion order = time order) and `track_id` (our lane: tid). */
 static const char slice_view[] =
     "CREATE VIEW slice AS SELECT d.timestamp AS timestamp, d.duration AS duration, "

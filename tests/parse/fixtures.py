@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""fixtures.py — builds raw stores (collection.md §4 schema) for the parse tests.
+"""fixtures.py — builds raw stores (the raw-store schema of docs/api.md) for the parse tests.
 
 Each test describes its scenario as rows with times in milliseconds after T0;
 values expected in the reports are computed by hand in the tests themselves.

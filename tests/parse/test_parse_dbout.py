@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """profiler.db's timeline storage: `slice` is a view over slice_data and
 slice_args (long args texts stored once), and must read exactly like the
-table it replaced: the columns of parsing.md, every record with its args
+table it replaced: the columns of docs/parse.md, every record with its args
 byte for byte, end_time = timestamp + duration. The file is built as
 profiler.db.partial and renamed when complete, so an interrupted parse
 leaves no profiler.db behind."""

@@ -235,7 +235,7 @@ static void test_percentiles(void)
     CHECK(isnan(spp_percentile(v, 0, 50)));
 }
 
-/* The raw store's tables the reader needs (collection.md §4). */
+/* The raw store's tables the reader needs (docs/api.md, "The raw store"). */
 #define RAW_SCHEMA                                                                                  \
     "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"   \
     " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER," \

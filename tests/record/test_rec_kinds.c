@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rec_kinds.c — every kind of record lands as the rows of
- * collection.md §4, with the exact args JSON, and the store carries the
+ * docs/api.md ("The raw store"), with the exact args JSON, and the store carries the
  * schema, the process, thread and Meta rows.
  */
 #include "clock.h"
