@@ -40,23 +40,53 @@ static long long estimate(spp_store *s)
     return n;
 }
 
+/* What one run owns. Every way out of run_once goes through run_release,
+ * which frees whatever was acquired: a field is zero until then, and
+ * `model` says how far the model got. */
+enum { MODEL_NONE, MODEL_OPEN, MODEL_CLOSED };
+typedef struct run_owned {
+    spp_paths paths;
+    spp_sessions ss;
+    spp_store **stores;
+    int *session_of;      /* by store: its session (sessions.c) */
+    int n;                /* stores opened */
+    spp_clock clock;
+    spp_model m;
+    int model;            /* MODEL_OPEN: spp_model_close is due; MODEL_CLOSED: it was done */
+} run_owned;
+
+static void run_release(run_owned *o)
+{
+    if (o->model == MODEL_OPEN)
+        spp_model_close(&o->m);
+    if (o->model != MODEL_NONE) {
+        spp_pdsplit_summary(&o->m, 0); /* a no-op when the run printed it */
+        spp_stats_free(o->m.stats);
+        free(o->m.fin);
+        free(o->m.span_names);
+    }
+    spp_clock_free(&o->clock);
+    for (int i = 0; i < o->n; i++)
+        spp_store_close(o->stores[i]);
+    free(o->stores);
+    free(o->session_of);
+    spp_sessions_free(&o->ss);
+    spp_paths_free(&o->paths);
+}
+
 /* Closes a run that met a late row (store.c): its outputs are written out
- * and closed silently (the exact run after it writes them again) so that
- * nothing leaks. */
-static void abandon(spp_model *m, spp_store **stores, int n)
+ * and removed silently (the exact run after it writes them again). */
+static void abandon(run_owned *o)
 {
     int level = spp_log_level();
     spp_log_set_level(SPP_NONE);
-    spp_model_finish(m);
-    spp_timeline_close(m->tl, stores, n);
-    m->tl = NULL;
-    spp_model_close(m);
-    m->out.discard = 1; /* the exact run writes them again */
-    spp_out_close(&m->out);
-    spp_pdsplit_summary(m, 0);
-    spp_stats_free(m->stats);
-    free(m->fin);
-    free(m->span_names);
+    spp_model_finish(&o->m);
+    spp_timeline_close(o->m.tl, o->stores, o->n);
+    o->m.tl = NULL;
+    spp_model_close(&o->m);
+    o->model = MODEL_CLOSED;
+    o->m.out.discard = 1;
+    spp_out_close(&o->m.out);
     spp_log_set_level(level);
 }
 
@@ -106,126 +136,98 @@ static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *ag
      * statistics, on every row read and inserted; we never ask for them.
      * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    spp_paths paths;
-    if (spp_discover(opts->input, &paths) != 0)
-        return 2;
-    if (paths.nraw == 0) {
+    run_owned o = {0};
+    int rc = 2;
+    if (spp_discover(opts->input, &o.paths) != 0)
+        goto done;
+    rc = 1;
+    if (o.paths.nraw == 0) {
         spp_log(SPP_ERROR, "no raw store (ms_service_*.db) under %s; nothing to parse", opts->input);
-        spp_paths_free(&paths);
-        return 1;
+        goto done;
     }
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     int64_t started_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
-    spp_sessions ss;
-    if (spp_sessions_find(&paths, opts->input, opts->session, &ss) != 0) {
-        spp_sessions_free(&ss);
-        spp_paths_free(&paths);
-        return 2;
+    if (spp_sessions_find(&o.paths, opts->input, opts->session, &o.ss) != 0) {
+        rc = 2;
+        goto done;
     }
-    spp_store **stores = calloc((size_t)paths.nraw, sizeof *stores);
-    int *session_of = calloc((size_t)paths.nraw, sizeof *session_of);
-    int n = 0;
+    o.stores = calloc((size_t)o.paths.nraw, sizeof *o.stores);
+    o.session_of = calloc((size_t)o.paths.nraw, sizeof *o.session_of);
     long long est = 0;
     int64_t origin = INT64_MAX;
-    for (int i = 0; i < paths.nraw; i++) {
-        spp_store *s = spp_store_open(ctx, paths.raw[i], n);
+    for (int i = 0; i < o.paths.nraw; i++) {
+        spp_store *s = spp_store_open(ctx, o.paths.raw[i], o.n);
         if (!s)
             continue;
-        session_of[n] = ss.of_store[i];
-        stores[n++] = s;
+        o.session_of[o.n] = o.ss.of_store[i];
+        o.stores[o.n++] = s;
         est += estimate(s);
     }
-    spp_clock clock;
-    spp_clock_align(&clock, stores, n, opts); /* before any time is used: it shifts hosts' clocks */
-    for (int i = 0; i < n; i++) {
+    spp_clock_align(&o.clock, o.stores, o.n, opts); /* before any time is used: it shifts hosts' clocks */
+    for (int i = 0; i < o.n; i++) {
         spp_rec r;
-        if (spp_store_peek(stores[i], &r) && r.ts < origin)
+        if (spp_store_peek(o.stores[i], &r) && r.ts < origin)
             origin = r.ts;
     }
-    int skipped = paths.nraw - n;
-    spp_torch_select(&paths, stores, n);
-    if (n == 0) {
-        spp_log(SPP_ERROR, "none of the %d store(s) under %s could be read; nothing to parse", paths.nraw,
+    int skipped = o.paths.nraw - o.n;
+    spp_torch_select(&o.paths, o.stores, o.n);
+    if (o.n == 0) {
+        spp_log(SPP_ERROR, "none of the %d store(s) under %s could be read; nothing to parse", o.paths.nraw,
                 opts->input);
-        free(stores);
-        free(session_of);
-        spp_sessions_free(&ss);
-        spp_paths_free(&paths);
-        return 1;
+        goto done;
     }
     if (origin == INT64_MAX)
         origin = 0;
-    spp_model m;
-    if (spp_model_open(&m, opts, stores, n, origin) != 0) {
-        spp_model_close(&m); /* what the open allocated before the output folder failed */
-        spp_clock_free(&clock);
-        for (int i = 0; i < n; i++)
-            spp_store_close(stores[i]);
-        free(stores);
-        free(session_of);
-        spp_sessions_free(&ss);
-        spp_paths_free(&paths);
-        return 1;
-    }
-    spp_clock_report(&clock, &m.out);
-    spp_clock_free(&clock);
-    m.last_ns = origin;
+    spp_model *m = &o.m;
+    o.model = MODEL_OPEN; /* what the open allocated before a failure is freed too */
+    if (spp_model_open(m, opts, o.stores, o.n, origin) != 0)
+        goto done;
+    spp_clock_report(&o.clock, &m->out);
+    m->last_ns = origin;
     spp_merge mg;
-    spp_merge_init(&mg, stores, n);
+    spp_merge_init(&mg, o.stores, o.n);
     spp_progress bar;
     spp_progress_start(&bar, est, opts->progress);
     spp_store *s;
     while ((s = spp_merge_top(&mg)) && !spp_store_violations(ctx)) {
         spp_rec r;
         spp_store_peek(s, &r);
-        spp_sessions_note(&ss, session_of[s->index], r.ts,
+        spp_sessions_note(&o.ss, o.session_of[s->index], r.ts,
                           r.dur > 0 && r.dur < INT64_MAX - r.ts ? r.ts + r.dur : r.ts);
-        spp_model_record(&m, &r);
+        spp_model_record(m, &r);
         spp_merge_advance(&mg);
-        if ((m.nrec & 65535) == 0)
-            spp_progress_tick(&bar, m.nrec);
+        if ((m->nrec & 65535) == 0)
+            spp_progress_tick(&bar, m->nrec);
     }
     spp_progress_end(&bar);
     spp_merge_free(&mg);
     if (spp_store_violations(ctx)) {
-        abandon(&m, stores, n);
-        for (int i = 0; i < n; i++)
-            spp_store_close(stores[i]);
-        free(stores);
-        free(session_of);
-        spp_sessions_free(&ss);
-        spp_paths_free(&paths);
+        abandon(&o);
         *again = 1;
-        return 1;
+        goto done;
     }
-    warn_dropped_values(&m, stores, n);
-    spp_model_finish(&m);
-    spp_timeline_activity(m.tl, paths.activity, paths.nactivity);
-    spp_torch_timeline(m.tl, paths.torch, paths.ntorch, stores, n);
-    int rc = 0;
-    if (spp_timeline_close(m.tl, stores, n) != 0)
+    warn_dropped_values(m, o.stores, o.n);
+    spp_model_finish(m);
+    spp_timeline_activity(m->tl, o.paths.activity, o.paths.nactivity);
+    spp_torch_timeline(m->tl, o.paths.torch, o.paths.ntorch, o.stores, o.n);
+    rc = 0;
+    if (spp_timeline_close(m->tl, o.stores, o.n) != 0)
         rc = 1;
-    m.tl = NULL;
-    spp_dbout_finish(&m);
-    if ((paths.nactivity || paths.ntorch) && opts->csv &&
-        sp_report_ops_all((const char *const *)paths.activity, paths.nactivity,
-                          (const char *const *)paths.torch, paths.ntorch, opts->output, &m.out.stage) != 0)
+    m->tl = NULL;
+    spp_dbout_finish(m);
+    if ((o.paths.nactivity || o.paths.ntorch) && opts->csv &&
+        sp_report_ops_all((const char *const *)o.paths.activity, o.paths.nactivity,
+                          (const char *const *)o.paths.torch, o.paths.ntorch, opts->output, &m->out.stage) != 0)
         rc = 1;
-    spp_model_close(&m);
-    if (spp_out_close(&m.out) != 0)
+    spp_model_close(m);
+    o.model = MODEL_CLOSED;
+    if (spp_out_close(&m->out) != 0)
         rc = 1;
     if (opts->summary)
-        spp_summary_print(&m, n, skipped, paths.nactivity + paths.ntorch, now_s() - t0, &ss, started_ns);
-    spp_pdsplit_summary(&m, opts->summary);
-    spp_stats_free(m.stats);
-    free(m.fin);
-    free(m.span_names);
-    for (int i = 0; i < n; i++)
-        spp_store_close(stores[i]);
-    free(stores);
-    free(session_of);
-    spp_sessions_free(&ss);
-    spp_paths_free(&paths);
+        spp_summary_print(m, o.n, skipped, o.paths.nactivity + o.paths.ntorch, now_s() - t0, &o.ss, started_ns);
+    spp_pdsplit_summary(m, opts->summary);
+done:
+    run_release(&o);
     return rc;
 }
