@@ -57,22 +57,26 @@ void spp_coordcount_note(spp_coordcount *c, int64_t ts, const char *address, int
     c->m[c->n++] = (moment){b, key_of(c, address, decode), end};
 }
 
-/* Keys in address, then node type order (prefill before decode). */
-static const spp_coordcount *sort_ctx;
-static int by_key(int a, int b)
+/* Keys in address, then node type order (prefill before decode). The
+ * comparators take c from qsort_r (glibc's argument order), not from a
+ * global: two parses may sort at once. */
+static int by_key(const spp_coordcount *c, int a, int b)
 {
-    const key *x = &sort_ctx->k[a], *y = &sort_ctx->k[b];
+    const key *x = &c->k[a], *y = &c->k[b];
     int d = strcmp(x->address, y->address);
     return d ? d : x->decode - y->decode;
 }
-static int by_bucket_key(const void *pa, const void *pb)
+static int by_bucket_key(const void *pa, const void *pb, void *c)
 {
     const moment *a = pa, *b = pb;
     if (a->bucket != b->bucket)
         return a->bucket < b->bucket ? -1 : 1;
-    return by_key(a->key, b->key);
+    return by_key(c, a->key, b->key);
 }
-static int key_cmp(const void *pa, const void *pb) { return by_key(*(const int *)pa, *(const int *)pb); }
+static int key_cmp(const void *pa, const void *pb, void *c)
+{
+    return by_key(c, *(const int *)pa, *(const int *)pb);
+}
 
 static void row(spp_out *out, spp_table *t, int64_t bucket, const key *k, long long add, long long end,
                 long long running)
@@ -93,13 +97,12 @@ void spp_coordcount_write(spp_coordcount *c, spp_out *out)
     spp_table t;
     spp_table_init(out, &t, "coordinator_running.csv", "coordinator_running", cols, 6, NULL);
     if (c && c->n) {
-        sort_ctx = c;
-        qsort(c->m, (size_t)c->n, sizeof *c->m, by_bucket_key);
+        qsort_r(c->m, (size_t)c->n, sizeof *c->m, by_bucket_key, c);
         int *order = malloc((size_t)c->nk * sizeof *order);
         long long *running = calloc((size_t)c->nk, sizeof *running);
         for (int i = 0; i < c->nk; i++)
             order[i] = i;
-        qsort(order, (size_t)c->nk, sizeof *order, key_cmp);
+        qsort_r(order, (size_t)c->nk, sizeof *order, key_cmp, c);
         /* profiler.db's Coordinator_curve view needs the instances (dbcompat.c) */
         const char **addr = malloc((size_t)c->nk * sizeof *addr); /* sorted by address: the view's order */
         int *dec = malloc((size_t)c->nk * sizeof *dec);
@@ -108,7 +111,7 @@ void spp_coordcount_write(spp_coordcount *c, spp_out *out)
             dec[i] = c->k[order[i]].decode;
         }
         if (out->db_conn)
-            spp_dbcompat_coordinator_nodes(addr, dec, c->nk);
+            spp_dbcompat_coordinator_nodes(out, addr, dec, c->nk);
         free(addr);
         free(dec);
         int64_t first = c->m[0].bucket, last = c->m[c->n - 1].bucket;

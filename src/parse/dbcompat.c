@@ -217,12 +217,10 @@ static void exec_view(sqlite3 *db, const char *sql)
  * then address, as the reference names and orders them) holding the
  * requests added to it in the bucket. Its columns depend on the instances
  * seen, so its SQL is made from them (coordcount.c hands them over). */
-static char *curve_sql; /* pending CREATE VIEW, sqlite3_malloc'd; NULL none */
-
-void spp_dbcompat_coordinator_nodes(const char *const *address, const int *decode, int n)
+void spp_dbcompat_coordinator_nodes(spp_out *o, const char *const *address, const int *decode, int n)
 {
-    sqlite3_free(curve_sql);
-    curve_sql = NULL;
+    sqlite3_free(o->curve_sql);
+    o->curve_sql = NULL;
     if (n <= 0)
         return;
     sqlite3_str *s = sqlite3_str_new(NULL);
@@ -238,13 +236,13 @@ void spp_dbcompat_coordinator_nodes(const char *const *address, const int *decod
             sqlite3_free(alias);
         }
     sqlite3_str_appendall(s, " FROM coordinator_running GROUP BY time ORDER BY time");
-    curve_sql = sqlite3_str_finish(s);
+    o->curve_sql = sqlite3_str_finish(s);
 }
 
 void spp_dbcompat_views(spp_out *o)
 {
     if (!o->db_conn) {
-        spp_dbcompat_coordinator_nodes(NULL, NULL, 0);
+        spp_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
         return;
     }
     /* the reference's views of its tables, with its column names. Its
@@ -267,7 +265,7 @@ void spp_dbcompat_views(spp_out *o)
     }
     for (size_t i = 0; i < sizeof views / sizeof *views; i++)
         exec_view(o->db_conn, views[i]);
-    if (curve_sql)
-        exec_view(o->db_conn, curve_sql);
-    spp_dbcompat_coordinator_nodes(NULL, NULL, 0);
+    if (o->curve_sql)
+        exec_view(o->db_conn, o->curve_sql);
+    spp_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
 }

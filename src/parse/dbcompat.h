@@ -23,8 +23,9 @@ void spp_dbcompat_time(int64_t ns, char *buf);
 /* The instances of coordinator_running, for the Coordinator_curve view
  * (one column per instance: its columns depend on the data, which the page
  * writer has not stored yet when the views are made). decode[i]: node
- * type decode, else prefill. Kept until spp_dbcompat_views; n = 0 clears. */
-void spp_dbcompat_coordinator_nodes(const char *const *address, const int *decode, int n);
+ * type decode, else prefill. Kept in o until spp_dbcompat_views (or
+ * spp_out_close); n = 0 clears. */
+void spp_dbcompat_coordinator_nodes(spp_out *o, const char *const *address, const int *decode, int n);
 
 /* Creates the reference's views (data_table, data_link, batch_info,
  * request_data, forward_info, kvcache_usage, pd_communication_info,

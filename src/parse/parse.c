@@ -5,6 +5,7 @@
  * report), then add device activity, the profiler.db extras, the operator
  * reports, and print the summary.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -129,13 +130,18 @@ int spp_run(const spp_opts *opts)
     return rc;
 }
 
+/* SQLite's malloc takes a process-wide mutex only to keep memory
+ * statistics, on every row read and inserted; we never ask for them.
+ * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised.
+ * sqlite3_config must not race another thread's first use of SQLite:
+ * once per process, before any parse opens a store. */
+static pthread_once_t memstatus_once = PTHREAD_ONCE_INIT;
+static void memstatus_off(void) { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 static int run_once(spp_parse_ctx *ctx, const spp_opts *opts, double t0, int *again)
 {
     *again = 0;
-    /* SQLite's malloc takes a process-wide mutex only to keep memory
-     * statistics, on every row read and inserted; we never ask for them.
-     * Fails harmlessly (SQLITE_MISUSE) when SQLite is already initialised. */
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    pthread_once(&memstatus_once, memstatus_off);
     run_owned o = {0};
     int rc = 2;
     if (spp_discover(opts->input, &o.paths) != 0)

@@ -25,9 +25,12 @@
  *   parse.c      the driver; report_ops.c (samplers' issue) operator reports
  *   torch_trace.c  torch profiler traces (acl_task_time 3): lanes, op rows
  *
- * Everything runs on one thread. Record strings (name, cat, args) belong to
- * SQLite and are valid only until the store's cursor steps again: modules
- * copy what they keep.
+ * A parse runs on the thread that calls spp_run (only the output writers
+ * of dwrite.c and dbsql.c have threads of their own); two parses may run
+ * at once on two threads: their state is in their context and model, and
+ * the log level and the tap are thread-local. Record strings (name, cat,
+ * args) belong to SQLite and are valid only until the store's cursor
+ * steps again: modules copy what they keep.
  */
 #ifndef SERVPROF_PARSE_H
 #define SERVPROF_PARSE_H
@@ -43,6 +46,8 @@
 
 /* ---------------------------------------------------------------- log */
 enum { SPP_DEBUG = 0, SPP_INFO = 1, SPP_WARNING = 2, SPP_ERROR = 3, SPP_NONE = 4 };
+/* The threshold is the calling thread's (plog.c): set it on the thread
+ * that calls spp_run; other threads keep theirs (default SPP_INFO). */
 void spp_log_set_level(int level);
 int spp_log_level(void);
 void spp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -336,6 +341,7 @@ typedef struct spp_out {
     struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
     int discard;            /* spp_out_close removes this run's outputs instead of committing them */
+    char *curve_sql;        /* the Coordinator_curve view's CREATE, pending (dbcompat.c); sqlite3_malloc'd */
     spp_dw_stage stage;     /* the outputs' renames, done at spp_out_close (dwrite.c) */
 } spp_out;
 
@@ -372,16 +378,17 @@ const char *spp_colmap_text(const spp_val *v, const spp_colmap *m, int k, int *l
  * row and every record as the parse makes them, with or without files:
  * row() gets the table (its key and columns) and the row's values, before
  * they are written; record() gets each record in time order before the
- * reports do. Strings are valid only during the call. One tap at a time
- * (the parser is single-threaded and keeps it in a global). */
+ * reports do. Strings are valid only during the call. The tap is the
+ * calling thread's (thread-local): install it on the thread that calls
+ * spp_run; parses on other threads do not see it. */
 typedef struct spp_tap {
     void (*row)(void *ctx, const spp_table *t, const spp_val *vals);
     void (*record)(void *ctx, const spp_rec *r);
     void *ctx;
 } spp_tap;
-/* Installs tap (copied), or removes it with NULL. */
+/* Installs tap (copied) for the calling thread, or removes it with NULL. */
 void spp_set_tap(const spp_tap *tap);
-extern spp_tap spp_tap_now;
+extern _Thread_local spp_tap spp_tap_now;
 
 /* profiler.db's writer: SQLite's INSERT on a thread (dbsql.c) when
  * SERVPROF_PARSE_DB_WRITER=sqlite (`parse --db-writer sqlite` sets it),

@@ -4,6 +4,17 @@
  * "servprof parse: <LEVEL>: <message>". The threshold comes from
  * --log-level (default info). Warnings name the file or value that was
  * wrong and say what was done instead.
+ *
+ * The threshold is the calling thread's (_Thread_local): a parse runs on
+ * the thread that calls spp_run, and every message of it is logged from
+ * that thread (the output writer threads of dwrite.c and dbsql.c report
+ * through their owner, never here), so two parses on two threads each
+ * keep their own level. Thread-local rather than carried in the parse's
+ * context: the fifty-odd message sites (the args decoder, the formatters,
+ * the fuzz targets) would all need the context for one int, and in an
+ * executable a thread-local is read as cheaply as a global (one
+ * %fs-relative load; docs/benchmarks.md, "Parse", has the instruction
+ * count). A thread that never set its level gets the default, info.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +22,7 @@
 
 #include "parse.h"
 
-static int threshold = SPP_INFO;
+static _Thread_local int threshold = SPP_INFO;
 static const char *const names[] = {"debug", "info", "warning", "error", "none"};
 
 void spp_log_set_level(int level) { threshold = level; }

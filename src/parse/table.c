@@ -380,7 +380,9 @@ static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, si
     return rc;
 }
 
-spp_tap spp_tap_now;
+/* The calling thread's tap: the one parse running on a thread sees only
+ * its own consumer (parse.h, "tap"). */
+_Thread_local spp_tap spp_tap_now;
 
 void spp_set_tap(const spp_tap *tap)
 {
@@ -595,6 +597,8 @@ int spp_out_close(spp_out *o)
         sqlite3_close(o->db_conn);
         o->db_conn = NULL;
     }
+    sqlite3_free(o->curve_sql); /* a run that ended before its views (abandoned) */
+    o->curve_sql = NULL;
     if (o->discard)
         spp_dw_stage_discard(&o->stage);
     else if (spp_dw_stage_commit(&o->stage) != 0)

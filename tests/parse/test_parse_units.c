@@ -5,7 +5,9 @@
  * resolution (union-find), the reorder buffer (rowid order in, time order
  * out), a store read back in time order, and percentiles.
  */
+#include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,6 +511,265 @@ static void test_two_parses(void)
     CHECK(system(cmd) == 0);
 }
 
+/* A serving store (front end and engine in one): requests with their Link,
+ * queueing, coordinator moments (PD instances), batch and forward spans
+ * whose rid lists carry the step's requests, KV status, token outputs.
+ * Rows are inserted when they end, as a recorder does: out of time order. */
+typedef struct srow { int64_t ts, dur; const char *name, *cat; char args[200]; } srow;
+
+static int by_end(const void *pa, const void *pb)
+{
+    const srow *a = pa, *b = pb;
+    int64_t ea = a->ts + a->dur, eb = b->ts + b->dur;
+    return ea < eb ? -1 : ea > eb;
+}
+
+static void serving_store(const char *path, int nreq, int tokens)
+{
+    enum { BATCH = 4 };
+    int cap = nreq * (8 + 2 * tokens) + 16, n = 0;
+    srow *rows = calloc((size_t)cap, sizeof *rows);
+    const int64_t ms = 1000000;
+    int64_t t = 1700000100000000000LL;
+#define ROW(ts_, dur_, name_, cat_, ...)                                                        \
+    do {                                                                                        \
+        rows[n] = (srow){ts_, dur_, name_, cat_, ""};                                           \
+        snprintf(rows[n].args, sizeof rows[n].args, __VA_ARGS__);                               \
+        n++;                                                                                    \
+    } while (0)
+    for (int first = 0; first < nreq; first += BATCH) {
+        for (int r = first; r < first + BATCH && r < nreq; r++) {
+            int64_t at = t + (r - first) * 100000;
+            ROW(at, 0, "httpReq", "Request", "{\"type\":0,\"rid\":\"http-%d\"}", r);
+            ROW(at + 10000, 0, "Link", "Request", "{\"type\":3,\"from\":\"http-%d\",\"to\":\"eng-%d\"}", r, r);
+            ROW(at + 20000, 0, "RequestDispatch", "Coordinator",
+                "{\"type\":0,\"rid\":\"eng-%d\",\"PrefillAddress\":\"10.0.0.%d:80\",\"DecodeAddress\":\"10.0.1.1:80\"}",
+                r, 1 + r % 2);
+            ROW(at + 30000, 0, "Enqueue", "Schedule",
+                "{\"type\":0,\"rid\":\"eng-%d\",\"QueueSize=\":%d,\"scope#QueueName\":\"WAITING\"}", r, r - first + 1);
+            ROW(t + ms + (r - first) * 1000, 0, "Dequeue", "Schedule",
+                "{\"type\":0,\"rid\":\"eng-%d\",\"QueueSize=\":0,\"scope#QueueName\":\"WAITING\"}", r);
+        }
+        int nb = nreq - first < BATCH ? nreq - first : BATCH;
+        int64_t s0 = t + 2 * ms;
+        for (int k = 0; k < tokens; k++) {
+            int64_t b = s0 + k * 15 * ms;
+            char list[160] = "";
+            for (int i = 0; i < nb && i < 3; i++) /* the args buffer holds three entries */
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s{\"rid\":\"eng-%d\",\"iter\":%d}",
+                         i ? "," : "", first + i, k);
+            ROW(b, 2 * ms, "batchFrameworkProcessing", "BatchSchedule",
+                "{\"type\":2,\"rid\":[%s],\"batch_type\":\"%s\",\"batch_size\":%d}", list, k ? "Decode" : "Prefill", nb);
+            ROW(b + 3 * ms, 9 * ms, "forward", "ModelExecute", "{\"type\":2,\"rid\":[%s]}", list);
+            ROW(b + 13 * ms, 0, "KVCacheStatus", "KVCache",
+                "{\"type\":0,\"TotalBlocks=\":1000,\"FreeBlocksBefore=\":%d,\"FreeBlocksAfter=\":%d}", 900 - k, 899 - k);
+            for (int r = first; r < first + nb; r++) {
+                if (k == 0)
+                    ROW(b + 12 * ms, 0, "GenerateToken", "Coordinator",
+                        "{\"type\":0,\"rid\":\"eng-%d\",\"Phase\":\"prefill\"}", r);
+                ROW(b + 13 * ms + 100000 + (r - first) * 1000, 0, "detokenize", "Request",
+                    "{\"type\":0,\"rid\":\"eng-%d\"}", r);
+            }
+        }
+        int64_t end = s0 + tokens * 15 * ms;
+        for (int r = first; r < first + nb; r++) {
+            ROW(end + (r - first) * 1000, 0, "ReqFinish", "Coordinator", "{\"type\":0,\"rid\":\"eng-%d\"}", r);
+            ROW(end + ms + (r - first) * 1000, 0, "httpRes", "Request",
+                "{\"type\":0,\"rid\":\"http-%d\",\"recvTokenSize=\":16,\"replyTokenSize=\":%d}", r, tokens);
+        }
+        t = end + 2 * ms;
+    }
+#undef ROW
+    qsort(rows, (size_t)n, sizeof *rows, by_end);
+    sqlite3 *db;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, RAW_SCHEMA "INSERT INTO Meta(name, value) VALUES('hostname', 'h2');", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_stmt *ins;
+    CHECK(sqlite3_prepare_v2(db, "INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid)"
+                                 " VALUES(?1, ?2, ?3, ?4, ?5, 7, 70)", -1, &ins, NULL) == SQLITE_OK);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (int i = 0; i < n; i++) {
+        sqlite3_bind_int64(ins, 1, rows[i].ts);
+        sqlite3_bind_int64(ins, 2, rows[i].dur);
+        sqlite3_bind_text(ins, 3, rows[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, rows[i].cat, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, rows[i].args, -1, SQLITE_STATIC);
+        CHECK(sqlite3_step(ins) == SQLITE_DONE);
+        sqlite3_reset(ins);
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_finalize(ins);
+    sqlite3_close(db);
+    free(rows);
+}
+
+/* Every file under want (and one folder down: span_info/) has a twin under
+ * got with the same bytes, and got has no other file. */
+static void check_same_tree(const char *got, const char *want, int depth)
+{
+    DIR *d = opendir(want);
+    CHECK(d != NULL);
+    int nwant = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char a[512], b[512];
+        snprintf(a, sizeof a, "%s/%s", got, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", want, e->d_name);
+        struct stat st;
+        CHECK(stat(b, &st) == 0);
+        nwant++;
+        if (S_ISDIR(st.st_mode) && depth < 1) {
+            check_same_tree(a, b, depth + 1);
+            continue;
+        }
+        if (!same_file(a, b))
+            fprintf(stderr, "differs from the parse alone: %s\n", a);
+        CHECK(same_file(a, b));
+    }
+    if (d)
+        closedir(d);
+    int ngot = 0;
+    d = opendir(got);
+    CHECK(d != NULL);
+    while (d && (e = readdir(d)))
+        ngot += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT(ngot, nwant);
+}
+
+/* What a thread's tap saw of its parse: counts and a hash of every row's
+ * table and values and of every record, in the order they came. */
+typedef struct tap_seen { long long rows, records; uint64_t hash; } tap_seen;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void seen_row(void *ctx, const spp_table *t, const spp_val *v)
+{
+    tap_seen *s = ctx;
+    s->rows++;
+    s->hash = fnv(s->hash, t->key, strlen(t->key));
+    for (int i = 0; i < t->ncols; i++) {
+        s->hash = fnv(s->hash, &v[i].kind, sizeof v[i].kind);
+        if (v[i].kind == SPP_TEXT)
+            s->hash = fnv(s->hash, v[i].s, (size_t)v[i].n);
+        else if (v[i].kind == SPP_INT)
+            s->hash = fnv(s->hash, &v[i].i, sizeof v[i].i);
+        else if (v[i].kind != SPP_NULL)
+            s->hash = fnv(s->hash, &v[i].d, sizeof v[i].d);
+    }
+}
+
+static void seen_record(void *ctx, const spp_rec *r)
+{
+    tap_seen *s = ctx;
+    s->records++;
+    s->hash = fnv(s->hash, &r->ts, sizeof r->ts);
+    s->hash = fnv(s->hash, r->name, strlen(r->name));
+}
+
+/* One parse on the calling thread, with its own log level and tap. */
+typedef struct parse_job {
+    const char *in, *out;
+    int level;                    /* set on the parse's thread */
+    pthread_barrier_t *start;     /* NULL: start at once */
+    int rc, level_after;
+    tap_seen seen;
+} parse_job;
+
+static void *parse_job_run(void *arg)
+{
+    parse_job *j = arg;
+    spp_log_set_level(j->level);
+    j->seen = (tap_seen){0, 0, 14695981039346656037ULL};
+    spp_tap tap = {seen_row, seen_record, &j->seen};
+    spp_set_tap(&tap);
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    j->rc = parse_into(j->in, j->out);
+    spp_set_tap(NULL);
+    j->level_after = spp_log_level();
+    return NULL;
+}
+
+/* Two parses of two different inputs on two threads at the same time (one
+ * that restarts in exact mode, with the log silenced; one with PD,
+ * coordinator and request reports, at level error), each with its own tap:
+ * each writes, byte for byte, what it writes alone, and each tap sees
+ * exactly its own parse's rows and records. The log level and the tap are
+ * the thread's; everything else is in the parse's context and model. */
+static void test_two_threads(void)
+{
+    char dir[] = "/tmp/spp-threads-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char in_a[96], in_b[96], path[128];
+    snprintf(in_a, sizeof in_a, "%s/a", dir);
+    snprintf(in_b, sizeof in_b, "%s/b", dir);
+    CHECK(mkdir(in_a, 0755) == 0 && mkdir(in_b, 0755) == 0);
+    enum { FILL = 20000 };
+    double *sec = malloc((FILL + 1) * sizeof *sec);
+    for (int i = 0; i < FILL; i++)
+        sec[i] = 1 + i * 0.001;
+    sec[FILL] = sec[FILL - 1] - 7; /* late: A's one pass restarts */
+    snprintf(path, sizeof path, "%s/ms_service_a.db", in_a);
+    late_store(path, sec, FILL + 1);
+    free(sec);
+    snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
+    serving_store(path, 40, 6);
+    char out[4][96];
+    for (int i = 0; i < 4; i++)
+        snprintf(out[i], sizeof out[i], "%s/out%d", dir, i);
+    parse_job alone[2] = {{in_a, out[0], SPP_NONE, NULL, 0, 0, {0}}, {in_b, out[1], SPP_ERROR, NULL, 0, 0, {0}}};
+    parse_job both[2] = {{in_a, out[2], SPP_NONE, NULL, 0, 0, {0}}, {in_b, out[3], SPP_ERROR, NULL, 0, 0, {0}}};
+    spp_log_set_level(SPP_WARNING);
+    for (int i = 0; i < 2; i++)
+        parse_job_run(&alone[i]); /* one after the other, on this thread */
+    CHECK_INT(spp_log_level(), SPP_ERROR); /* the last job's, on this thread */
+    spp_log_set_level(SPP_WARNING);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        both[i].start = &start;
+        CHECK(pthread_create(&th[i], NULL, parse_job_run, &both[i]) == 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    CHECK_INT(spp_log_level(), SPP_WARNING); /* the threads' levels were theirs */
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(alone[i].rc, 0);
+        CHECK_INT(both[i].rc, 0);
+        CHECK_INT(both[i].level_after, both[i].level);
+        CHECK(alone[i].seen.rows > 0 && alone[i].seen.records > 0);
+        CHECK_INT(both[i].seen.rows, alone[i].seen.rows);
+        CHECK_INT(both[i].seen.records, alone[i].seen.records);
+        CHECK(both[i].seen.hash == alone[i].seen.hash);
+        check_same_tree(out[2 + i], out[i], 0);
+    }
+    /* B's outputs are the reports compared, not empty files */
+    static const char *const b_files[] = {"request.csv", "batch.csv", "forward.csv", "kvcache.csv",
+                                          "coordinator.csv", "coordinator_running.csv", "profiler.db"};
+    for (size_t i = 0; i < sizeof b_files / sizeof *b_files; i++) {
+        snprintf(path, sizeof path, "%s/%s", out[1], b_files[i]);
+        struct stat st;
+        if (stat(path, &st) != 0 || st.st_size < 100)
+            fprintf(stderr, "missing or short: %s\n", path);
+        CHECK(stat(path, &st) == 0 && st.st_size >= 100);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     test_args();
@@ -517,6 +778,7 @@ int main(void)
     test_store_order();
     test_one_pass_restart();
     test_two_parses();
+    test_two_threads();
     test_percentiles();
     CHECK_DONE();
 }
