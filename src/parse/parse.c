@@ -112,13 +112,19 @@ static void warn_dropped_values(const spp_model *m, spp_store **stores, int n)
 
 /* One pass over the stores (store.c); in the rare input where a row comes
  * later than the window the single pass guessed, everything is parsed again
- * with a first pass that measures the window, before any row is used. */
+ * with a first pass that measures the window, before any row is used
+ * (docs/parse.md, "Streaming", bounds what that costs). A tap's consumer
+ * (analyze, report) cannot take back the rows and records an abandoned run
+ * handed it, so with a tap the parse starts in exact mode and never
+ * restarts: the first pass over the timestamps is paid every time
+ * (docs/benchmarks.md, "Parse"). */
 int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
     int again = 0;
     spp_parse_ctx ctx = {0};
     spp_store_exact(&ctx, 0);
+    ctx.exact = spp_tap_now.row || spp_tap_now.record; /* open-time warnings still said */
     int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         spp_log(SPP_INFO, "a record came later than the reorder window of one pass; parsing again with a "
