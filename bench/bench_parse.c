@@ -21,8 +21,14 @@
  * /dev/null) on the same input instead: raw stores parsed in-process with
  * no report written, summaries, windows and findings computed.
  *
+ * With --late-span the engine store gets one more row, inserted last: a
+ * span covering the whole run (as a server-lifetime span written at
+ * shutdown would be). It comes later than any reorder window the one pass
+ * can guess from the first rows, on the store's very last row: the worst
+ * case of the parse's restart in exact mode (docs/parse.md, "Streaming").
+ *
  * usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D]
- *                    [--bin PATH/servprof] [--format ...] [--analyze]
+ *                    [--bin PATH/servprof] [--format ...] [--analyze] [--late-span]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -127,7 +133,7 @@ static int rid_list(char *buf, size_t cap, long long first, int n, int iter, int
     return (int)o;
 }
 
-static int generate(const char *dir, long long nreq, int tokens, int batch)
+static int generate(const char *dir, long long nreq, int tokens, int batch, int late_span)
 {
     char p1[4200], p2[4200];
     if (strlen(dir) > 4096) {
@@ -204,6 +210,8 @@ static int generate(const char *dir, long long nreq, int tokens, int batch)
         }
         t = end + 2 * MS;
     }
+    if (late_span)
+        row(&en, T0 - MS, t - T0 + MS, "serverLifetime", "Server", 2005, "{\"type\":2}");
     free(buf);
     long long total = fe.rows + en.rows;
     close_store(&fe);
@@ -226,7 +234,7 @@ int main(int argc, char **argv)
     else
         snprintf(bin, sizeof bin, "servprof");
     const char *extra[8] = {0};
-    int nextra = 0, regen = 0, analyze = 0;
+    int nextra = 0, regen = 0, analyze = 0, late_span = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--requests") && i + 1 < argc)
             nreq = atoll(argv[++i]);
@@ -242,13 +250,15 @@ int main(int argc, char **argv)
             regen = 1;
         else if (!strcmp(argv[i], "--analyze"))
             analyze = 1;
+        else if (!strcmp(argv[i], "--late-span"))
+            late_span = 1;
         else if (!strcmp(argv[i], "--format")) {
             extra[nextra++] = "--format";
             while (i + 1 < argc && argv[i + 1][0] != '-' && nextra < 7)
                 extra[nextra++] = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D] [--bin servprof]"
-                            " [--format csv json db] [--regenerate] [--analyze]\n");
+                            " [--format csv json db] [--regenerate] [--analyze] [--late-span]\n");
             return 2;
         }
     }
@@ -260,7 +270,7 @@ int main(int argc, char **argv)
     snprintf(in, sizeof in, "%s/in", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(stamp, sizeof stamp, "%s/in/params", dir);
-    snprintf(want, sizeof want, "%lld %d %d v1\n", nreq, tokens, batch);
+    snprintf(want, sizeof want, "%lld %d %d v1%s\n", nreq, tokens, batch, late_span ? " late" : "");
     mkdir(dir, 0755);
     mkdir(in, 0755);
     char have[128] = "";
@@ -273,7 +283,7 @@ int main(int argc, char **argv)
     if (regen || strcmp(have, want) != 0) {
         double g0 = now_s();
         unlink(stamp);
-        if (generate(in, nreq, tokens, batch) != 0)
+        if (generate(in, nreq, tokens, batch, late_span) != 0)
             return 1;
         f = fopen(stamp, "w");
         if (f) {

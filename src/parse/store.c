@@ -23,6 +23,19 @@
  * before any row is handed out. Either way the order is exactly
  * ORDER BY timestamp, id.
  *
+ * The window cannot be grown in place instead: nothing bounds how late an
+ * unread row is (a span open since the start is written when it ends, last
+ * in rowid order), so only a pass over every row can prove that no earlier
+ * row is still to come, and rows already handed to the reports cannot be
+ * taken back. The restart's cost is bounded: at most two runs (exact mode
+ * never violates); the first stops at its first violation, so it costs at
+ * most one whole one-pass parse; what is read twice is the rows the first
+ * run read, plus exact mode's first pass over every page; memory is the
+ * larger run's (the first frees everything before the second), at most
+ * REORDER_MAX_BYTES buffered per store in one pass, a window estimated at
+ * most that in exact mode, else SQLite's disk-backed sort. docs/parse.md
+ * ("Streaming") gives the worst case measured (bench_parse --late-span).
+ *
  * Two layouts: the `slice` table (ours and the reference's current one) and
  * the reference's legacy `Mstx(markId, message, pid, tid, timestamp,
  * endTimestamp)` table whose `message` is pseudo-JSON with `^` for `"`,
