@@ -464,6 +464,26 @@ static void check_same_outputs(const char *got, const char *want)
     }
 }
 
+enum { LATE_FILL = 20000 };
+
+/* Makes the folders dir/a and dir/b (their names in in_a, in_b: 96 bytes
+ * each) and in a a store of LATE_FILL spans 1 ms apart and one more 7 s
+ * before the last, inserted after them: its one pass restarts. */
+static void late_input(const char *dir, char *in_a, char *in_b)
+{
+    char path[128];
+    snprintf(in_a, 96, "%s/a", dir);
+    snprintf(in_b, 96, "%s/b", dir);
+    CHECK(mkdir(in_a, 0755) == 0 && mkdir(in_b, 0755) == 0);
+    double *sec = malloc((LATE_FILL + 1) * sizeof *sec);
+    for (int i = 0; i < LATE_FILL; i++)
+        sec[i] = 1 + i * 0.001;
+    sec[LATE_FILL] = sec[LATE_FILL - 1] - 7;
+    snprintf(path, sizeof path, "%s/ms_service_a.db", in_a);
+    late_store(path, sec, LATE_FILL + 1);
+    free(sec);
+}
+
 /* Two parses in one process, one after the other on different inputs (one
  * that makes the parse start again in exact mode, one that does not), and
  * the first again: each writes what it writes alone, byte for byte. No
@@ -473,21 +493,12 @@ static void test_two_parses(void)
     char dir[] = "/tmp/spp-twice-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char in_a[96], in_b[96], path[128];
-    snprintf(in_a, sizeof in_a, "%s/a", dir);
-    snprintf(in_b, sizeof in_b, "%s/b", dir);
-    CHECK(mkdir(in_a, 0755) == 0 && mkdir(in_b, 0755) == 0);
-    enum { FILL = 20000 };
-    double *sec = malloc((FILL + 1) * sizeof *sec);
-    for (int i = 0; i < FILL; i++)
-        sec[i] = 1 + i * 0.001;
-    sec[FILL] = sec[FILL - 1] - 7; /* late: store A's one pass restarts */
-    snprintf(path, sizeof path, "%s/ms_service_a.db", in_a);
-    late_store(path, sec, FILL + 1);
+    late_input(dir, in_a, in_b);
+    double sec[300];
     for (int i = 0; i < 300; i++)
         sec[i] = 5 + i * 0.01;
     snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
     late_store(path, sec, 300);
-    free(sec);
     spp_log_set_level(SPP_NONE);
     char alone_a[96], alone_b[96], a1[96], b1[96], a2[96];
     snprintf(alone_a, sizeof alone_a, "%s/alone_a", dir);
@@ -711,17 +722,7 @@ static void test_two_threads(void)
     char dir[] = "/tmp/spp-threads-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char in_a[96], in_b[96], path[128];
-    snprintf(in_a, sizeof in_a, "%s/a", dir);
-    snprintf(in_b, sizeof in_b, "%s/b", dir);
-    CHECK(mkdir(in_a, 0755) == 0 && mkdir(in_b, 0755) == 0);
-    enum { FILL = 20000 };
-    double *sec = malloc((FILL + 1) * sizeof *sec);
-    for (int i = 0; i < FILL; i++)
-        sec[i] = 1 + i * 0.001;
-    sec[FILL] = sec[FILL - 1] - 7; /* late: A's one pass restarts */
-    snprintf(path, sizeof path, "%s/ms_service_a.db", in_a);
-    late_store(path, sec, FILL + 1);
-    free(sec);
+    late_input(dir, in_a, in_b);
     snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
     serving_store(path, 40, 6);
     char out[4][96];
@@ -757,7 +758,7 @@ static void test_two_threads(void)
     }
     /* with a tap the parse starts in exact mode: the tap never sees the
      * records of a run that is then abandoned, only each record once */
-    CHECK_INT(alone[0].seen.records, FILL + 1);
+    CHECK_INT(alone[0].seen.records, LATE_FILL + 1);
     /* B's outputs are the reports compared, not empty files */
     static const char *const b_files[] = {"request.csv", "batch.csv", "forward.csv", "kvcache.csv",
                                           "coordinator.csv", "coordinator_running.csv", "profiler.db"};
