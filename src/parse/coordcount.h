@@ -2,7 +2,8 @@
 /*
  * coordcount.h — requests running per prefill/decode instance per 5 s
  * (coordinator_running.csv), from the coordinator's moments (coordcount.c).
- * Single-threaded, like the rest of the parser.
+ * One counter belongs to one parse, used from its thread only; two parses
+ * on two threads do not share anything here.
  */
 #ifndef SERVPROF_PARSE_COORDCOUNT_H
 #define SERVPROF_PARSE_COORDCOUNT_H

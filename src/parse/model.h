@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model.h — the state shared by the report modules while records stream
- * through (owned by model.c; everything single-threaded).
+ * through (owned by model.c; one model per parse, used only on the thread
+ * that runs the parse).
  */
 #ifndef SERVPROF_PARSE_MODEL_H
 #define SERVPROF_PARSE_MODEL_H

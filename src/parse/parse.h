@@ -72,7 +72,9 @@ typedef struct spp_opts {
 } spp_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
- * failed, 2 bad input path. Messages on stderr; summary too. */
+ * failed, 2 bad input path. Messages on stderr; summary too. Thread-safe:
+ * parses on two threads at once share nothing (each uses its thread's log
+ * level and tap); their output folders must differ. */
 int spp_run(const spp_opts *opts);
 
 /* ----------------------------------------------------------- discovery */
