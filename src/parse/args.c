@@ -12,10 +12,13 @@
  * Values may come as numbers or as numeric strings (older writers quoted
  * everything); both are accepted for numeric keys.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "argdecode.h"
+#include "fmt.h"
+
 
 /* The decoder's state; range counts the values out of range (NULL: not
  * counted), see bounded(). */

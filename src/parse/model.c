@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "tap.h"
 #include "timeline.h"
 
 #define NAME(lit) (!strcmp(name, lit))

@@ -7,6 +7,11 @@
 #define SERVPROF_PARSE_MODEL_H
 
 #include "parse.h"
+#include "storeread.h"
+#include "argdecode.h"
+#include "ids.h"
+#include "table.h"
+
 
 /* What a record is, by its name (docs/vocabulary.md). */
 enum spp_kind {

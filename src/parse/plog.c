@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <strings.h>
 
-#include "parse.h"
+#include "plog.h"
+
+
 
 static int threshold = SPP_INFO;
 static const char *const names[] = {"debug", "info", "warning", "error", "none"};

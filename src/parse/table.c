@@ -42,9 +42,11 @@
 #include "dbout.h"
 #include "dbsql.h"
 #include "dwrite.h"
-#include "fmtnum.h"
+#include "fmt.h"
 #include "fsutil.h"
-#include "parse.h"
+#include "plog.h"
+#include "table.h"
+#include "tap.h"
 
 /* profiler.db while it is built (renamed when complete). */
 #define DB_PARTIAL "profiler.db.partial"
@@ -563,12 +565,6 @@ static void close_sqlite_writer(spp_out *o)
     }
     spp_dbsql_free(o->sq);
     o->sq = NULL;
-}
-
-int spp_db_writer_is_sqlite(void)
-{
-    const char *e = getenv("SERVPROF_PARSE_DB_WRITER");
-    return e && strcmp(e, "sqlite") == 0;
 }
 
 int spp_out_close(spp_out *o)

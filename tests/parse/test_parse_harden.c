@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argdecode.h"
 #include "check.h"
-#include "parse.h"
+#include "fmt.h"
+#include "ids.h"
 
 static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
 
