@@ -1,10 +1,10 @@
-"""test_parse_faults.py — issue 19, each attack kept as a regression test:
-a store that hit a full disk in WAL mode (1), numbers beyond every integer
-type in args (2), absurd durations (3), a parse killed mid-write (4), a
-damaged WAL (6), an output folder that cannot be made (7, a leak under
-ASan), messages (8: stress with a bad prof_dir, the stress figures,
-request_status.csv's skip line), CSV formula injection (9), and ids
-escaped by one writer and raw from another (issue 12 item 11)."""
+"""test_parse_faults.py — hostile and damaged input, each attack kept as a
+regression test: a store that hit a full disk in WAL mode, numbers beyond
+every integer type in args, absurd durations, a parse killed mid-write, a
+damaged WAL, an output folder that cannot be made (a leak under ASan),
+messages (stress with a bad prof_dir, the stress figures,
+request_status.csv's skip line), CSV formula injection, and ids escaped by
+one writer and raw from another."""
 import json
 import re
 import os
@@ -68,7 +68,7 @@ class Numbers(Case):
 
 class Ids(Case):
     def test_escaped_and_raw_ids_are_one_request(self):
-        # issue 12 item 11: Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
+        # Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
         s = Store(os.path.join(self.inp, "ms_service_i-1.db"), "i", 1)
         long_rid = "req-\u00e9\U0001F600-" + "\u00e9" * 400 + "-end"
         other = "req-\u00e9\U0001F600-" + "\u00e9" * 400 + "-other"
