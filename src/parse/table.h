@@ -75,6 +75,8 @@ typedef struct spp_out {
     int db_lost;            /* profiler.db failed (reported once, file removed) */
     int discard;            /* spp_out_close removes this run's outputs instead of committing them */
     spp_dw_stage stage;     /* the outputs' renames, done at spp_out_close (dwrite.c) */
+    char db_final[4096];    /* OUT/profiler.db, or the file that link names (table.c) */
+    char db_partial[4104];  /* db_final + ".partial": profiler.db while it is built */
 } spp_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
