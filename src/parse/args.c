@@ -10,7 +10,8 @@
  * text can be copied verbatim into chrome_tracing.json.
  *
  * Values may come as numbers or as numeric strings (older writers quoted
- * everything); both are accepted for numeric keys.
+ * everything); both are accepted for numeric keys. Which keys are read,
+ * and into which field of spp_args, is one table ("the keys" below).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -527,17 +528,20 @@ static void reset(spp_args *a)
  * is decoded by its kind (a number, an int, an id, a string, the raw text
  * of a value, or a rid list), into the field at its offset. A row holds the
  * keys that begin with one letter, so a lookup compares a handful of keys
- * at most, as the switch on the first byte it replaced did.
+ * at most (ROW_MAX), mostly by length alone.
  *
  * Keys are compared as the raw text between the quotes: an escaped key
  * ("\u0074ype") is not the key it spells and is skipped, as every writer
  * writes keys plain. A key may appear twice: each occurrence is decoded
  * again, so the last one wins (a rid list appends to the first). Samplers
  * and older writers add '=' to some keys ("QueueSize="): EQ marks the
- * keys accepted both with and without it.
+ * keys accepted both with and without it; a key written with its '='
+ * ("rss=") is accepted only so.
  *
  * To add a key: a field in spp_args (and its absent value in `blank`),
- * then one entry in the row of its first letter; test_parse_units.c's
+ * then one entry in the row of its first letter. The compiler checks the
+ * field's type against the kind (FIELD), a row given twice
+ * (-Woverride-init) and a row longer than ROW_MAX; test_parse_keys.c's
  * table walk lists every key with the field it must fill, and fails until
  * the new key is there too. */
 enum arg_kind {

@@ -18,9 +18,10 @@
 /* Record names and what they are (docs/vocabulary.md), one row per first
  * letter: a lookup compares the few names that share the record's first
  * byte. Names are compared whole and case-sensitively. To add one: an
- * entry in the row of its first letter (ROW_MAX bounds a row: a longer
- * one does not compile), and the same pair in test_parse_units.c's list,
- * whose walk of this table fails until both agree. */
+ * entry in the row of its first letter (a row longer than KIND_ROW_MAX or
+ * given twice is a compiler warning), and the same pair in
+ * test_parse_keys.c's list, whose walk of this table fails until both
+ * agree. */
 typedef struct kind_name { const char *name; enum spp_kind kind; } kind_name;
 
 enum { KIND_ROW_MAX = 4 };
