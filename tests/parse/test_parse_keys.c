@@ -20,6 +20,27 @@
 #include "model.h"
 #include "parse.h"
 
+/* Calls check(v, ctx) with each near miss v of key k: each byte changed in
+ * turn, the prefix one byte shorter, one byte more, the first letter's
+ * case flipped. */
+static void each_near_miss(const char *k, void (*check)(const char *v, void *ctx), void *ctx)
+{
+    char v[64];
+    int len = (int)strlen(k);
+    for (int b = 0; b < len; b++) {
+        snprintf(v, sizeof v, "%s", k);
+        v[b] = v[b] == 'x' ? 'y' : 'x';
+        check(v, ctx);
+    }
+    snprintf(v, sizeof v, "%.*s", len - 1, k);
+    check(v, ctx);
+    snprintf(v, sizeof v, "%sx", k);
+    check(v, ctx);
+    snprintf(v, sizeof v, "%s", k);
+    v[0] = (char)(v[0] ^ 0x20);
+    check(v, ctx);
+}
+
 /* --------------------------------------------------------------- args */
 enum { F_NUM, F_INT, F_STR, F_RAW, F_RID };
 
@@ -119,8 +140,9 @@ static void check_decode(spp_args *a, const char *k, int want, int spaced)
 
 /* A near miss of a listed key is ignored, unless it happens to be another
  * listed key (then it must fill that key's field). */
-static void check_variant(spp_args *a, const char *k)
+static void check_variant(const char *k, void *args)
 {
+    spp_args *a = args;
     int n = (int)strlen(k);
     check_decode(a, k, listed_key(k, n), 0);
     check_decode(a, k, listed_key(k, n), 1);
@@ -158,18 +180,7 @@ static void test_args_table(void)
         check_decode(&a, k, i, 1);
         snprintf(v, sizeof v, "%s=", k); /* accepted only where eq says so */
         check_decode(&a, v, arg_keys[i].eq ? i : listed_key(v, len + 1), 0);
-        for (int b = 0; b < len; b++) { /* each byte changed in turn */
-            snprintf(v, sizeof v, "%s", k);
-            v[b] = v[b] == 'x' ? 'y' : 'x';
-            check_variant(&a, v);
-        }
-        snprintf(v, sizeof v, "%.*s", len - 1, k); /* a prefix */
-        check_variant(&a, v);
-        snprintf(v, sizeof v, "%sx", k); /* one byte more */
-        check_variant(&a, v);
-        snprintf(v, sizeof v, "%s", k); /* the first letter's case */
-        v[0] = (char)(v[0] ^ 0x20);
-        check_variant(&a, v);
+        each_near_miss(k, check_variant, &a);
     }
     /* an escaped key is not the key it spells: keys are compared raw */
     check_decode(&a, "\\u0074ype", -1, 0);
@@ -204,8 +215,9 @@ static int listed_name(const char *s)
 }
 
 /* s's kind: the listed one, or K_OTHER for a name the list does not have. */
-static void check_kind(const char *s)
+static void check_kind(const char *s, void *unused)
 {
+    (void)unused;
     int i = listed_name(s);
     enum spp_kind want = i < 0 ? K_OTHER : names[i].kind, got = spp_kind_of(s, NULL);
     if (got != want)
@@ -230,29 +242,16 @@ static void test_kind_table(void)
         CHECK_INT(kind, names[i].kind);
     }
     CHECK_INT(n, N_NAMES);
-    char v[64];
     for (int i = 0; i < N_NAMES; i++) {
         const char *s = names[i].name;
-        int len = (int)strlen(s);
         if (!seen[i])
             fprintf(stderr, "\"%s\" is missing from the kind table\n", s);
         CHECK(seen[i]);
-        check_kind(s);
-        for (int b = 0; b < len; b++) {
-            snprintf(v, sizeof v, "%s", s);
-            v[b] = v[b] == 'x' ? 'y' : 'x';
-            check_kind(v);
-        }
-        snprintf(v, sizeof v, "%.*s", len - 1, s);
-        check_kind(v);
-        snprintf(v, sizeof v, "%sx", s);
-        check_kind(v);
-        snprintf(v, sizeof v, "%s", s);
-        v[0] = (char)(v[0] ^ 0x20);
-        check_kind(v);
+        check_kind(s, NULL);
+        each_near_miss(s, check_kind, NULL);
     }
-    check_kind("");
-    check_kind("\xc3\xa9");
+    check_kind("", NULL);
+    check_kind("\xc3\xa9", NULL);
 
     /* A link's args make any record a link; a half link does not. */
     spp_args a;
