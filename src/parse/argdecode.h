@@ -38,6 +38,9 @@ void spp_args_free(spp_args *a);
 /* Decodes text (len bytes). Never fails: unknown keys are skipped; a
  * malformed text leaves valid = 0 and what was decoded before the error. */
 void spp_args_decode(spp_args *a, const char *text, int len);
+/* The i-th key args.c decodes (0, 1, ...; NULL past the last); *eq = 1 when
+ * it is also accepted with a trailing '='. For the tests' walk of the table. */
+const char *spp_args_key(int i, int *eq);
 /* Copies s into buf (unescaping), NUL-terminated; returns length. The
  * unescaped text is never longer than s.n (cap = s.n + 1 holds it whole).
  * \u0000 and unpaired surrogates become U+FFFD; surrogate pairs become one
