@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_report.py — `servprof report` on a large input: size, time, render.
 
-The goals (issue 15), on the 5 M-record bench input of bench_parse:
+The goals (docs/benchmarks.md, Report), on the 5 M-record bench input of bench_parse:
   - the page is at most 10 MB;
   - it is written in at most the time of `servprof analyze` on the same input plus 1 s;
   - it renders in headless Chromium in at most 3 s (navigation start to every chart

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "opts.h"
 #include "parse.h"
+#include "plog.h"
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,

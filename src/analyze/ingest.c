@@ -22,8 +22,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "colmap.h"
 #include "parse.h"
+#include "plog.h"
 #include "profile.h"
+#include "storeread.h"
+#include "table.h"
+#include "tap.h"
 
 /* Columns analyze reads, per table. */
 enum { RQ_RID, RQ_START, RQ_E2E, RQ_TTFT, RQ_TPOT, RQ_QUEUE, RQ_PREFILL, RQ_DECODE, RQ_IN, RQ_OUT,

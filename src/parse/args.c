@@ -10,12 +10,17 @@
  * text can be copied verbatim into chrome_tracing.json.
  *
  * Values may come as numbers or as numeric strings (older writers quoted
- * everything); both are accepted for numeric keys.
+ * everything); both are accepted for numeric keys. Which keys are read,
+ * and into which field of spp_args, is one table ("the keys" below).
  */
+#include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "argdecode.h"
+#include "fmt.h"
+
 
 /* The decoder's state; range counts the values out of range (NULL: not
  * counted), see bounded(). */
@@ -382,8 +387,6 @@ static void idval(J *j, spp_str *out)
     }
 }
 
-#define KEY(lit) (k.n == (int)sizeof(lit) - 1 && !memcmp(k.p, lit, sizeof(lit) - 1))
-
 /* The members of a rid entry the reports use, quoted, in the order writers
  * put them. A step's list repeats the same keys in the same order for
  * every entry, so the next key is guessed and compared as a literal (a
@@ -522,113 +525,128 @@ static void reset(spp_args *a)
     a->range_errors = range;
 }
 
-static void member(J *j, spp_args *a, spp_str k)
+/* ------------------------------------------------------------ the keys
+ *
+ * Which key fills which field of spp_args is this table, not code: a key
+ * is decoded by its kind (a number, an int, an id, a string, the raw text
+ * of a value, or a rid list), into the field at its offset. A row holds the
+ * keys that begin with one letter, so a lookup compares a handful of keys
+ * at most (ROW_MAX), mostly by length alone.
+ *
+ * Keys are compared as the raw text between the quotes: an escaped key
+ * ("\u0074ype") is not the key it spells and is skipped, as every writer
+ * writes keys plain. A key may appear twice: each occurrence is decoded
+ * again, so the last one wins (a rid list appends to the first). Samplers
+ * and older writers add '=' to some keys ("QueueSize="): EQ marks the
+ * keys accepted both with and without it; a key written with its '='
+ * ("rss=") is accepted only so.
+ *
+ * To add a key: a field in spp_args (and its absent value in `blank`),
+ * then one entry in the row of its first letter. The compiler checks the
+ * field's type against the kind (FIELD), a row given twice
+ * (-Woverride-init) and a row longer than ROW_MAX; test_parse_keys.c's
+ * table walk lists every key with the field it must fill, and fails until
+ * the new key is there too. */
+enum arg_kind {
+    ARG_NUM,  /* double: a number or a numeric string, NAN when absent (numval) */
+    ARG_INT,  /* int: the same, -1 when absent or beyond int (to_int) */
+    ARG_ID,   /* spp_str: a string, or a number kept as its digits (idval) */
+    ARG_STR,  /* spp_str: a string only; anything else makes the text invalid */
+    ARG_RAW,  /* spp_str: the value's whole JSON text, decoded later by who needs it */
+    ARG_RIDS, /* "rid": one id, or a list of entries (rid_value) */
+};
+
+typedef struct arg_field {
+    const char *key;         /* NULL: end of the row */
+    unsigned char n;         /* strlen(key) */
+    unsigned char eq;        /* 1: also accepted with a trailing '=' */
+    unsigned char kind;      /* enum arg_kind */
+    unsigned short off;      /* offset of the field in spp_args */
+} arg_field;
+
+enum { EQ = 1, ROW_MAX = 5 };
+
+/* The field's offset, and a compile error unless the field has type T. */
+#define FIELD(f, T) _Generic(((spp_args *)0)->f, T: offsetof(spp_args, f))
+#define NUM(k, f, e) {k, sizeof k - 1, e, ARG_NUM, FIELD(f, double)}
+#define INT(k, f) {k, sizeof k - 1, 0, ARG_INT, FIELD(f, int)}
+#define SLICE(kind, k, f) {k, sizeof k - 1, 0, kind, FIELD(f, spp_str)}
+#define ROW(c) [(c) - 'A']
+
+static const arg_field fields['z' - 'A' + 1][ROW_MAX] = {
+    ROW('A') = {NUM("AllocatedBlocks", allocated, EQ)},
+    ROW('F') = {NUM("FreeBlocks", free, EQ), NUM("FreeBlocksBefore", free_before, EQ),
+                NUM("FreeBlocksAfter", free_after, EQ)},
+    ROW('Q') = {NUM("QueueSize", queue_size, EQ)},
+    ROW('T') = {NUM("TotalBlocks", total, EQ)},
+    ROW('U') = {NUM("UsedBlocks", used, EQ), NUM("UsagePercent", usage_pct, EQ)},
+    ROW('a') = {NUM("available=", available, 0)},
+    ROW('b') = {SLICE(ARG_ID, "batch_type", batch_type), NUM("batch_size", batch_size, EQ)},
+    ROW('c') = {NUM("cpu=", cpu, 0)},
+    ROW('d') = {NUM("deviceBlock", device_block, EQ)},
+    ROW('f') = {SLICE(ARG_ID, "from", from)},
+    ROW('h') = {NUM("hitCache", hit_cache, EQ)},
+    ROW('r') = {SLICE(ARG_RIDS, "rid", rid), NUM("recvTokenSize", recv_tokens, EQ),
+                NUM("replyTokenSize", reply_tokens, EQ), NUM("rss=", rss, 0)},
+    ROW('s') = {SLICE(ARG_STR, "scope#QueueName", queue_name), SLICE(ARG_ID, "status", status),
+                INT("scope#device", device), INT("scope#cpu", cpu_index),
+                SLICE(ARG_RAW, "spec_decode_accepted_by_req", accepted)},
+    ROW('t') = {INT("type", type), SLICE(ARG_ID, "to", to), NUM("total=", mtotal, 0)},
+    ROW('u') = {NUM("usage=", usage, 0), NUM("util=", util, 0), NUM("used=", mused, 0)},
+};
+
+/* decode's literal fast path hands these two over without a lookup */
+static const arg_field *const type_field = &fields['t' - 'A'][0];
+static const arg_field *const rid_field = &fields['r' - 'A'][0];
+
+/* k's entry, or NULL: only the row of its first byte is searched. */
+static const arg_field *lookup(spp_str k)
 {
-    switch (k.p[0]) {
-    case 'r':
-        if (KEY("rid"))
-            return rid_value(j, a);
-        if (KEY("recvTokenSize=") || KEY("recvTokenSize"))
-            return (void)(a->recv_tokens = numval(j));
-        if (KEY("replyTokenSize=") || KEY("replyTokenSize"))
-            return (void)(a->reply_tokens = numval(j));
-        if (KEY("rss="))
-            return (void)(a->rss = numval(j));
-        break;
-    case 't':
-        if (KEY("type"))
-            return (void)(a->type = to_int(j, numval(j)));
-        if (KEY("to"))
-            return idval(j, &a->to);
-        if (KEY("total="))
-            return (void)(a->mtotal = numval(j));
-        break;
-    case 's':
-        if (KEY("scope#QueueName")) {
-            ws(j);
-            return (void)str(j, &a->queue_name);
-        }
-        if (KEY("status")) {
-            idval(j, &a->status);
-            return;
-        }
-        if (KEY("scope#device"))
-            return (void)(a->device = to_int(j, numval(j)));
-        if (KEY("scope#cpu"))
-            return (void)(a->cpu_index = to_int(j, numval(j)));
-        if (KEY("spec_decode_accepted_by_req")) {
-            ws(j);
-            const char *s = j->p;
-            skip(j, 1);
-            a->accepted.p = s;
-            a->accepted.n = (int)(j->p - s);
-            return;
-        }
-        break;
-    case 'Q':
-        if (KEY("QueueSize=") || KEY("QueueSize"))
-            return (void)(a->queue_size = numval(j));
-        break;
-    case 'T':
-        if (KEY("TotalBlocks=") || KEY("TotalBlocks"))
-            return (void)(a->total = numval(j));
-        break;
-    case 'U':
-        if (KEY("UsedBlocks=") || KEY("UsedBlocks"))
-            return (void)(a->used = numval(j));
-        if (KEY("UsagePercent=") || KEY("UsagePercent"))
-            return (void)(a->usage_pct = numval(j));
-        break;
-    case 'F':
-        if (KEY("FreeBlocks=") || KEY("FreeBlocks"))
-            return (void)(a->free = numval(j));
-        if (KEY("FreeBlocksBefore=") || KEY("FreeBlocksBefore"))
-            return (void)(a->free_before = numval(j));
-        if (KEY("FreeBlocksAfter=") || KEY("FreeBlocksAfter"))
-            return (void)(a->free_after = numval(j));
-        break;
-    case 'A':
-        if (KEY("AllocatedBlocks=") || KEY("AllocatedBlocks"))
-            return (void)(a->allocated = numval(j));
-        break;
-    case 'd':
-        if (KEY("deviceBlock=") || KEY("deviceBlock"))
-            return (void)(a->device_block = numval(j));
-        break;
-    case 'h':
-        if (KEY("hitCache") || KEY("hitCache="))
-            return (void)(a->hit_cache = numval(j));
-        break;
-    case 'b':
-        if (KEY("batch_type"))
-            return idval(j, &a->batch_type);
-        if (KEY("batch_size") || KEY("batch_size="))
-            return (void)(a->batch_size = numval(j));
-        break;
-    case 'f':
-        if (KEY("from"))
-            return idval(j, &a->from);
-        break;
-    case 'u':
-        if (KEY("usage="))
-            return (void)(a->usage = numval(j));
-        if (KEY("util="))
-            return (void)(a->util = numval(j));
-        if (KEY("used="))
-            return (void)(a->mused = numval(j));
-        break;
-    case 'a':
-        if (KEY("available="))
-            return (void)(a->available = numval(j));
-        break;
-    case 'c':
-        if (KEY("cpu="))
-            return (void)(a->cpu = numval(j));
-        break;
-    default:
-        break;
+    unsigned row = (unsigned)(unsigned char)k.p[0] - 'A';
+    if (row >= sizeof fields / sizeof *fields)
+        return NULL;
+    for (const arg_field *f = fields[row]; f < fields[row] + ROW_MAX && f->key; f++) {
+        int n = f->n;
+        if ((n == k.n || (f->eq && n == k.n - 1 && k.p[n] == '=')) && !memcmp(f->key, k.p, (size_t)n))
+            return f;
     }
+    return NULL;
+}
+
+/* The value's JSON text, whatever it is (checked, not decoded). */
+static void raw_value(J *j, spp_str *out)
+{
+    ws(j);
+    const char *s = j->p;
     skip(j, 1);
+    out->p = s;
+    out->n = (int)(j->p - s);
+    out->esc = 0;
+}
+
+/* Decodes the value at j into f's field of a. */
+static void field_value(J *j, spp_args *a, const arg_field *f)
+{
+    char *at = (char *)a + f->off;
+    switch ((enum arg_kind)f->kind) {
+    case ARG_NUM: *(double *)at = numval(j); return;
+    case ARG_INT: *(int *)at = to_int(j, numval(j)); return;
+    case ARG_ID: idval(j, (spp_str *)at); return;
+    case ARG_STR: ws(j); str(j, (spp_str *)at); return;
+    case ARG_RAW: raw_value(j, (spp_str *)at); return;
+    case ARG_RIDS: rid_value(j, a); return;
+    }
+}
+
+const char *spp_args_key(int i, int *eq)
+{
+    for (size_t r = 0; r < sizeof fields / sizeof *fields; r++)
+        for (int c = 0; c < ROW_MAX && fields[r][c].key; c++)
+            if (i-- == 0) {
+                *eq = fields[r][c].eq;
+                return fields[r][c].key;
+            }
+    return NULL;
 }
 
 void spp_args_decode(spp_args *a, const char *text, int len)
@@ -648,20 +666,23 @@ void spp_args_decode(spp_args *a, const char *text, int len)
     }
     for (;;) {
         spp_str k;
+        const arg_field *f;
         ws(&j);
         /* "type" and "rid" lead almost every record: taken as literals
-         * (with their ':'), the rest scanned. */
+         * (with their ':'), the rest scanned and looked up. */
         if (j.e - j.p >= 7 && !memcmp(j.p, "\"type\":", 7)) {
-            k = (spp_str){j.p + 1, 4, 0};
+            f = type_field;
             j.p += 7;
         } else if (j.e - j.p >= 6 && !memcmp(j.p, "\"rid\":", 6)) {
-            k = (spp_str){j.p + 1, 3, 0};
+            f = rid_field;
             j.p += 6;
         } else if (!key(&j, &k)) {
             return;
+        } else {
+            f = k.n > 0 ? lookup(k) : NULL;
         }
-        if (k.n > 0)
-            member(&j, a, k);
+        if (f)
+            field_value(&j, a, f);
         else
             skip(&j, 1);
         if (j.err)

@@ -7,8 +7,10 @@
 #ifndef SERVPROF_PARSE_BTWRITE_H
 #define SERVPROF_PARSE_BTWRITE_H
 
+#include <stdint.h>
+
 #include "affinity.h"
-#include "parse.h"
+#include "table.h"
 
 
 typedef struct spp_bt spp_bt;         /* one database file being written */

@@ -38,6 +38,7 @@
 
 #include "clockalign.h"
 #include "model.h"
+#include "plog.h"
 
 /* What one request did on one host: the time its records cover (first < 0:
  * none), its first sendReqToD and the start of its first PullKVCache (-1). */

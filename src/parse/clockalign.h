@@ -9,6 +9,9 @@
 #define SERVPROF_PARSE_CLOCKALIGN_H
 
 #include "parse.h"
+#include "storeread.h"
+#include "table.h"
+
 
 enum { SPP_CLOCK_NONE = 0, SPP_CLOCK_REFERENCE, SPP_CLOCK_ESTIMATED, SPP_CLOCK_OVERRIDE };
 

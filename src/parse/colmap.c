@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "colmap.h"
+#include "table.h"
+
 
 void spp_colmap_fit(spp_colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
 {

@@ -18,6 +18,7 @@
 
 #include "coordcount.h"
 #include "dbcompat.h"
+#include "fmt.h"
 
 #define BUCKET_NS 5000000000LL
 #define MAX_ROWS 10000000LL /* beyond: only buckets with moments are written */

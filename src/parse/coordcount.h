@@ -8,7 +8,8 @@
 #ifndef SERVPROF_PARSE_COORDCOUNT_H
 #define SERVPROF_PARSE_COORDCOUNT_H
 
-#include "parse.h"
+#include "table.h"
+
 
 typedef struct spp_coordcount spp_coordcount;
 

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "dbcompat.h"
+#include "fmt.h"
+#include "plog.h"
 
 /* milliseconds (REAL, µs precision) to whole microseconds */
 #define MS_TO_US(col) "CAST(round(\"" col "\" * 1000) AS INTEGER)"

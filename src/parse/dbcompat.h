@@ -4,7 +4,8 @@
 #define SERVPROF_PARSE_DBCOMPAT_H
 #include <stdint.h>
 
-#include "parse.h"
+#include "table.h"
+
 
 /* The reference's columns of table `table` (stored columns cols) that we
  * compute from ours, as text to append to its CREATE TABLE column list:

@@ -28,6 +28,7 @@
 #include "btwrite.h"
 #include "dbcompat.h"
 #include "dbout.h"
+#include "plog.h"
 #include "stats.h"
 
 /* The indexes dashboards' queries need. btwrite.c builds them as their

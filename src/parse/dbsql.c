@@ -23,6 +23,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,4 +390,10 @@ void spp_dbsql_free(spp_dbsql *q)
     pthread_cond_destroy(&q->can_put);
     pthread_cond_destroy(&q->can_get);
     free(q);
+}
+
+int spp_db_writer_is_sqlite(void)
+{
+    const char *e = getenv("SERVPROF_PARSE_DB_WRITER");
+    return e && strcmp(e, "sqlite") == 0;
 }

@@ -11,7 +11,7 @@
 #ifndef SERVPROF_PARSE_DBSQL_H
 #define SERVPROF_PARSE_DBSQL_H
 
-#include "parse.h"
+#include "table.h"
 
 typedef struct spp_dbsql spp_dbsql;
 
@@ -31,5 +31,10 @@ int spp_dbsql_finish(spp_dbsql *q, char **sql, int n, char *why, size_t cap);
 const char *spp_dbsql_error(spp_dbsql *q);
 /* Stops the thread if running and frees q (the file is left as it is). */
 void spp_dbsql_free(spp_dbsql *q);
+
+/* profiler.db's writer: SQLite's INSERT on a thread (dbsql.c) when
+ * SERVPROF_PARSE_DB_WRITER=sqlite (`parse --db-writer sqlite` sets it),
+ * else the page writer (btwrite.c). */
+int spp_db_writer_is_sqlite(void);
 
 #endif

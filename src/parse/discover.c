@@ -10,11 +10,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "parse.h"
+#include "discover.h"
+#include "plog.h"
+
 
 static int push(char ***v, int *n, const char *s)
 {

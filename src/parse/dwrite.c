@@ -52,7 +52,7 @@
 
 #include "dwrite.h"
 #include "fsutil.h"
-#include "parse.h"
+#include "plog.h"
 
 #define NBUF 3
 

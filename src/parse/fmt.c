@@ -8,11 +8,13 @@
  * formatted second is cached and only the microseconds change between rows
  * of the same second.
  */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
-#include "fmtnum.h"
-#include "parse.h"
+#include "fmt.h"
+
+
 
 /* The formatted second of the last call, per time zone (the parse formats
  * from one thread). */

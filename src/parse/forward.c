@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "model.h"
 
 enum { F_NAME, F_REL, F_START_DT, F_END_DT, F_DUR, F_BUBBLE, F_SIZE, F_TYPE, F_ITER, F_DP, F_PROF,

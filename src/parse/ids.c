@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "argdecode.h"
+#include "ids.h"
+
 
 typedef struct node {
     int parent;

@@ -7,7 +7,9 @@
  */
 #include <stdlib.h>
 
-#include "parse.h"
+#include "merge.h"
+#include "storeread.h"
+
 
 static int less(spp_merge *m, int a, int b)
 {

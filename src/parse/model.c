@@ -13,94 +13,69 @@
 #include <string.h>
 
 #include "model.h"
+#include "tap.h"
 #include "timeline.h"
 
-#define NAME(lit) (!strcmp(name, lit))
+/* Record names and what they are (docs/vocabulary.md), one row per first
+ * letter: a lookup compares the few names that share the record's first
+ * byte. Names are compared whole and case-sensitively. To add one: an
+ * entry in the row of its first letter (a row longer than KIND_ROW_MAX or
+ * given twice is a compiler warning), and the same pair in
+ * test_parse_keys.c's list, whose walk of this table fails until both
+ * agree. */
+typedef struct kind_name { const char *name; enum spp_kind kind; } kind_name;
+
+enum { KIND_ROW_MAX = 4 };
+#define ROW(c) [(c) - 'A']
+
+static const kind_name kinds['z' - 'A' + 1][KIND_ROW_MAX] = {
+    ROW('A') = {{"Allocate", K_KVEVENT}, {"AppendSlot", K_KVEVENT}},
+    ROW('B') = {{"BatchSchedule", K_BATCH}},
+    ROW('C') = {{"CacheHitRate", K_CACHEHIT}, {"CpuUsage", K_CPU}},
+    ROW('D') = {{"Dequeue", K_DEQUEUE}, {"DecodeEnd", K_END}, {"DeviceMemory", K_DEVMEM}},
+    ROW('E') = {{"Enqueue", K_ENQUEUE}, {"Execute", K_EXEC}},
+    ROW('F') = {{"Free", K_KVEVENT}},
+    ROW('G') = {{"GenerateToken", K_COORD}},
+    ROW('K') = {{"KVCacheStatus", K_KVSTATUS}},
+    ROW('L') = {{"Link", K_LINK}},
+    ROW('M') = {{"MemUsage", K_MEM}},
+    ROW('P') = {{"ProcessUsage", K_PROC}, {"PullKVCache", K_PULLKV}},
+    ROW('Q') = {{"Queue", K_QUEUE}},
+    ROW('R') = {{"RequestDispatch", K_COORD}, {"ReqFinish", K_COORD}},
+    ROW('b') = {{"batchFrameworkProcessing", K_BATCH}},
+    ROW('d') = {{"detokenize", K_TOKEN_OUT}, {"decode", K_TOKEN_OUT}, {"decodeRes", K_COMM}},
+    ROW('f') = {{"forward", K_FORWARD}},
+    ROW('h') = {{"httpReq", K_HTTPREQ}, {"httpRes", K_END}},
+    ROW('m') = {{"modelExec", K_EXEC}, {"modelRunnerExec", K_EXEC}},
+    ROW('p') = {{"prefillRes", K_COMM}},
+    ROW('r') = {{"receiveReq", K_COMM}},
+    ROW('s') = {{"sendResponse", K_SENDRESP}, {"specDecoding", K_SPEC}, {"sendReqToD", K_COMM},
+                {"sendReqToDSucc", K_COMM}},
+    ROW('t') = {{"tokenize", K_TOKENIZE}},
+};
 
 enum spp_kind spp_kind_of(const char *name, const spp_args *a)
 {
-    switch (name[0]) {
-    case 'h':
-        if (NAME("httpReq")) return K_HTTPREQ;
-        if (NAME("httpRes")) return K_END;
-        break;
-    case 't':
-        if (NAME("tokenize")) return K_TOKENIZE;
-        break;
-    case 'E':
-        if (NAME("Enqueue")) return K_ENQUEUE;
-        if (NAME("Execute")) return K_EXEC;
-        break;
-    case 'D':
-        if (NAME("Dequeue")) return K_DEQUEUE;
-        if (NAME("DecodeEnd")) return K_END;
-        if (NAME("DeviceMemory")) return K_DEVMEM;
-        break;
-    case 'Q':
-        if (NAME("Queue")) return K_QUEUE;
-        break;
-    case 'b':
-        if (NAME("batchFrameworkProcessing")) return K_BATCH;
-        break;
-    case 'B':
-        if (NAME("BatchSchedule")) return K_BATCH;
-        break;
-    case 'm':
-        if (NAME("modelExec") || NAME("modelRunnerExec")) return K_EXEC;
-        break;
-    case 'f':
-        if (NAME("forward")) return K_FORWARD;
-        break;
-    case 'K':
-        if (NAME("KVCacheStatus")) return K_KVSTATUS;
-        break;
-    case 'A':
-        if (NAME("Allocate") || NAME("AppendSlot")) return K_KVEVENT;
-        break;
-    case 'F':
-        if (NAME("Free")) return K_KVEVENT;
-        break;
-    case 'C':
-        if (NAME("CacheHitRate")) return K_CACHEHIT;
-        if (NAME("CpuUsage")) return K_CPU;
-        break;
-    case 'M':
-        if (NAME("MemUsage")) return K_MEM;
-        break;
-    case 'P':
-        if (NAME("ProcessUsage")) return K_PROC;
-        if (NAME("PullKVCache")) return K_PULLKV;
-        break;
-    case 'R':
-        if (NAME("RequestDispatch") || NAME("ReqFinish")) return K_COORD;
-        break;
-    case 'G':
-        if (NAME("GenerateToken")) return K_COORD;
-        break;
-    case 'd':
-        if (NAME("detokenize") || NAME("decode")) return K_TOKEN_OUT;
-        if (NAME("decodeRes")) return K_COMM;
-        break;
-    case 's':
-        if (NAME("sendResponse")) return K_SENDRESP;
-        if (NAME("specDecoding")) return K_SPEC;
-        if (NAME("sendReqToD") || NAME("sendReqToDSucc")) return K_COMM;
-        break;
-    case 'L':
-        if (NAME("Link")) return K_LINK;
-        break;
-    case 'r':
-        if (NAME("receiveReq")) return K_COMM;
-        break;
-    case 'p':
-        if (NAME("prefillRes")) return K_COMM;
-        break;
-    default:
-        break;
-    }
+    unsigned row = (unsigned)(unsigned char)name[0] - 'A';
+    if (row < sizeof kinds / sizeof *kinds)
+        for (const kind_name *e = kinds[row]; e < kinds[row] + KIND_ROW_MAX && e->name; e++)
+            if (!strcmp(name, e->name))
+                return e->kind;
+    /* a record whose args are a link's (type 3, from, to) is one, whatever its name */
     if (a && a->type == 3 && a->from.p && a->to.p)
         return K_LINK;
     return K_OTHER;
+}
+
+const char *spp_kind_name(int i, enum spp_kind *kind)
+{
+    for (size_t r = 0; r < sizeof kinds / sizeof *kinds; r++)
+        for (int c = 0; c < KIND_ROW_MAX && kinds[r][c].name; c++)
+            if (i-- == 0) {
+                *kind = kinds[r][c].kind;
+                return kinds[r][c].name;
+            }
+    return NULL;
 }
 
 static int node_of(spp_model *m, spp_str s)

@@ -8,6 +8,11 @@
 #define SERVPROF_PARSE_MODEL_H
 
 #include "parse.h"
+#include "storeread.h"
+#include "argdecode.h"
+#include "ids.h"
+#include "table.h"
+
 
 /* What a record is, by its name (docs/vocabulary.md). */
 enum spp_kind {
@@ -146,6 +151,9 @@ void spp_model_record(spp_model *m, const spp_rec *r);
 void spp_model_finish(spp_model *m);
 void spp_model_close(spp_model *m);
 enum spp_kind spp_kind_of(const char *name, const spp_args *a);
+/* The i-th name spp_kind_of knows (0, 1, ...; NULL past the last) and its
+ * kind in *kind. For the tests' walk of the table. */
+const char *spp_kind_name(int i, enum spp_kind *kind);
 /* Display name of a request root. */
 const char *spp_req_name(spp_model *m, int root);
 /* Resolved res list of the record as JSON text into m->scratch. */

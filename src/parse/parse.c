@@ -12,14 +12,17 @@
 
 #include "clockalign.h"
 #include "dbout.h"
+#include "merge.h"
 #include "model.h"
+#include "plog.h"
 #include "progress.h"
 #include "report_ops.h"
 #include "sessions.h"
 #include "stats.h"
-#include "torch_trace.h"
 #include "summary.h"
+#include "tap.h"
 #include "timeline.h"
+#include "torch_trace.h"
 
 static double now_s(void)
 {

@@ -26,7 +26,9 @@
 #include <jansson.h>
 
 #include "coordcount.h"
+#include "fmt.h"
 #include "model.h"
+#include "plog.h"
 #include "stats.h"
 
 /* What the terminal summary shows of the hand-offs (kept past close). */

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <strings.h>
 
-#include "parse.h"
+#include "plog.h"
+
+
 
 static _Thread_local int threshold = SPP_INFO;
 static const char *const names[] = {"debug", "info", "warning", "error", "none"};

@@ -45,6 +45,7 @@
  * it, which is put back at the next call.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -52,6 +53,7 @@
 
 #include "affinity.h"
 #include "rawscan.h"
+#include "readvfs.h"
 
 #define MAX_DEPTH 20                /* SQLite's own limit (BTCURSOR_MAX_DEPTH) */
 #define CHUNK_MIN (32u << 10)

@@ -14,7 +14,9 @@
 #ifndef SERVPROF_PARSE_RAWSCAN_H
 #define SERVPROF_PARSE_RAWSCAN_H
 
-#include "parse.h"
+#include <stdint.h>
+
+#include <sqlite3.h>
 
 typedef struct spp_rawscan spp_rawscan;
 
@@ -48,12 +50,5 @@ int spp_rawscan_next(spp_rawscan *rs, spp_rawrow *row);
 /* What went wrong (CORRUPT) or why the scan was handed off (HANDOFF). */
 const char *spp_rawscan_error(const spp_rawscan *rs);
 void spp_rawscan_close(spp_rawscan *rs);
-
-/* The file SQLite reads for the main database of db, under any wrapping
- * VFS of ours (readvfs.c): reading through it shares SQLite's descriptor,
- * so no descriptor of ours can drop SQLite's POSIX locks by closing.
- * buffered: whether SQLite's own reads of it keep using the read-ahead
- * chunk (0 while the raw scan reads the rows: the chunk is freed). */
-sqlite3_file *spp_readvfs_main_file(sqlite3 *db, int buffered);
 
 #endif

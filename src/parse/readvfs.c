@@ -32,8 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
-#include "rawscan.h"
+#include "readvfs.h"
 
 #define CHUNK (128 * 1024)
 

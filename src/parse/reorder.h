@@ -6,7 +6,8 @@
 #ifndef SERVPROF_PARSE_REORDER_H
 #define SERVPROF_PARSE_REORDER_H
 
-#include "parse.h"
+#include "storeread.h"
+
 
 typedef struct spp_reorder spp_reorder;
 

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "dwrite.h"
+#include "fmt.h"
 #include "fsutil.h"
-#include "parse.h"
 #include "report_ops.h"
 #include "torch_trace.h"
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dbcompat.h"
+#include "fmt.h"
 #include "model.h"
 
 static const spp_col cols[] = {

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "model.h"
 #include "timeline.h"
 

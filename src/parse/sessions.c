@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plog.h"
 #include "sessions.h"
 
 /* The session folder name of a store path. */

@@ -4,7 +4,8 @@
 #define SERVPROF_PARSE_SESSIONS_H
 #include <stdint.h>
 
-#include "parse.h"
+#include "discover.h"
+
 
 typedef struct spp_session_range {
     char name[256];  /* the session folder's name (<MMDD-HHMM>[-N]) */

@@ -57,13 +57,17 @@
  * the raw scan off (SQLite reads every row, as before).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "parse.h"
+#include "argdecode.h"
+#include "plog.h"
 #include "rawscan.h"
+#include "readvfs.h"
 #include "reorder.h"
+#include "storeread.h"
 #include "walcheck.h"
 
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */

@@ -42,12 +42,15 @@
 #include "dbout.h"
 #include "dbsql.h"
 #include "dwrite.h"
-#include "fmtnum.h"
+#include "fmt.h"
 #include "fsutil.h"
-#include "parse.h"
+#include "plog.h"
+#include "table.h"
+#include "tap.h"
 
-/* profiler.db while it is built (renamed when complete). */
-#define DB_PARTIAL "profiler.db.partial"
+/* profiler.db while it is built (renamed when complete), beside the file
+ * it replaces. */
+#define DB_PARTIAL ".partial"
 
 /* profiler.db's page size (SQLite's largest: fewest pages and levels). */
 #define DB_PAGE 65536
@@ -69,17 +72,22 @@ static int mkdir_p(const char *dir)
     return 0;
 }
 
-/* OUT/profiler.db exists and is not a regular file (a FIFO, a device such
- * as /dev/null): a database is built by pages and indexes, not streamed, so
- * it is not written there, and renaming over it would replace the node.
+/* Where profiler.db goes: OUT/profiler.db, or the file it links to (the
+ * link stays a link, as for every output: sp_output_target), built under
+ * that name + ".partial" so that the rename stays on one file system.
+ * OUT/profiler.db that exists and is not a regular file (a FIFO, a device
+ * such as /dev/null) is not written: a database is built by pages and
+ * indexes, not streamed, and renaming over it would replace the node.
  * Says so (once) and returns 1; 0 when profiler.db can be written. */
-static int db_target_is_special(const char *dir)
+static int db_target_is_special(spp_out *o, const char *dir)
 {
-    char path[4096], target[PATH_MAX];
+    char path[4096];
     snprintf(path, sizeof path, "%s/profiler.db", dir);
-    int how = sp_output_target(path, target, sizeof target);
-    if (how == SP_OUT_REPLACE)
+    int how = sp_output_target(path, o->db_final, sizeof o->db_final);
+    if (how == SP_OUT_REPLACE) {
+        snprintf(o->db_partial, sizeof o->db_partial, "%s" DB_PARTIAL, o->db_final);
         return 0;
+    }
     spp_log(SPP_ERROR, "profiler.db: %s %s; profiler.db is not written", path,
             how < 0 ? strerror(-how) : "exists and is not a regular file (a FIFO or a device)");
     return 1;
@@ -96,17 +104,16 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
         return -1;
     }
     spp_dw_stage_begin(&o->stage); /* every output under a temporary name until spp_out_close */
-    if (db && db_target_is_special(dir)) {
+    if (db && db_target_is_special(o, dir)) {
         o->db = db = 0;
         o->failed = 1; /* an output not written: exit status 1 */
     }
     if (db) {
-        char path[4096];
+        const char *path = o->db_partial;
         /* A fresh database per run: stale rows would mix runs. It is built
          * as profiler.db.partial and renamed at the end with the other
          * outputs (dwrite.c, staging), so an interrupted run leaves the
          * previous profiler.db as it was, never one that looks complete. */
-        snprintf(path, sizeof path, "%s/" DB_PARTIAL, dir);
         unlink(path);
         char why[512];
         if (spp_db_writer_is_sqlite()) {
@@ -147,16 +154,14 @@ static void db_fail(spp_out *o, const char *why)
         return;
     o->db_lost = 1;
     o->failed = 1;
-    spp_log(SPP_ERROR, "profiler.db: writing %s/" DB_PARTIAL " failed: %s; it is removed and profiler.db is not written",
-            o->dir, why);
+    spp_log(SPP_ERROR, "profiler.db: writing %s failed: %s; it is removed and profiler.db is not written",
+            o->db_partial, why);
     if (o->bt) {
         spp_bt_abort(o->bt, 1);
     } else {
-        char partial[4096];
-        snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
         spp_dbsql_free(o->sq);
         o->sq = NULL;
-        unlink(partial);
+        unlink(o->db_partial);
     }
 }
 
@@ -537,9 +542,8 @@ static int create_indexes(const char *path, char **idx, int nidx, char *why, siz
  * its order, run on the file after the rows; then the rename. */
 static void close_sqlite_writer(spp_out *o)
 {
-    char partial[4096], path[4096], why[4400] = "";
-    snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
-    snprintf(path, sizeof path, "%s/profiler.db", o->dir);
+    const char *partial = o->db_partial, *path = o->db_final;
+    char why[4400] = "";
     char **sql = NULL;
     int n = 0;
     sqlite3_stmt *st;
@@ -567,20 +571,13 @@ static void close_sqlite_writer(spp_out *o)
     o->sq = NULL;
 }
 
-int spp_db_writer_is_sqlite(void)
-{
-    const char *e = getenv("SERVPROF_PARSE_DB_WRITER");
-    return e && strcmp(e, "sqlite") == 0;
-}
-
 int spp_out_close(spp_out *o)
 {
     if (o->sq)
         close_sqlite_writer(o);
     if (o->bt) {
-        char partial[4096], path[4096], why[4400] = "";
-        snprintf(partial, sizeof partial, "%s/" DB_PARTIAL, o->dir);
-        snprintf(path, sizeof path, "%s/profiler.db", o->dir);
+        const char *partial = o->db_partial, *path = o->db_final;
+        char why[4400] = "";
         char **idx = NULL;
         int nidx = 0;
         if (!o->db_lost && (write_schema(o, &idx, &nidx, why, sizeof why) != 0 ||

@@ -28,8 +28,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "argdecode.h"
 #include "dwrite.h"
-#include "fmtnum.h"
+#include "fmt.h"
+#include "plog.h"
+#include "storeread.h"
+#include "table.h"
 #include "timeline.h"
 
 /* A sub-lane: one trace thread whose spans nest; `ends` is the stack of

@@ -37,7 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "argdecode.h"
+#include "discover.h"
+#include "plog.h"
+#include "storeread.h"
 #include "timeline.h"
 #include "torch_trace.h"
 

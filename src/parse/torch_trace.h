@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "discover.h"
 #include "model.h"
 
 /* Keeps in p->torch the traces whose process's raw store is among the n

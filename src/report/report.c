@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "discover.h"
 #include "parse.h"
+#include "plog.h"
 #include "report.h"
 #include "report_analyze.h"
 #include "servprof.h"

@@ -29,7 +29,9 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "parse.h"
+#include "table.h"
+#include "tap.h"
+
 
 /* ------------------------------------------------------------ options */
 typedef struct spr_opts {

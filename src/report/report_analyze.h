@@ -1,5 +1,5 @@
 /*
- * report_analyze.h — the report's bridge to `servprof analyze` (issue 14):
+ * report_analyze.h — the report's bridge to `servprof analyze`:
  * the page shows analyze's figures and findings, computed by analyze's own
  * code (one computation, two views). The page reads only analyze's JSON
  * document, whose schema docs/analyze.md documents.

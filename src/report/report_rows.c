@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "colmap.h"
 #include "report.h"
 
 /* Column names this file reads, per table. */

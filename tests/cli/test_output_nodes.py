@@ -17,12 +17,15 @@ stands for it.
     link: the CSV goes through the FIFO, the trace through the link;
     OUT/profiler.db a FIFO: left alone, one ERROR naming it, exit 1, the
     other outputs written;
+  - parse -o OUT with OUT/profiler.db a link to a file elsewhere: the link
+    stays, the file it names becomes the new database;
   - config init --force FIFO / LINK: the same rule;
   - analyze -o OUT with OUT/analyze.json a FIFO: the document goes through.
 """
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -150,6 +153,25 @@ class OutputNodes(unittest.TestCase):
             self.assertIn("traceEvents", json.load(f))
         self.assertTrue(os.path.isfile(os.path.join(out, "batch.csv")))
         self.assertEqual([n for n in os.listdir(out) if n.endswith(".partial")], [])
+
+    def test_parse_db_through_a_symlink(self):
+        out = self.path("out-db")
+        os.mkdir(out)
+        elsewhere = self.path("kept")
+        os.mkdir(elsewhere)
+        target = os.path.join(elsewhere, "run.db")
+        with open(target, "w") as f:
+            f.write("an older file the link points at")
+        link = os.path.join(out, "profiler.db")
+        os.symlink(target, link)
+        p = sp("parse", "-i", self.raw, "-o", out, "--quiet")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.islink(link), "the link was replaced")
+        with sqlite3.connect("file:%s?mode=ro" % target, uri=True) as db:
+            n = db.execute("SELECT count(*) FROM request").fetchone()[0]
+        self.assertGreater(n, 0)
+        for d in (out, elsewhere):
+            self.assertEqual([n for n in os.listdir(d) if n.endswith(".partial")], [], d)
 
     def test_config_init(self):
         fifo = self.path("c.fifo")

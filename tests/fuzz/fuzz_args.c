@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "plog.h"
+#include "argdecode.h"
+#include "ids.h"
+
 
 static void check_str(spp_ids *ids, spp_str s)
 {

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "storeread.h"
+#include "argdecode.h"
+
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "parse.h"
+#include "plog.h"
+#include "storeread.h"
+#include "argdecode.h"
+
 
 /* the parse context the stores under test belong to */
 static spp_parse_ctx test_ctx;

@@ -2,7 +2,8 @@
 """make_seeds.py — writes the seed corpora of the fuzz targets (checked in;
 rerun only to change them): small stores with 512-byte pages for fuzz_store
 (many pages, interior pages and overflow chains in a few kilobytes), and the
-text seeds of the other targets, including the crash inputs of issue 19.
+text seeds of the other targets, including the inputs that crashed or misread the parser
+once (absurd durations, numbers beyond every integer type).
 
     /usr/bin/python3 tests/fuzz/make_seeds.py
 """
@@ -60,7 +61,7 @@ def main():
             for i in range(60)]
     late += [(None, 1, "x", "y", "{}"), (-5, 1, "x", "y", "{}")]
     store("late-512.db", late)
-    # issue 19 item 3: durations INT64_MAX, REAL 1e30, 2^62; a REAL timestamp (the raw scan hands over)
+    # absurd durations: INT64_MAX, REAL 1e30, 2^62; a REAL timestamp (the raw scan hands over)
     store("absurd-dur.db", [
         (T0, 2**63 - 1, "forward", "ModelExecute", '{"type":2,"rid":[{"rid":"r1","iter":0}]}'),
         (T0 + 1, 1e30, "modelExec", "Execute", '{"type":2,"rid":[{"rid":"r1","iter":0}]}'),
@@ -68,7 +69,7 @@ def main():
         (float(T0 + 3), 5, "forward", "ModelExecute", '{"type":2}'),
         (2**63 - 10, 100, "forward", "ModelExecute", '{"type":2}'),
     ])
-    # issue 19 item 2: numbers beyond every integer type
+    # numbers beyond every integer type
     store("huge-numbers.db", [
         (T0, 10, "BatchSchedule", "BatchSchedule",
          '{"type":2,"rid":[{"rid":"r1","iter":5000000000,"type":1e300}],"scope#device":99999999999,'

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "table.h"
+
 
 /* A text of n bytes: UTF-8 (2- and 3-byte sequences), no NUL; seed picks
  * where the pattern starts. Freed by the caller. */

@@ -32,7 +32,6 @@
 #include "bt_test.h"
 #include "btwrite.h"
 #include "check.h"
-#include "parse.h"
 
 #define PENDING 0x10000u
 #define MAXCOLS 8

@@ -26,7 +26,6 @@
 #include "bt_test.h"
 #include "btwrite.h"
 #include "check.h"
-#include "parse.h"
 
 #define PENDING 0x10000u
 

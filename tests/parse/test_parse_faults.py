@@ -1,10 +1,10 @@
-"""test_parse_faults.py — issue 19, each attack kept as a regression test:
-a store that hit a full disk in WAL mode (1), numbers beyond every integer
-type in args (2), absurd durations (3), a parse killed mid-write (4), a
-damaged WAL (6), an output folder that cannot be made (7, a leak under
-ASan), messages (8: stress with a bad prof_dir, the stress figures,
-request_status.csv's skip line), CSV formula injection (9), and ids
-escaped by one writer and raw from another (issue 12 item 11)."""
+"""test_parse_faults.py — hostile and damaged input, each attack kept as a
+regression test: a store that hit a full disk in WAL mode, numbers beyond
+every integer type in args, absurd durations, a parse killed mid-write, a
+damaged WAL, an output folder that cannot be made (a leak under ASan),
+messages (stress with a bad prof_dir, the stress figures,
+request_status.csv's skip line), CSV formula injection, and ids escaped by
+one writer and raw from another."""
 import json
 import re
 import os
@@ -31,7 +31,7 @@ class Case(TempCase):
 
 class Numbers(Case):
     def test_huge_numbers_in_args_are_counted_not_undefined(self):
-        # item 2: what servprof_attr_int(r, "iter", 5000000000) writes inside a rid list
+        # what servprof_attr_int(r, "iter", 5000000000) writes inside a rid list
         s = Store(os.path.join(self.inp, "ms_service_n-1.db"), "n", 1)
         simple_request(s, "r1", 0, 10)
         s.raw("BatchSchedule", ns(2), ns(3) - ns(2), "BatchSchedule",
@@ -45,7 +45,7 @@ class Numbers(Case):
         self.assertEqual(len(rows), 1)
 
     def test_absurd_durations_are_clamped_once(self):
-        # item 3: INT64_MAX and REAL 1e30 durations: timestamp + duration overflowed
+        # INT64_MAX and REAL 1e30 durations: timestamp + duration overflowed
         s = Store(os.path.join(self.inp, "ms_service_d-1.db"), "d", 1)
         simple_request(s, "r1", 0, 10)
         ins = "INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid) VALUES (?, ?, ?, ?, ?, 1, 1)"
@@ -68,7 +68,7 @@ class Numbers(Case):
 
 class Ids(Case):
     def test_escaped_and_raw_ids_are_one_request(self):
-        # issue 12 item 11: Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
+        # Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
         s = Store(os.path.join(self.inp, "ms_service_i-1.db"), "i", 1)
         long_rid = "req-\u00e9\U0001F600-" + "\u00e9" * 400 + "-end"
         other = "req-\u00e9\U0001F600-" + "\u00e9" * 400 + "-other"
@@ -89,7 +89,6 @@ class Ids(Case):
 
 class CsvInjection(Case):
     def test_formula_ids_get_a_quote(self):
-        # item 9
         s = Store(os.path.join(self.inp, "ms_service_c-1.db"), "c", 1)
         evil = "=cmd|' /C calc'!A0"
         simple_request(s, evil, 0, 10)
@@ -111,7 +110,7 @@ class CsvInjection(Case):
 
 class Messages(Case):
     def test_request_status_skip_names_the_unknown_queue(self):
-        # item 8: records with QueueSize= came, but for a queue the report has no column for
+        # records with QueueSize= came, but for a queue the report has no column for
         s = Store(os.path.join(self.inp, "ms_service_q-1.db"), "q", 1)
         simple_request(s, "r1", 0, 10)
         s.event("Enqueue", 1, "Schedule", rid="r1", **{"QueueSize=": 3, "scope#QueueName": "PENDING"})
@@ -123,7 +122,7 @@ class Messages(Case):
         self.assertNotIn("no queue records with QueueSize=", p.stderr)
 
     def test_output_folder_that_cannot_be_made(self):
-        # item 7: the model was not freed on this path (a LeakSanitizer report in the ASan build)
+        # the model was not freed on this path (a LeakSanitizer report in the ASan build)
         s = Store(os.path.join(self.inp, "ms_service_o-1.db"), "o", 1)
         simple_request(s, "r1", 0, 10)
         s.close()
@@ -168,7 +167,7 @@ class DamagedWal(Case):
         return psz, (os.path.getsize(wal) - 32) // (24 + psz)
 
     def test_flip_in_first_frame_is_not_called_a_wrong_schema(self):
-        # item 6: SQLite ignores the WAL from its first frame on; the main file has no tables yet
+        # SQLite ignores the WAL from its first frame on; the main file has no tables yet
         path = os.path.join(self.inp, "ms_service_w-1.db")
         make_wal_store(path)
         psz, frames = self.wal_frames(path + "-wal")
@@ -210,7 +209,7 @@ class DamagedWal(Case):
 
 class KilledParse(Case):
     def test_killed_reparse_keeps_the_previous_reports(self):
-        # item 4: kill -9 while the outputs are written; the previous reports stay whole
+        # kill -9 while the outputs are written; the previous reports stay whole
         s = Store(os.path.join(self.inp, "ms_service_k-1.db"), "k", 1)
         rows = []
         for i in range(60000):
@@ -298,7 +297,7 @@ class Stress(Case):
 
 class FullDisk(Case):
     def test_store_that_filled_a_disk_in_wal_mode_is_parsed(self):
-        # item 1: the committed pages live in the -wal file; the main file is shorter than its header says
+        # the committed pages live in the -wal file; the main file is shorter than its header says
         if os.geteuid() != 0:
             self.skipTest("mounting a small tmpfs needs root")
         mnt = os.path.join(self.tmp.name, "mnt")

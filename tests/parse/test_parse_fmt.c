@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "parse/fmtnum.h"
-#include "parse/parse.h"
+#include "parse/fmt.h"
 
 static int same_as_printf(double d)
 {

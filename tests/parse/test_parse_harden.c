@@ -1,6 +1,5 @@
 /*
- * test_parse_harden.c — the args decoder on hostile input (issue 19 item 2,
- * issue 12 item 11): numbers beyond every integer type become "absent" and
+ * test_parse_harden.c — the args decoder on hostile input: numbers beyond every integer type become "absent" and
  * are counted (never undefined behaviour: this test runs in the sanitizer
  * builds), JSON strings decode exactly (surrogate pairs to one 4-byte UTF-8
  * sequence, \u0000 and lone surrogates to U+FFFD, malformed escapes make
@@ -12,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argdecode.h"
 #include "check.h"
-#include "parse.h"
+#include "fmt.h"
+#include "ids.h"
 
 static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
 
@@ -158,7 +159,7 @@ static const char *csv_of(const char *s)
     return out;
 }
 
-/* Issue 19 item 9: text a spreadsheet would run gets a leading quote;
+/* Formula injection: text a spreadsheet would run gets a leading quote;
  * numbers and ordinary text are written as they are. */
 static void test_csv_injection(void)
 {

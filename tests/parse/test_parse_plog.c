@@ -14,7 +14,7 @@
 #include <wchar.h>
 
 #include "check.h"
-#include "parse.h"
+#include "plog.h"
 
 static char capture_path[] = "/tmp/spp-plog-XXXXXX";
 static int capture_fd = -1, saved_fd = -1;

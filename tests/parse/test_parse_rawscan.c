@@ -23,11 +23,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "parse.h"
+#include "plog.h"
+#include "rawscan.h"
+#include "readvfs.h"
+#include "storeread.h"
 
 /* the parse context the stores under test belong to */
 static spp_parse_ctx test_ctx;
-#include "rawscan.h"
 
 static char dir[] = "/tmp/spp-rawscan-XXXXXX";
 

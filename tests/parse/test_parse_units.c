@@ -15,13 +15,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "argdecode.h"
 #include "check.h"
+#include "fmt.h"
+#include "ids.h"
+#include "merge.h"
 #include "parse.h"
+#include "plog.h"
+#include "reorder.h"
+#include "stats.h"
+#include "storeread.h"
+#include "table.h"
+#include "tap.h"
 
 /* the parse context the stores under test belong to */
 static spp_parse_ctx test_ctx;
-#include "reorder.h"
-#include "stats.h"
 
 static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
 
