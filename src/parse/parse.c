@@ -120,7 +120,7 @@ static void warn_dropped_values(const spp_model *m, spp_store **stores, int n)
  * (analyze, report) cannot take back the rows and records an abandoned run
  * handed it, so with a tap the parse starts in exact mode and never
  * restarts: the first pass over the timestamps is paid every time
- * (docs/benchmarks.md, "Parse"). */
+ * (docs/benchmarks.md, "Analyze"). */
 int spp_run(const spp_opts *opts)
 {
     double t0 = now_s();
