@@ -5,9 +5,11 @@
  * output off (no file is written) and a tap (parse.h) that sees each report
  * row (request, batch, forward) and each record (span durations by name) as
  * the parse makes them. So analyze's figures are the parse's figures, by
- * construction, and the parse's speed and bounded memory carry over. The
- * parser keeps state in globals: one raw-store ingest at a time per process
- * (compare runs its two one after the other).
+ * construction, and the parse's speed and bounded memory carry over. When
+ * the parse's one pass meets a late row and starts again in exact mode,
+ * the tap's restart empties the profile (and, through sa_opts.also, the
+ * report's rows) back to what it was before the parse: nothing is counted
+ * twice, and every other input keeps the one pass.
  *
  * A parse output folder (DIR/profiler.db): the same tables are read back
  * with SQLite and fed through the same row handler, columns mapped by name,
@@ -388,6 +390,24 @@ static void tap_record(void *ctx, const spp_rec *r)
         g->also->record(g->also->ctx, r);
 }
 
+static void profile_release(sa_profile *p);
+
+/* The parse starts over (tap.h): the profile and the column maps go back
+ * to what sa_profile_load made before the parse, and so does `also`. */
+static void tap_restart(void *ctx)
+{
+    ingest *g = ctx;
+    sa_profile *p = g->p;
+    const spp_tap *also = g->also;
+    const char *input = p->input;
+    profile_release(p);
+    memset(p, 0, sizeof *p);
+    p->input = input;
+    *g = (ingest){.p = p, .also = also};
+    if (also && also->restart)
+        also->restart(also->ctx);
+}
+
 static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
 {
     spp_opts po = {0};
@@ -399,7 +419,9 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
     int level = spp_log_level();
     if (!o->verbose && level < SPP_WARNING)
         spp_log_set_level(SPP_WARNING);
-    spp_tap tap = {tap_row, tap_record, g};
+    /* a consumer riding along that cannot start over keeps the parse exact */
+    int can_restart = !g->also || g->also->restart;
+    spp_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL, .ctx = g};
     spp_set_tap(&tap);
     int rc = spp_run(&po);
     spp_set_tap(NULL);
@@ -578,10 +600,9 @@ sa_profile *sa_profile_load(const sa_opts *o, char *err, size_t errcap)
     return p;
 }
 
-void sa_profile_free(sa_profile *p)
+/* Frees what p owns; p itself stays. */
+static void profile_release(sa_profile *p)
 {
-    if (!p)
-        return;
     for (long long i = 0; i < p->nreq; i++)
         free(p->req[i].rid);
     free(p->req);
@@ -608,6 +629,13 @@ void sa_profile_free(sa_profile *p)
         free(p->pull[i].rid);
     free(p->pull);
     free(p->coord);
+}
+
+void sa_profile_free(sa_profile *p)
+{
+    if (!p)
+        return;
+    profile_release(p);
     free(p);
 }
 

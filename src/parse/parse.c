@@ -117,9 +117,10 @@ static void warn_dropped_values(const spp_model *m, spp_store **stores, int n)
  * later than the window the single pass guessed, everything is parsed again
  * with a first pass that measures the window, before any row is used
  * (docs/parse.md, "Streaming", bounds what that costs). A tap's consumer
- * (analyze, report) cannot take back the rows and records an abandoned run
- * handed it, so with a tap the parse starts in exact mode and never
- * restarts: the first pass over the timestamps is paid every time
+ * (analyze, report) is told to drop what the abandoned run handed it
+ * (restart, tap.h) before the second run; a tap without restart cannot
+ * take rows back, so its parse starts in exact mode and never restarts:
+ * the first pass over the timestamps is then paid every time
  * (docs/benchmarks.md, "Analyze"). */
 int spp_run(const spp_opts *opts)
 {
@@ -127,11 +128,14 @@ int spp_run(const spp_opts *opts)
     int again = 0;
     spp_parse_ctx ctx = {0};
     spp_store_exact(&ctx, 0);
-    ctx.exact = spp_tap_now.row || spp_tap_now.record; /* open-time warnings still said */
+    /* open-time warnings are still said when a tap forces exact mode */
+    ctx.exact = (spp_tap_now.row || spp_tap_now.record) && !spp_tap_now.restart;
     int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         spp_log(SPP_INFO, "a record came later than the reorder window of one pass; parsing again with a "
                 "first pass over the timestamps");
+        if (spp_tap_now.restart)
+            spp_tap_now.restart(spp_tap_now.ctx);
         spp_store_exact(&ctx, 1);
         rc = run_once(&ctx, opts, t0, &again);
     }

@@ -96,6 +96,9 @@ typedef struct spr_rows spr_rows;
 /* Returns NULL on out of memory. Free with spr_rows_free (NULL is a no-op). */
 spr_rows *spr_rows_new(void);
 void spr_rows_free(spr_rows *r);
+/* Drops every row added: r is again as spr_rows_new made it (the parse
+ * started over, tap.h). */
+void spr_rows_reset(spr_rows *r);
 /* One row of table `key` whose columns are cols (found by name). Values
  * are copied as needed; they may be freed after the call. */
 void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, const spp_val *v);
@@ -104,7 +107,8 @@ void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, 
  * length. Returns a new reference, NULL (message printed) on out of memory. */
 json_t *spr_rows_json(spr_rows *r, int buckets);
 /* The parser tap that feeds r (report_tap.c): for a parse run by analyze
- * (sa_opts.also), so one parse of the raw stores serves both. */
+ * (sa_opts.also), so one parse of the raw stores serves both. When the
+ * parse starts over, its restart empties r (spr_rows_reset). */
 spp_tap spr_rows_tap(spr_rows *r);
 
 /* ----------------------------------------------------------- database */

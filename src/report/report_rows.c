@@ -95,17 +95,14 @@ struct spr_rows {
 spr_rows *spr_rows_new(void)
 {
     spr_rows *r = calloc(1, sizeof *r);
-    if (r) {
-        r->t0_ms = INFINITY;
-        r->t1_ms = -INFINITY;
-    }
+    if (r)
+        spr_rows_reset(r);
     return r;
 }
 
-void spr_rows_free(spr_rows *r)
+/* Frees what r owns; r itself stays. */
+static void rows_release(spr_rows *r)
 {
-    if (!r)
-        return;
     free(r->steps.s);
     free(r->fwd.s);
     free(r->ctr.s);
@@ -119,7 +116,22 @@ void spr_rows_free(spr_rows *r)
         free(r->cdf[k]);
     for (int i = 0; i < r->nslow; i++)
         free(r->slow[i].rid);
+}
+
+void spr_rows_free(spr_rows *r)
+{
+    if (!r)
+        return;
+    rows_release(r);
     free(r);
+}
+
+void spr_rows_reset(spr_rows *r)
+{
+    rows_release(r);
+    memset(r, 0, sizeof *r);
+    r->t0_ms = INFINITY;
+    r->t1_ms = -INFINITY;
 }
 
 static sample *push(spr_rows *r, samples *a, double t)
