@@ -23,6 +23,7 @@
 #include "parse.h"
 #include "plog.h"
 #include "reorder.h"
+#include "servingstore.h"
 #include "stats.h"
 #include "storeread.h"
 #include "table.h"
@@ -244,13 +245,6 @@ static void test_percentiles(void)
     CHECK(fabs(spp_percentile(v, n, 99) - 29.62) < 1e-9); /* 11 + (30 - 11) * 0.98 */
     CHECK(isnan(spp_percentile(v, 0, 50)));
 }
-
-/* The raw store's tables the reader needs (docs/api.md, "The raw store"). */
-#define RAW_SCHEMA                                                                                  \
-    "CREATE TABLE slice(id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp INTEGER, duration INTEGER,"   \
-    " name TEXT, depth INTEGER, track_id INTEGER, cat TEXT, args TEXT, cname TEXT, end_time INTEGER," \
-    " flag_id TEXT, pid INTEGER, tid INTEGER);"                                                       \
-    "CREATE TABLE Meta(name TEXT, value TEXT, slice TEXT);"
 
 /* A real store whose rows are out of time order, with an index on
  * timestamp that neither pass may walk (the lateness is measured on the
@@ -530,99 +524,6 @@ static void test_two_parses(void)
     CHECK(system(cmd) == 0);
 }
 
-/* A serving store (front end and engine in one): requests with their Link,
- * queueing, coordinator moments (PD instances), batch and forward spans
- * whose rid lists carry the step's requests, KV status, token outputs.
- * Rows are inserted when they end, as a recorder does: out of time order. */
-typedef struct srow { int64_t ts, dur; const char *name, *cat; char args[200]; } srow;
-
-static int by_end(const void *pa, const void *pb)
-{
-    const srow *a = pa, *b = pb;
-    int64_t ea = a->ts + a->dur, eb = b->ts + b->dur;
-    return ea < eb ? -1 : ea > eb;
-}
-
-static void serving_store(const char *path, int nreq, int tokens)
-{
-    enum { BATCH = 4 };
-    int cap = nreq * (8 + 2 * tokens) + 16, n = 0;
-    srow *rows = calloc((size_t)cap, sizeof *rows);
-    const int64_t ms = 1000000;
-    int64_t t = 1700000100000000000LL;
-#define ROW(ts_, dur_, name_, cat_, ...)                                                        \
-    do {                                                                                        \
-        rows[n] = (srow){ts_, dur_, name_, cat_, ""};                                           \
-        snprintf(rows[n].args, sizeof rows[n].args, __VA_ARGS__);                               \
-        n++;                                                                                    \
-    } while (0)
-    for (int first = 0; first < nreq; first += BATCH) {
-        for (int r = first; r < first + BATCH && r < nreq; r++) {
-            int64_t at = t + (r - first) * 100000;
-            ROW(at, 0, "httpReq", "Request", "{\"type\":0,\"rid\":\"http-%d\"}", r);
-            ROW(at + 10000, 0, "Link", "Request", "{\"type\":3,\"from\":\"http-%d\",\"to\":\"eng-%d\"}", r, r);
-            ROW(at + 20000, 0, "RequestDispatch", "Coordinator",
-                "{\"type\":0,\"rid\":\"eng-%d\",\"PrefillAddress\":\"10.0.0.%d:80\",\"DecodeAddress\":\"10.0.1.1:80\"}",
-                r, 1 + r % 2);
-            ROW(at + 30000, 0, "Enqueue", "Schedule",
-                "{\"type\":0,\"rid\":\"eng-%d\",\"QueueSize=\":%d,\"scope#QueueName\":\"WAITING\"}", r, r - first + 1);
-            ROW(t + ms + (r - first) * 1000, 0, "Dequeue", "Schedule",
-                "{\"type\":0,\"rid\":\"eng-%d\",\"QueueSize=\":0,\"scope#QueueName\":\"WAITING\"}", r);
-        }
-        int nb = nreq - first < BATCH ? nreq - first : BATCH;
-        int64_t s0 = t + 2 * ms;
-        for (int k = 0; k < tokens; k++) {
-            int64_t b = s0 + k * 15 * ms;
-            char list[160] = "";
-            for (int i = 0; i < nb && i < 3; i++) /* the args buffer holds three entries */
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s{\"rid\":\"eng-%d\",\"iter\":%d}",
-                         i ? "," : "", first + i, k);
-            ROW(b, 2 * ms, "batchFrameworkProcessing", "BatchSchedule",
-                "{\"type\":2,\"rid\":[%s],\"batch_type\":\"%s\",\"batch_size\":%d}", list, k ? "Decode" : "Prefill", nb);
-            ROW(b + 3 * ms, 9 * ms, "forward", "ModelExecute", "{\"type\":2,\"rid\":[%s]}", list);
-            ROW(b + 13 * ms, 0, "KVCacheStatus", "KVCache",
-                "{\"type\":0,\"TotalBlocks=\":1000,\"FreeBlocksBefore=\":%d,\"FreeBlocksAfter=\":%d}", 900 - k, 899 - k);
-            for (int r = first; r < first + nb; r++) {
-                if (k == 0)
-                    ROW(b + 12 * ms, 0, "GenerateToken", "Coordinator",
-                        "{\"type\":0,\"rid\":\"eng-%d\",\"Phase\":\"prefill\"}", r);
-                ROW(b + 13 * ms + 100000 + (r - first) * 1000, 0, "detokenize", "Request",
-                    "{\"type\":0,\"rid\":\"eng-%d\"}", r);
-            }
-        }
-        int64_t end = s0 + tokens * 15 * ms;
-        for (int r = first; r < first + nb; r++) {
-            ROW(end + (r - first) * 1000, 0, "ReqFinish", "Coordinator", "{\"type\":0,\"rid\":\"eng-%d\"}", r);
-            ROW(end + ms + (r - first) * 1000, 0, "httpRes", "Request",
-                "{\"type\":0,\"rid\":\"http-%d\",\"recvTokenSize=\":16,\"replyTokenSize=\":%d}", r, tokens);
-        }
-        t = end + 2 * ms;
-    }
-#undef ROW
-    qsort(rows, (size_t)n, sizeof *rows, by_end);
-    sqlite3 *db;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, RAW_SCHEMA "INSERT INTO Meta(name, value) VALUES('hostname', 'h2');", NULL, NULL, NULL) ==
-          SQLITE_OK);
-    sqlite3_stmt *ins;
-    CHECK(sqlite3_prepare_v2(db, "INSERT INTO slice(timestamp, duration, name, cat, args, pid, tid)"
-                                 " VALUES(?1, ?2, ?3, ?4, ?5, 7, 70)", -1, &ins, NULL) == SQLITE_OK);
-    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    for (int i = 0; i < n; i++) {
-        sqlite3_bind_int64(ins, 1, rows[i].ts);
-        sqlite3_bind_int64(ins, 2, rows[i].dur);
-        sqlite3_bind_text(ins, 3, rows[i].name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, rows[i].cat, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 5, rows[i].args, -1, SQLITE_STATIC);
-        CHECK(sqlite3_step(ins) == SQLITE_DONE);
-        sqlite3_reset(ins);
-    }
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    sqlite3_finalize(ins);
-    sqlite3_close(db);
-    free(rows);
-}
-
 /* Every file under want (and one folder down: span_info/) has a twin under
  * got with the same bytes, and got has no other file. */
 static void check_same_tree(const char *got, const char *want, int depth)
@@ -661,8 +562,10 @@ static void check_same_tree(const char *got, const char *want, int depth)
 }
 
 /* What a thread's tap saw of its parse: counts and a hash of every row's
- * table and values and of every record, in the order they came. */
-typedef struct tap_seen { long long rows, records; uint64_t hash; } tap_seen;
+ * table and values and of every record, in the order they came since the
+ * parse last started over, and how many times it did. */
+typedef struct tap_seen { long long rows, records, restarts; uint64_t hash; } tap_seen;
+#define FNV_BASIS 14695981039346656037ULL
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -695,11 +598,19 @@ static void seen_record(void *ctx, const spp_rec *r)
     s->hash = fnv(s->hash, r->name, strlen(r->name));
 }
 
+/* The parse starts over: what the abandoned run handed over is dropped. */
+static void seen_restart(void *ctx)
+{
+    tap_seen *s = ctx;
+    *s = (tap_seen){0, 0, s->restarts + 1, FNV_BASIS};
+}
+
 /* One parse on the calling thread, with its own log level and tap. */
 typedef struct parse_job {
     const char *in, *out;
     int level;                    /* set on the parse's thread */
     pthread_barrier_t *start;     /* NULL: start at once */
+    int exact_tap;                /* 1: a tap without restart (the parse starts exact) */
     int rc, level_after;
     tap_seen seen;
 } parse_job;
@@ -708,8 +619,9 @@ static void *parse_job_run(void *arg)
 {
     parse_job *j = arg;
     spp_log_set_level(j->level);
-    j->seen = (tap_seen){0, 0, 14695981039346656037ULL};
-    spp_tap tap = {seen_row, seen_record, &j->seen};
+    j->seen = (tap_seen){0, 0, 0, FNV_BASIS};
+    spp_tap tap = {.row = seen_row, .record = seen_record, .restart = j->exact_tap ? NULL : seen_restart,
+                   .ctx = &j->seen};
     spp_set_tap(&tap);
     if (j->start)
         pthread_barrier_wait(j->start);
@@ -724,7 +636,10 @@ static void *parse_job_run(void *arg)
  * coordinator and request reports, at level error), each with its own tap:
  * each writes, byte for byte, what it writes alone, and each tap sees
  * exactly its own parse's rows and records. The log level and the tap are
- * the thread's; everything else is in the parse's context and model. */
+ * the thread's; everything else is in the parse's context and model.
+ * The taps can start over: the late input's parse keeps its one pass,
+ * restarts once, and after its restart the tap sees exactly what a tap
+ * without restart sees (that parse starts in exact mode, never restarts). */
 static void test_two_threads(void)
 {
     char dir[] = "/tmp/spp-threads-XXXXXX";
@@ -732,12 +647,15 @@ static void test_two_threads(void)
     char in_a[96], in_b[96], path[128];
     late_input(dir, in_a, in_b);
     snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
-    serving_store(path, 40, 6);
-    char out[4][96];
-    for (int i = 0; i < 4; i++)
+    serving_store(path, 40, 6, LIFETIME_NONE);
+    char out[5][96];
+    for (int i = 0; i < 5; i++)
         snprintf(out[i], sizeof out[i], "%s/out%d", dir, i);
-    parse_job alone[2] = {{in_a, out[0], SPP_NONE, NULL, 0, 0, {0}}, {in_b, out[1], SPP_ERROR, NULL, 0, 0, {0}}};
-    parse_job both[2] = {{in_a, out[2], SPP_NONE, NULL, 0, 0, {0}}, {in_b, out[3], SPP_ERROR, NULL, 0, 0, {0}}};
+    parse_job alone[2] = {{.in = in_a, .out = out[0], .level = SPP_NONE},
+                          {.in = in_b, .out = out[1], .level = SPP_ERROR}};
+    parse_job both[2] = {{.in = in_a, .out = out[2], .level = SPP_NONE},
+                         {.in = in_b, .out = out[3], .level = SPP_ERROR}};
+    parse_job exact = {.in = in_a, .out = out[4], .level = SPP_NONE, .exact_tap = 1};
     spp_log_set_level(SPP_WARNING);
     for (int i = 0; i < 2; i++)
         parse_job_run(&alone[i]); /* one after the other, on this thread */
@@ -764,9 +682,25 @@ static void test_two_threads(void)
         CHECK(both[i].seen.hash == alone[i].seen.hash);
         check_same_tree(out[2 + i], out[i], 0);
     }
-    /* with a tap the parse starts in exact mode: the tap never sees the
-     * records of a run that is then abandoned, only each record once */
+    /* the late input's one pass was abandoned once, and its tap told so
+     * (on both threads); the other input's never */
+    CHECK_INT(alone[0].seen.restarts, 1);
+    CHECK_INT(both[0].seen.restarts, 1);
+    CHECK_INT(alone[1].seen.restarts, 0);
+    CHECK_INT(both[1].seen.restarts, 0);
+    /* after the restart the tap holds each record once, and the very rows
+     * and records (same order) of a parse that started in exact mode: a
+     * tap without restart; same files too */
     CHECK_INT(alone[0].seen.records, LATE_FILL + 1);
+    spp_log_set_level(SPP_WARNING);
+    parse_job_run(&exact);
+    spp_log_set_level(SPP_WARNING);
+    CHECK_INT(exact.rc, 0);
+    CHECK_INT(exact.seen.restarts, 0);
+    CHECK_INT(exact.seen.records, LATE_FILL + 1);
+    CHECK_INT(exact.seen.rows, alone[0].seen.rows);
+    CHECK(exact.seen.hash == alone[0].seen.hash);
+    check_same_tree(out[4], out[0], 0);
     /* B's outputs are the reports compared, not empty files */
     static const char *const b_files[] = {"request.csv", "batch.csv", "forward.csv", "kvcache.csv",
                                           "coordinator.csv", "coordinator_running.csv", "profiler.db"};
