@@ -2,7 +2,7 @@
  * ingest.c — fills a profile from one input, reusing the parser.
  *
  * Raw stores: the whole streaming parse runs in this process with every
- * output off (no file is written) and a tap (parse.h) that sees each report
+ * output off (no file is written) and a tap (tap.h) that sees each report
  * row (request, batch, forward) and each record (span durations by name) as
  * the parse makes them. So analyze's figures are the parse's figures, by
  * construction, and the parse's speed and bounded memory carry over. When
