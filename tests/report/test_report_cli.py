@@ -12,6 +12,8 @@ tests' scenario, tests/parse/scenario.py), without a browser:
     forbids fetching) and a request id holding "</script><!--" cannot break
     out of the data;
   - long runs are reduced to min/max per bucket with the spike kept;
+  - a row so late that the parse starts over changes neither the page nor
+    analyze's document (the abandoned run's rows are dropped, not doubled);
   - analyze's document given with --analyze-json lands in the page, its
     per-request breakdown merged into the slowest rows and not copied whole;
   - a bad --analyze-json, an unwritable output: exit 1, one message, no file
@@ -125,6 +127,54 @@ class ReportCli(unittest.TestCase):
         self.assertEqual(docs[0]["runs"][0]["db"], docs[1]["runs"][0]["db"])
         self.assertEqual(docs[0]["runs"][0]["db"], docs[2]["runs"][0]["db"])
         self.assertEqual(docs[0]["runs"][0]["analyze"]["findings"], docs[1]["runs"][0]["analyze"]["findings"])
+
+    def test_a_late_row_changes_nothing(self):
+        """A span over the whole run inserted last (a lifetime span written at shutdown),
+        after more rows than the parse's one pass sizes its window from, makes that pass
+        start again in exact mode; what the abandoned run handed analyze and the report's
+        rows is dropped. The page (analyze's figures and the charts), the one made with
+        --analyze-json (the report's own parse) and analyze's document are those of the
+        same rows with that span inserted first (one pass, no restart)."""
+        pages, docs = {}, {}
+        for where in ("first", "last"):
+            root = self.out("late-" + where)
+            scenario.build(root)
+            s = Store(os.path.join(root, "hostA", "Trace_Service", "ms_service_hostA-400.db"), "hostA", 400)
+            s.db.execute("BEGIN")
+            if where == "first":
+                s.span("serverLifetime", -1, 17001, "Service")
+            for i in range(17000):
+                s.event("tick", i, "Misc")
+            if where == "last":
+                s.span("serverLifetime", -1, 17001, "Service")
+            s.close()
+            log = subprocess.run([CLI, "parse", "-i", root, "-o", self.out("late-parse-" + where), "--quiet",
+                                  "--log-level", "info"], capture_output=True, text=True, timeout=300).stderr
+            self.assertEqual("parsing again" in log, where == "last", log)
+            report("-i", root, "-o", self.out(f"late-{where}.html"))
+            with open(self.out(f"late-{where}.json"), "w") as f:
+                json.dump(fixture.analyze_like(os.path.join(self.parsed, "profiler.db"), "x"), f)
+            report("-i", root, "-o", self.out(f"late-{where}-own.html"),
+                   "--analyze-json", self.out(f"late-{where}.json"))
+            pages[where] = [page_data(self.out(f"late-{where}{k}.html"))[0]["runs"][0] for k in ("", "-own")]
+            r = subprocess.run([CLI, "analyze", "-i", root, "--format", "json"], capture_output=True, text=True,
+                               timeout=300, check=True)
+            docs[where] = json.loads(r.stdout)
+            for d in [docs[where], pages[where][0]["analyze"]] + pages[where]:
+                d.pop("input")
+        import sqlite3
+        rows = 0  # every row has a valid timestamp: each is one record, read once
+        for path in glob.glob(os.path.join(self.out("late-last"), "**", "ms_service_*.db"), recursive=True):
+            with sqlite3.connect(path) as db:
+                rows += db.execute("SELECT count(*) FROM slice").fetchone()[0]
+        self.assertEqual(docs["last"]["run"]["records"], rows)
+        self.maxDiff = 4000
+        self.assertEqual(docs["last"], docs["first"])
+        self.assertEqual(pages["last"], pages["first"])
+        # the report's own parse and the one analyze ran gave the same charts (the slowest rows
+        # differ only by the TTFT parts merged in from the analyze document each page holds)
+        own, rode = (dict(p["db"], slowest=None) for p in pages["last"])
+        self.assertEqual(own, rode)
 
     def test_page_values(self):
         r = report("-i", self.parsed, "-o", self.out("v.html"))
