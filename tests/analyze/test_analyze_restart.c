@@ -100,38 +100,36 @@ static json_t *charts_of(spr_rows *rows)
     return j;
 }
 
-/* Analyze on in with the report's rows riding on its parse, as
- * report_analyze.c runs it (with the timeline's counter rows). */
+/* sa_analyze on in; also (NULL: none) rides on its parse with the
+ * timeline's counter rows, as report_analyze.c runs it. */
+static json_t *analyze(const char *in, const spp_tap *also)
+{
+    sa_opts o;
+    sa_opts_init(&o);
+    o.input = in;
+    o.also = also;
+    o.tap_counters = also != NULL;
+    char err[512] = "";
+    json_t *doc = sa_analyze(&o, err, sizeof err);
+    if (!doc)
+        fprintf(stderr, "analyze %s: %s\n", in, err);
+    CHECK(doc != NULL);
+    return doc;
+}
+
+/* Analyze on in with the report's rows riding on its parse. */
 static result analyze_with_rows(const char *in, int restartable)
 {
     spr_rows *rows = spr_rows_new();
     counting c;
     spp_tap tap = counting_tap(&c, rows, restartable);
-    sa_opts o;
-    sa_opts_init(&o);
-    o.input = in;
-    o.also = &tap;
-    o.tap_counters = 1;
-    char err[512] = "";
-    result r = {sa_analyze(&o, err, sizeof err), NULL, c.restarts, c.records};
-    if (!r.doc)
-        fprintf(stderr, "analyze %s: %s\n", in, err);
-    CHECK(r.doc != NULL);
+    result r = {0};
+    r.doc = analyze(in, &tap);
     r.charts = charts_of(rows);
+    r.restarts = c.restarts;
+    r.records = c.records;
     spr_rows_free(rows);
     return r;
-}
-
-/* Analyze alone (no second consumer: its own tap decides). */
-static json_t *analyze_alone(const char *in)
-{
-    sa_opts o;
-    sa_opts_init(&o);
-    o.input = in;
-    char err[512] = "";
-    json_t *doc = sa_analyze(&o, err, sizeof err);
-    CHECK(doc != NULL);
-    return doc;
 }
 
 /* The report's own parse of in (every output off, the rows' tap only), as
@@ -145,7 +143,7 @@ static result report_parse(const char *in, int restartable)
     spp_set_tap(&tap);
     CHECK_INT(spp_run(&po), 0);
     spp_set_tap(NULL);
-    result r = {NULL, charts_of(rows), c.restarts, c.records};
+    result r = {.charts = charts_of(rows), .restarts = c.restarts, .records = c.records};
     spr_rows_free(rows);
     return r;
 }
@@ -214,7 +212,7 @@ int main(void)
     check_same_json(restarted.charts, one_pass.charts, "report rows: late input vs the same rows in one pass");
 
     /* analyze alone */
-    json_t *alone = analyze_alone(late);
+    json_t *alone = analyze(late, NULL);
     CHECK_INT(doc_records(alone), n);
     check_same_json(alone, exact.doc, "analyze alone: restarted vs exact from the start");
     json_decref(alone);
