@@ -5,9 +5,9 @@
  * stable interface; the C structs behind it are not).
  *
  * Internal to the servprof tool (not libservprof API); linked as the static
- * library servprof_analyze. Not thread-safe when the input is raw stores:
- * the parser keeps state in globals, so one sa_analyze() on raw stores at a
- * time per process.
+ * library servprof_analyze. A call runs on the thread that makes it; the
+ * parser it drives keeps no process-wide state (its log level and tap are
+ * per thread: plog.c, tap.h), so calls on two threads do not meet.
  */
 #ifndef SERVPROF_ANALYZE_H
 #define SERVPROF_ANALYZE_H
