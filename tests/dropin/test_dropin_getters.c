@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dropin_test.h"
 
 static bool (*IsEnable)(uint32_t);
 static void (*MarkEventEx)(const char *, const char *, const char *);
@@ -50,22 +51,9 @@ static void (*SpanEndAndFree)(void *, void *);
 
 static char dir[256], cfg[300], prof[300];
 
-#define LOOK(h, f)                                                                 \
-    do {                                                                           \
-        *(void **)(&f) = dlsym(h, #f);                                             \
-        if (!f) {                                                                  \
-            fprintf(stderr, "missing symbol %s\n", #f);                            \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
-
 static void open_lib(void)
 {
-    void *h = dlopen("libms_service_profiler.so", RTLD_NOW);
-    if (!h) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        exit(1);
-    }
+    void *h = dropin_dlopen();
     LOOK(h, IsEnable);
     LOOK(h, MarkEventEx);
     LOOK(h, GetProfPath);
@@ -90,31 +78,7 @@ static void open_lib(void)
 /* Replaces the config file atomically (the watcher sees one whole file). */
 static void write_config(const char *extra)
 {
-    char tmp[320], text[1024];
-    snprintf(tmp, sizeof tmp, "%s.tmp", cfg);
-    snprintf(text, sizeof text, "{\"prof_dir\": \"%s\", %s}\n", prof, extra);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        perror(tmp);
-        exit(1);
-    }
-    if (rename(tmp, cfg) != 0) {
-        perror(cfg);
-        exit(1);
-    }
-}
-
-/* Polls cond every 5 ms for at most 20 s (x10 under sanitizers). */
-static int wait_for(int (*cond)(void))
-{
-    int limit = getenv("SERVPROF_SANITIZE") && *getenv("SERVPROF_SANITIZE") ? 40000 : 4000;
-    struct timespec ts = {0, 5000000};
-    for (int i = 0; i < limit; i++) {
-        if (cond())
-            return 1;
-        nanosleep(&ts, NULL);
-    }
-    return 0;
+    dropin_write_config(cfg, prof, extra);
 }
 
 /* ---- the ACL AI Core metric names ------------------------------------- */
@@ -142,7 +106,7 @@ static void check_aicore_names(void)
                  aicore[i].name);
         write_config(extra);
         want_aicore = aicore[i].value;
-        if (!wait_for(aicore_is))
+        if (!dropin_wait_for(aicore_is))
             fprintf(stderr, "%s: GetAclProfAicoreMetrics() = %d, expected %d\n", aicore[i].name,
                     GetAclProfAicoreMetrics(), aicore[i].value);
         CHECK_INT(GetAclProfAicoreMetrics(), aicore[i].value);
@@ -150,7 +114,7 @@ static void check_aicore_names(void)
     /* A name the config refuses: its default, PIPE_UTILIZATION. */
     write_config("\"enable\": 0, \"aclprofAicoreMetrics\": \"ACL_AICORE_BOGUS\"");
     want_aicore = 1;
-    CHECK(wait_for(aicore_is));
+    CHECK(dropin_wait_for(aicore_is));
 }
 
 /* ---- the torch profiler's settings ------------------------------------ */
@@ -179,14 +143,14 @@ static void check_torch_settings(void)
     write_config("\"enable\": 0, \"acl_task_time\": 3, \"acl_prof_task_time_level\": \"L1;10\","
                  " \"torch_prof_stack\": true, \"torch_prof_modules\": 1,"
                  " \"torch_prof_step_num\": 7");
-    CHECK(wait_for(torch_all_on));
+    CHECK(dropin_wait_for(torch_all_on));
     CHECK_STR(GetAclTaskTimeLevel(), "L1");
     write_config("\"enable\": 0, \"acl_task_time\": 1, \"torch_prof_stack\": 1,"
                  " \"torch_prof_modules\": false, \"torch_prof_step_num\": 2");
-    CHECK(wait_for(torch_stack_only));
+    CHECK(dropin_wait_for(torch_stack_only));
     CHECK(!GetTorchProfilerEnable());
     write_config("\"enable\": 0");
-    CHECK(wait_for(torch_all_off));
+    CHECK(dropin_wait_for(torch_all_off));
     CHECK_STR(GetProfPath(), prof); /* no session: the configured folder */
 }
 
@@ -226,7 +190,7 @@ static void check_tracing_stubs(void)
     RegisterProfilerStartCallback(on_start);
     RegisterProfilerStopCallback(on_stop);
     write_config("\"enable\": 1, \"profiler_level\": \"INFO\"");
-    CHECK(wait_for(started));
+    CHECK(dropin_wait_for(started));
     CHECK(IsEnable(0));
     char sess[512];
     snprintf(sess, sizeof sess, "%s", GetProfPath());
@@ -248,7 +212,7 @@ static void check_tracing_stubs(void)
     MarkEventEx("witness", "Request", "{\"type\":0}");
 
     write_config("\"enable\": 0");
-    CHECK(wait_for(stopped));
+    CHECK(dropin_wait_for(stopped));
     CHECK_INT(count_rows(sess, "name = 'witness'"), 1);
     CHECK_INT(count_rows(sess, "name LIKE 'otel%' OR args LIKE '%otel%'"), 0);
     CHECK_INT(count_rows(sess, "1"), 1);
@@ -269,9 +233,6 @@ int main(void)
     check_torch_settings();
     check_tracing_stubs();
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    check_remove_tree(dir);
     CHECK_DONE();
 }

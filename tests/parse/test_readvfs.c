@@ -254,9 +254,6 @@ int main(void)
     check_lock_drops_chunk();
     check_writers();
     check_vfs_calls();
-    char cmd[320];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    check_remove_tree(tmp);
     CHECK_DONE();
 }

@@ -231,9 +231,6 @@ int main(void)
     test_paths();
     test_output_target();
     test_write_replace();
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    check_remove_tree(tmp);
     CHECK_DONE();
 }

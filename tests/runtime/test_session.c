@@ -236,9 +236,6 @@ int main(void)
     check_bad_state();
     check_open_failures();
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    check_remove_tree(tmp);
     CHECK_DONE();
 }

@@ -154,9 +154,6 @@ int main(void)
     check_stopped();
 
     CHECK_INT(atomic_load(&off_thread), 0);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    check_remove_tree(tmp);
     CHECK_DONE();
 }
