@@ -154,7 +154,6 @@ static void test_output_target(void)
     CHECK_INT(sp_output_target(at("small"), target, sizeof target), SP_OUT_REPLACE);
     CHECK_INT(sp_output_target(tmp, target, sizeof target), -EISDIR);
     CHECK_INT(sp_output_target(at("fifo"), target, sizeof target), SP_OUT_IN_PLACE);
-    CHECK_INT(sp_output_target("/dev/null", target, sizeof target), SP_OUT_IN_PLACE);
     char small[16];
     CHECK_INT(sp_output_target(at("small"), small, sizeof small), -ENAMETOOLONG);
     /* A link to a file: the file is the target. */
