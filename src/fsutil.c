@@ -175,10 +175,12 @@ int sp_output_target(const char *path, char *target, size_t cap)
     return S_ISREG(st.st_mode) ? SP_OUT_REPLACE : SP_OUT_IN_PLACE;
 }
 
-/* Writes data into path as it is (a FIFO, a device): no temp, no rename. */
-static int write_in_place(const char *path, const void *data, size_t len)
+/* Writes data into path as it is (a FIFO, a device): no temp, no rename.
+ * O_CREAT for a dangling symlink: writing through it creates its target
+ * (with `mode`), as the shell's `>` does. */
+static int write_in_place(const char *path, const void *data, size_t len, mode_t mode)
 {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
     int rc = write_all(fd, data, len);
@@ -195,7 +197,7 @@ int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode
     if (how < 0)
         return how;
     if (how == SP_OUT_IN_PLACE)
-        return write_in_place(target, data, len);
+        return write_in_place(target, data, len, mode);
     struct stat st;
     if (stat(target, &st) == 0)
         mode = st.st_mode & 07777;

@@ -33,7 +33,8 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len);
  *                    the link stays a link and its file gets the data.
  *   SP_OUT_IN_PLACE  path exists and is not a regular file nor a folder
  *                    (a FIFO, a character device such as /dev/null), or is
- *                    a dangling symlink: open and write path itself; a
+ *                    a dangling symlink: open and write path itself
+ *                    (which creates a dangling link's target); a
  *                    rename would replace the node with a plain file.
  * Returns one of them (target holds the path to use), or -errno: -EISDIR
  * for a folder, -ENAMETOOLONG (cap must be at least PATH_MAX). */

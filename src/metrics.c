@@ -72,8 +72,7 @@ static struct {
     pthread_t thread;
     int running; /* runtime only */
     int stop;    /* under mu */
-    uint8_t *linear; /* drain thread only: a record that wraps the ring */
-    size_t linear_cap;
+    sp_tb_scratch wrapped; /* drain thread only: a record that wraps the ring */
 } D = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 void sp_metrics_dir_for(const sp_config *c, char *out, size_t len)
@@ -176,42 +175,27 @@ void sp_metrics_after_pass(void)
 
 /* ---- the drain thread (tracing off) ---------------------------------- */
 
-/* Consumes everything published in tb. Returns the bytes consumed. */
+/* Consumes everything published in tb. Returns the bytes consumed. A
+ * wrapped record without memory to copy it is skipped: tracing is off, so
+ * it would only have been counted in metrics. */
 static size_t drain_one(sp_tbuf *tb)
 {
-    uint64_t tail = atomic_load_explicit(&tb->tail, memory_order_relaxed);
-    uint64_t head = atomic_load_explicit(&tb->head, memory_order_acquire);
-    uint64_t start = tail;
-    while (tail != head) {
-        sp_rec_hdr h;
-        sp_tb_read(tb, tail, &h, sizeof h);
-        if (h.len < sizeof h || h.len > head - tail) { /* cannot happen: a bug */
-            sp_log(SP_LOG_ERROR, "internal: corrupt thread buffer (tid %d); %llu bytes skipped",
-                   tb->tid, (unsigned long long)(head - tail));
-            tail = head;
-            break;
+    sp_tb_reader r;
+    sp_tb_begin(&r, tb);
+    uint64_t start = r.tail;
+    const uint8_t *rec;
+    size_t len;
+    while ((len = sp_tb_peek(&r, &D.wrapped, &rec)) != 0) {
+        if (rec) {
+            sp_rec_hdr h;
+            memcpy(&h, rec, sizeof h);
+            sp_rec_hdr_times(&h);
+            sp_metrics_on_record(&h, rec, len);
         }
-        size_t off = (size_t)(tail & tb->mask);
-        const uint8_t *rec = tb->data + off;
-        if (off + h.len > tb->cap) {
-            if (D.linear_cap < h.len) {
-                uint8_t *n = realloc(D.linear, h.len);
-                if (!n) {
-                    tail += h.len;
-                    continue;
-                }
-                D.linear = n;
-                D.linear_cap = h.len;
-            }
-            sp_tb_read(tb, tail, D.linear, h.len);
-            rec = D.linear;
-        }
-        sp_rec_hdr_times(&h);
-        sp_metrics_on_record(&h, rec, h.len);
-        tail += h.len;
+        sp_tb_advance(&r, len);
     }
-    atomic_store_explicit(&tb->tail, tail, memory_order_release);
-    return (size_t)(tail - start);
+    sp_tb_release(&r);
+    return (size_t)(r.tail - start);
 }
 
 static size_t drain_all(void)
@@ -291,9 +275,9 @@ static void drain_stop(void)
     pthread_join(D.thread, NULL);
     D.running = 0;
     sp_tbuf_writer_active(0);
-    free(D.linear);
-    D.linear = NULL;
-    D.linear_cap = 0;
+    free(D.wrapped.buf);
+    D.wrapped.buf = NULL;
+    D.wrapped.cap = 0;
 }
 
 /* ---- life -------------------------------------------------------------- */
@@ -384,7 +368,7 @@ void sp_metrics_atfork_child(void)
     sp_magg_free(1);
     D.running = 0;
     D.stop = 0;
-    D.linear = NULL;
-    D.linear_cap = 0;
+    D.wrapped.buf = NULL;
+    D.wrapped.cap = 0;
     m_dir[0] = 0;
 }

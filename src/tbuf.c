@@ -23,8 +23,11 @@
  * Memory order: the producer writes record bytes, then stores `head` with
  * release; the writer loads `head` with acquire, reads the bytes, then
  * stores `tail` with release; the producer loads `tail` with acquire before
- * reusing bytes. That is the whole protocol: no lock on either side.
+ * reusing bytes. That is the whole protocol: no lock on either side. The
+ * consumer's half lives in one place, the sp_tb_reader walk of tbuf.h, used
+ * by the writer and by the metrics drain thread alike.
  */
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,6 +39,9 @@
 #include "clock.h"
 #include "internal.h"
 #include "tbuf.h"
+
+_Static_assert(offsetof(sp_rec_hdr, len) == 0 && sizeof(((sp_rec_hdr *)0)->len) == 4,
+               "sp_tb_peek reads a record's length from its first 4 bytes");
 
 __thread sp_tbuf *sp_tbuf_tls __attribute__((tls_model("initial-exec")));
 
@@ -180,8 +186,7 @@ int sp_tbuf_reap(sp_tbuf *tb)
 {
     if (!atomic_load_explicit(&tb->orphaned, memory_order_acquire))
         return 0;
-    if (atomic_load_explicit(&tb->head, memory_order_acquire) !=
-        atomic_load_explicit(&tb->tail, memory_order_relaxed))
+    if (sp_tb_unread(tb) != 0)
         return 0;
     pthread_mutex_lock(&list_lock);
     unlink_locked(tb);
@@ -217,4 +222,28 @@ void sp_tbuf_atfork_child(void)
     sp_tbuf_tls = NULL;
     if (key_ok && mine)
         pthread_setspecific(exit_key, NULL);
+}
+
+size_t sp_tb_peek_corrupt(sp_tb_reader *r)
+{
+    sp_log(SP_LOG_ERROR, "internal: corrupt thread buffer (tid %d); %llu bytes skipped",
+           r->tb->tid, (unsigned long long)(r->head - r->tail));
+    r->tail = r->head;
+    return 0;
+}
+
+size_t sp_tb_peek_wrapped(sp_tb_reader *r, sp_tb_scratch *s, uint32_t len, const uint8_t **rec)
+{
+    if (s->cap < len) {
+        uint8_t *grown = realloc(s->buf, len);
+        if (!grown) {
+            *rec = NULL;
+            return len;
+        }
+        s->buf = grown;
+        s->cap = len;
+    }
+    sp_tb_read(r->tb, r->tail, s->buf, len);
+    *rec = s->buf;
+    return len;
 }

@@ -4,8 +4,9 @@
  *
  * One sp_tbuf per recording thread: a single-producer single-consumer byte
  * ring. The producer is the thread that owns it (record.c); the consumer is
- * the writer thread (writer.c). Indices are 64-bit byte counts that only
- * grow; the position in the ring is index & mask.
+ * the writer thread (writer.c), or metrics.c's drain thread while tracing is
+ * off, both through the sp_tb_reader walk below. Indices are 64-bit byte
+ * counts that only grow; the position in the ring is index & mask.
  */
 #ifndef SERVPROF_TBUF_H
 #define SERVPROF_TBUF_H
@@ -14,6 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "rec_format.h"
+
+/* The shortest record: a header (rec_format.h, whose first field is the
+ * record's length). */
+#define SP_TB_MIN_RECORD sizeof(sp_rec_hdr)
 
 enum { SP_TB_IDLE = 0, SP_TB_BUILDING = 1, SP_TB_OVERFLOW = 2 };
 
@@ -116,6 +123,39 @@ static inline void sp_tb_write(sp_tbuf *tb, uint64_t at, const void *src, size_t
 }
 
 /* ---- consumer side ------------------------------------------------- */
+/*
+ * One consumer at a time (the writer, or metrics.c's drain thread while
+ * tracing is off) takes records in order:
+ *
+ *     sp_tb_reader r;
+ *     sp_tb_begin(&r, tb);
+ *     while ((len = sp_tb_peek(&r, &scratch, &rec)) != 0) {
+ *         if (rec) use(rec, len);      // rec: the whole record, contiguous
+ *         sp_tb_advance(&r, len);
+ *     }
+ *     sp_tb_release(&r);               // hand the bytes back to the producer
+ *
+ * begin loads head with acquire: every record published before it is
+ * complete in the ring; records published later wait for the next walk.
+ * release stores tail with release: the producer, which loads tail with
+ * acquire before reusing bytes, cannot overwrite a record still being read.
+ * A long walk may call sp_tb_release() on the way to give room back early.
+ */
+
+/* A walk over one buffer. Owned by the consumer thread. */
+typedef struct sp_tb_reader {
+    sp_tbuf *tb;
+    uint64_t tail;     /* start of the next record */
+    uint64_t head;     /* end of what was published when the walk began */
+    uint64_t released; /* tail as last stored for the producer */
+} sp_tb_reader;
+
+/* A consumer's scratch for records that wrap the ring's end (one record
+ * long; grown with realloc, freed by the consumer). */
+typedef struct sp_tb_scratch {
+    uint8_t *buf;
+    size_t cap;
+} sp_tb_scratch;
 
 static inline void sp_tb_read(const sp_tbuf *tb, uint64_t at, void *dst, size_t n)
 {
@@ -125,6 +165,61 @@ static inline void sp_tb_read(const sp_tbuf *tb, uint64_t at, void *dst, size_t 
     } else {
         memcpy(dst, tb->data + off, first);
         memcpy((uint8_t *)dst + first, tb->data, n - first);
+    }
+}
+
+/* Consumer: the bytes published but not consumed yet. */
+static inline uint64_t sp_tb_unread(sp_tbuf *tb)
+{
+    return atomic_load_explicit(&tb->head, memory_order_acquire) -
+           atomic_load_explicit(&tb->tail, memory_order_relaxed);
+}
+
+static inline void sp_tb_begin(sp_tb_reader *r, sp_tbuf *tb)
+{
+    r->tb = tb;
+    /* Only this thread stores tail: relaxed reads our own last store. */
+    r->tail = r->released = atomic_load_explicit(&tb->tail, memory_order_relaxed);
+    r->head = atomic_load_explicit(&tb->head, memory_order_acquire);
+}
+
+/* Out of line: the rare cases of sp_tb_peek (tbuf.c). */
+size_t sp_tb_peek_corrupt(sp_tb_reader *r);
+size_t sp_tb_peek_wrapped(sp_tb_reader *r, sp_tb_scratch *s, uint32_t len, const uint8_t **rec);
+
+/* The next record: returns its length (0: none left in this walk) and sets
+ * *rec to its bytes, contiguous, valid until sp_tb_advance(). A record that
+ * wraps the ring's end is copied into `s`; when that copy finds no memory
+ * *rec is NULL: the caller skips the record (advance) and counts it lost.
+ * A record whose length cannot be right (a bug) is logged and the rest of
+ * the walk skipped. */
+static inline size_t sp_tb_peek(sp_tb_reader *r, sp_tb_scratch *s, const uint8_t **rec)
+{
+    if (r->tail == r->head)
+        return 0;
+    sp_tbuf *tb = r->tb;
+    uint32_t len; /* every record starts with its length (rec_format.h) */
+    sp_tb_read(tb, r->tail, &len, sizeof len);
+    if (len < SP_TB_MIN_RECORD || len > r->head - r->tail)
+        return sp_tb_peek_corrupt(r);
+    size_t off = (size_t)(r->tail & tb->mask);
+    if (off + len > tb->cap)
+        return sp_tb_peek_wrapped(r, s, len, rec);
+    *rec = tb->data + off;
+    return len;
+}
+
+static inline void sp_tb_advance(sp_tb_reader *r, size_t len)
+{
+    r->tail += len;
+}
+
+/* Gives the records consumed so far back to the producer. */
+static inline void sp_tb_release(sp_tb_reader *r)
+{
+    if (r->tail != r->released) {
+        atomic_store_explicit(&r->tb->tail, r->tail, memory_order_release);
+        r->released = r->tail;
     }
 }
 

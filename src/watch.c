@@ -60,6 +60,10 @@ static int ino_fd = -1;
 /* Shared between the thread and its owner. */
 static _Atomic int running;
 static _Atomic int quit;
+/* Set by the watcher thread itself as it starts: `running` and `thread`
+ * are only stored after pthread_create returns, which may be after the
+ * thread's first changed() call. */
+static __thread int on_watcher;
 
 static void get_ident(ident *id)
 {
@@ -111,6 +115,7 @@ static void drain_pipe(void)
 static void *watch_main(void *arg)
 {
     (void)arg;
+    on_watcher = 1;
     ident last;
     get_ident(&last);
     /* An edit between the runtime's first read and our start is not lost. */
@@ -226,12 +231,13 @@ void sp_watch_wake(void)
 
 int sp_watch_is_self(void)
 {
-    return atomic_load(&running) && pthread_equal(thread, pthread_self());
+    return on_watcher;
 }
 
 void sp_watch_atfork_child(void)
 {
     /* The thread does not exist in the child: forget it, free its fds. */
+    on_watcher = 0; /* a fork from the watcher: the child's thread is not it */
     atomic_store(&running, 0);
     atomic_store(&wake_wfd, -1);
     if (wake_pipe[0] >= 0)

@@ -5,7 +5,8 @@
  * DESIGN
  * One thread per process while a session is open. Each pass walks the list
  * of thread buffers (tbuf.h) and consumes everything published in each:
- * load head (acquire), decode records, store tail (release). Decoding turns
+ * load head (acquire), decode records, store tail (release) — the walk of
+ * tbuf.h's sp_tb_reader, shared with metrics.c's drain thread. Decoding turns
  * a record into a slice row — args JSON built by args.c — or, for a span
  * half, into an entry of the open-span table (rec_spans.c) until the other
  * half arrives. Rows go into one SQLite transaction that is committed once
@@ -92,8 +93,7 @@ typedef struct writer {
     /* Writer thread only. */
     sp_sbuf args, members, tmp;
     sp_sbuf clean_name, clean_cat, clean_meta; /* UTF-8-cleaned copies */
-    uint8_t *linear; /* a record that wraps the ring, made contiguous */
-    size_t linear_cap;
+    sp_tb_scratch wrapped; /* a record that wraps the ring, made contiguous */
     sp_span_table spans;
     sp_msg msg; /* the drop-in's message of the record in hand (msgdec.h) */
     unsigned meta_gen, proc_gen;
@@ -373,38 +373,19 @@ static void commit(writer *w);
 static size_t drain(writer *w, sp_tbuf *tb)
 {
     unsigned recs = 0;
-    uint64_t tail = atomic_load_explicit(&tb->tail, memory_order_relaxed);
-    uint64_t head = atomic_load_explicit(&tb->head, memory_order_acquire);
-    uint64_t start = tail, released = tail;
-    if (head - tail > atomic_load_explicit(&stat_max_fill, memory_order_relaxed))
-        atomic_store_explicit(&stat_max_fill, head - tail, memory_order_relaxed);
-    while (tail != head) {
-        sp_rec_hdr h;
-        sp_tb_read(tb, tail, &h, sizeof h);
-        if (h.len < sizeof h || h.len > head - tail) { /* cannot happen: a bug */
-            sp_log(SP_LOG_ERROR, "internal: corrupt thread buffer (tid %d); %llu bytes skipped",
-                   tb->tid, (unsigned long long)(head - tail));
-            tail = head;
-            break;
-        }
-        size_t off = (size_t)(tail & tb->mask);
-        const uint8_t *rec = tb->data + off;
-        if (off + h.len > tb->cap) {
-            if (w->linear_cap < h.len) {
-                uint8_t *n = realloc(w->linear, h.len);
-                if (!n) {
-                    count_lost(w);
-                    tail += h.len;
-                    continue;
-                }
-                w->linear = n;
-                w->linear_cap = h.len;
-            }
-            sp_tb_read(tb, tail, w->linear, h.len);
-            rec = w->linear;
-        }
-        handle(w, tb, rec, h.len);
-        tail += h.len;
+    sp_tb_reader r;
+    sp_tb_begin(&r, tb);
+    uint64_t start = r.tail;
+    if (r.head - r.tail > atomic_load_explicit(&stat_max_fill, memory_order_relaxed))
+        atomic_store_explicit(&stat_max_fill, r.head - r.tail, memory_order_relaxed);
+    const uint8_t *rec;
+    size_t len;
+    while ((len = sp_tb_peek(&r, &w->wrapped, &rec)) != 0) {
+        if (rec)
+            handle(w, tb, rec, len);
+        else
+            count_lost(w); /* it wraps, and no memory to make it contiguous */
+        sp_tb_advance(&r, len);
         if ((++recs & 1023) == 0 && w->txn_since &&
             sp_now_monotonic_ns() - w->txn_since >= SP_WRITER_COMMIT_NS) {
             commit(w); /* a long drain: keep the commit promise */
@@ -413,13 +394,11 @@ static size_t drain(writer *w, sp_tbuf *tb)
                 break;
             }
         }
-        if (tail - released > tb->cap / 4) { /* give room back while draining */
-            atomic_store_explicit(&tb->tail, tail, memory_order_release);
-            released = tail;
-        }
+        if (r.tail - r.released > tb->cap / 4) /* give room back while draining */
+            sp_tb_release(&r);
     }
-    atomic_store_explicit(&tb->tail, tail, memory_order_release);
-    return (size_t)(tail - start);
+    sp_tb_release(&r);
+    return (size_t)(r.tail - start);
 }
 
 /* ------------------------------------------------------------------ */
@@ -594,8 +573,7 @@ static int wait_for_checkpoint(writer *w, int64_t now)
     if (waited >= (big ? SP_WRITER_CKPT_HARD_WAIT_NS : SP_WRITER_CKPT_WAIT_NS))
         return 0;
     for (sp_tbuf *tb = sp_tbuf_first(); tb; tb = tb->next) {
-        uint64_t fill = atomic_load_explicit(&tb->head, memory_order_acquire) -
-                        atomic_load_explicit(&tb->tail, memory_order_relaxed);
+        uint64_t fill = sp_tb_unread(tb);
         if (fill > (big ? tb->cap / 4 * 3 : tb->cap / 4))
             return 0;
     }
@@ -858,9 +836,9 @@ void sp_recorder_close(void)
     sp_sb_free(&w->clean_name);
     sp_sb_free(&w->clean_cat);
     sp_sb_free(&w->clean_meta);
-    free(w->linear);
-    w->linear = NULL;
-    w->linear_cap = 0;
+    free(w->wrapped.buf);
+    w->wrapped.buf = NULL;
+    w->wrapped.cap = 0;
     sp_spans_free(&w->spans);
     sp_msg_free(&w->msg);
     w_open = 0;

@@ -8,6 +8,7 @@
 #ifndef SERVPROF_TEST_CHECK_H
 #define SERVPROF_TEST_CHECK_H
 
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,23 @@ static inline char *check_slurp(const char *path)
     if (buf)
         buf[n] = '\0';
     return buf;
+}
+
+static inline int check_remove_one(const char *path, const struct stat *st, int type,
+                                   struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+/* Removes the folder dir and everything below it (a test's temp folder;
+ * links are removed, not followed). Returns 0, or -1 (reported). */
+static inline int check_remove_tree(const char *dir)
+{
+    int rc = nftw(dir, check_remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (rc != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
 }
 
 #define CHECK_DONE()                                                           \

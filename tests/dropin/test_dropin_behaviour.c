@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dropin_test.h"
 
 typedef uint64_t SpanHandle;
 
@@ -60,22 +61,9 @@ static void (*RegisterProfilerStopMetricCallback)(void (*)(void));
 
 static char dir[256], cfg[300], prof[300];
 
-#define LOOK(h, f)                                                                 \
-    do {                                                                           \
-        *(void **)(&f) = dlsym(h, #f);                                             \
-        if (!f) {                                                                  \
-            fprintf(stderr, "missing symbol %s\n", #f);                            \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
-
 static void open_lib(void)
 {
-    void *h = dlopen("libms_service_profiler.so", RTLD_NOW);
-    if (!h) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        exit(1);
-    }
+    void *h = dropin_dlopen();
     LOOK(h, IsEnable);
     LOOK(h, IsValidDomain);
     LOOK(h, GetEnableDomainFilter);
@@ -102,28 +90,7 @@ static void open_lib(void)
 /* Replaces the config file atomically (the watcher sees one whole file). */
 static void write_config(const char *extra)
 {
-    char tmp[320], text[1024];
-    snprintf(tmp, sizeof tmp, "%s.tmp", cfg);
-    snprintf(text, sizeof text, "{\"prof_dir\": \"%s\", %s}\n", prof, extra);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        perror(tmp);
-        exit(1);
-    }
-    rename(tmp, cfg);
-}
-
-/* Polls cond every 5 ms for at most 20 s (x10 under sanitizers). */
-static int wait_for(int (*cond)(void))
-{
-    int limit = getenv("SERVPROF_SANITIZE") && *getenv("SERVPROF_SANITIZE") ? 40000 : 4000;
-    struct timespec ts = {0, 5000000};
-    for (int i = 0; i < limit; i++) {
-        if (cond())
-            return 1;
-        nanosleep(&ts, NULL);
-    }
-    return 0;
+    dropin_write_config(cfg, prof, extra);
 }
 
 /* ---- callbacks ----------------------------------------------------------- */
@@ -286,7 +253,7 @@ int main(void)
     write_config("\"enable\": 1, \"profiler_level\": \"DETAILED\", \"domain\": \"Request;Execute\","
                  " \"acl_task_time\": 3, \"torch_prof_step_num\": 4,"
                  " \"acl_prof_task_time_level\": \"L1\"");
-    CHECK(wait_for(started1));
+    CHECK(dropin_wait_for(started1));
     CHECK(IsEnable(0));
     CHECK(IsEnable(10));
     CHECK(IsEnable(20));
@@ -376,7 +343,7 @@ int main(void)
 
     /* Live disable: the stop callback fires, the path is the folder again. */
     write_config("\"enable\": 0, \"profiler_level\": \"DETAILED\"");
-    CHECK(wait_for(stopped1));
+    CHECK(dropin_wait_for(stopped1));
     CHECK(!IsEnable(10));
     CHECK_STR(GetProfPath(), prof);
     CHECK_INT(atomic_load(&starts), 1);
@@ -420,19 +387,19 @@ int main(void)
     /* profiler_step_num: counted from the first step value of the session. */
     write_config("\"enable\": 1, \"profiler_level\": \"INFO\", \"profiler_step_num\": 3,"
                  " \"metric_enable\": 1");
-    CHECK(wait_for(started2));
-    CHECK(wait_for(metric_on));
+    CHECK(dropin_wait_for(started2));
+    CHECK(dropin_wait_for(metric_on));
     SetProfilerCurrentStep(1000); /* the base: no step counted */
     SetProfilerCurrentStep(1001);
     SetProfilerCurrentStep(1002);
     CHECK(IsEnable(20));
     SetProfilerCurrentStep(1003); /* the third step: collection stops */
-    CHECK(wait_for(is_off));
-    CHECK(wait_for(stopped2));
+    CHECK(dropin_wait_for(is_off));
+    CHECK(dropin_wait_for(stopped2));
     CHECK_INT(atomic_load(&metric_stops), 0);
-    CHECK(wait_for(file_says_off)); /* else our edit could race the runtime's */
+    CHECK(dropin_wait_for(file_says_off)); /* else our edit could race the runtime's */
     write_config("\"enable\": 0, \"metric_enable\": 0");
-    CHECK(wait_for(metric_off));
+    CHECK(dropin_wait_for(metric_off));
     CHECK_INT(atomic_load(&starts), 2);
     CHECK_INT(atomic_load(&stops), 2);
     CHECK_INT(atomic_load(&metric_starts), 1);
@@ -440,9 +407,9 @@ int main(void)
     /* timelimit stops a session as for native callers: the stop callback
      * fires and "enable": 0 is written back. */
     write_config("\"enable\": 1, \"profiler_level\": \"INFO\", \"timelimit\": 1");
-    CHECK(wait_for(started3));
-    CHECK(wait_for(stopped3));
-    CHECK(wait_for(file_says_off));
+    CHECK(dropin_wait_for(started3));
+    CHECK(dropin_wait_for(stopped3));
+    CHECK(dropin_wait_for(file_says_off));
     CHECK(!IsEnable(0));
     CHECK_INT(atomic_load(&wrong_thread), 0);
 
