@@ -23,8 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "parse.h"
-#include "rawscan.h"
+#include "readvfs.h"
 
 #define CHUNK (128 * 1024)
 
