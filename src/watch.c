@@ -16,6 +16,10 @@
  * and compares its content, so a spurious call costs one small read.
  * hooks->tick() runs every loop (limits: timelimit, profiler_step_num), and
  * at once after sp_watch_wake(), which writes a byte to a pipe.
+ * Each finished loop ("pass": look at the file, maybe changed(), tick())
+ * adds one to a counter, sp_watch_passes(): a test that edits the file or
+ * steps towards a limit waits until two passes ended after its action, and
+ * then knows that the watcher has seen it (whether or not it reacted).
  *
  * Thread safety: start/stop are called by the runtime with its mutex NOT
  * held (the hooks take it). sp_watch_wake() may be called from any thread.
@@ -60,6 +64,7 @@ static int ino_fd = -1;
 /* Shared between the thread and its owner. */
 static _Atomic int running;
 static _Atomic int quit;
+static _Atomic uint64_t passes; /* loops finished, never reset (tests wait on it) */
 
 static void get_ident(ident *id)
 {
@@ -145,6 +150,7 @@ static void *watch_main(void *arg)
         if (changed)
             hooks.changed();
         hooks.tick();
+        atomic_fetch_add(&passes, 1);
     }
     return NULL;
 }
@@ -222,6 +228,11 @@ void sp_watch_wake(void)
     int fd = atomic_load(&wake_wfd);
     if (fd >= 0)
         (void)!write(fd, "w", 1);
+}
+
+uint64_t sp_watch_passes(void)
+{
+    return atomic_load(&passes);
 }
 
 int sp_watch_is_self(void)
