@@ -228,6 +228,19 @@ static void test_absent(void)
     free(log);
 }
 
+/* Nonzero once this session said it cannot create its store (so its
+ * counts were reset: that happens on the sampler thread) and *(int *)want
+ * buffers came back with nowhere to go. */
+static int late_buffers_reach(void *want)
+{
+    char *log = check_slurp(cap_path); /* stderr so far (capture_begin) */
+    int said = log && strstr(log, "cannot create it");
+    free(log);
+    sp_cupti_stats st;
+    sp_cupti_get_stats(&st);
+    return said && st.late >= (uint64_t)*(int *)want;
+}
+
 /* An activity store that cannot be created: said once, not per buffer. */
 static void test_unwritable(void)
 {
@@ -241,7 +254,9 @@ static void test_unwritable(void)
         *batches = 0;
     capture_begin();
     sp_samplers_start(&s, &c);
-    sleep_ms(2300);
+    /* Two of the sampler's flushes (one a second) handed back a buffer
+     * that found no store; the stop flushes a third. */
+    CHECK(check_wait_until(late_buffers_reach, &(int){2}, 10000));
     sp_samplers_stop();
     char *log = capture_end();
     CHECK_INT(count_substr(log, "cannot create it"), 1);
