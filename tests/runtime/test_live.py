@@ -5,7 +5,6 @@ limits, two processes, fork, rapid toggling, logs."""
 import fcntl
 import json
 import os
-import re
 import stat
 import time
 import unittest
