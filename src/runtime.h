@@ -81,6 +81,10 @@ int sp_watch_start(const char *path, const sp_watch_hooks *hooks);
 void sp_watch_stop(void);
 /* Wakes the thread so that it runs tick() now. Async-signal-safe. */
 void sp_watch_wake(void);
+/* How many passes the watcher has finished in this process (a pass: look
+ * at the file, call changed() if it changed, call tick()). For tests: two
+ * more passes after an action mean the watcher has looked since. */
+uint64_t sp_watch_passes(void);
 /* Nonzero when called on the watcher thread. */
 int sp_watch_is_self(void);
 void sp_watch_atfork_child(void);

@@ -16,6 +16,10 @@
  * and compares its content, so a spurious call costs one small read.
  * hooks->tick() runs every loop (limits: timelimit, profiler_step_num), and
  * at once after sp_watch_wake(), which writes a byte to a pipe.
+ * Each finished loop ("pass": look at the file, maybe changed(), tick())
+ * adds one to a counter, sp_watch_passes(): a test that edits the file or
+ * steps towards a limit waits until two passes ended after its action, and
+ * then knows that the watcher has seen it (whether or not it reacted).
  *
  * Thread safety: start/stop are called by the runtime with its mutex NOT
  * held (the hooks take it). sp_watch_wake() may be called from any thread.
@@ -64,6 +68,7 @@ static _Atomic int quit;
  * are only stored after pthread_create returns, which may be after the
  * thread's first changed() call. */
 static __thread int on_watcher;
+static _Atomic uint64_t passes; /* loops finished, never reset (tests wait on it) */
 
 static void get_ident(ident *id)
 {
@@ -150,6 +155,7 @@ static void *watch_main(void *arg)
         if (changed)
             hooks.changed();
         hooks.tick();
+        atomic_fetch_add(&passes, 1);
     }
     return NULL;
 }
@@ -227,6 +233,11 @@ void sp_watch_wake(void)
     int fd = atomic_load(&wake_wfd);
     if (fd >= 0)
         (void)!write(fd, "w", 1);
+}
+
+uint64_t sp_watch_passes(void)
+{
+    return atomic_load(&passes);
 }
 
 int sp_watch_is_self(void)

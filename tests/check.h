@@ -3,7 +3,8 @@
  * check.h — assertions for the C tests. Each failed check prints the file,
  * line, the expression and both values, counts the failure and goes on, so
  * one run shows every broken case; CHECK_DONE() ends the test with exit
- * status 1 when anything failed.
+ * status 1 when anything failed. check_wait_until() is how a test waits for
+ * another thread or process: on a condition, with a bound, never a sleep.
  */
 #ifndef SERVPROF_TEST_CHECK_H
 #define SERVPROF_TEST_CHECK_H
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int check_failures;
 static int check_count;
@@ -92,6 +94,32 @@ static inline int check_remove_tree(const char *dir)
     if (rc != 0)
         fprintf(stderr, "could not remove %s\n", dir);
     return rc;
+}
+
+/* A wait's bound in ms: ms, ten times that in a sanitizer build (ctest sets
+ * SERVPROF_SANITIZE), as bound() in tests/runtime/rtlib.py. */
+static inline long check_bound_ms(long ms)
+{
+    const char *s = getenv("SERVPROF_SANITIZE");
+    return s && *s ? ms * 10 : ms;
+}
+
+/* Polls cond(arg) every 2 ms until it is nonzero or check_bound_ms(ms) has
+ * passed; returns its last value (0: the bound passed first). */
+static inline int check_wait_until(int (*cond)(void *), void *arg, long ms)
+{
+    struct timespec t0, now, pause = {0, 2000000L};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long bound = check_bound_ms(ms);
+    for (;;) {
+        int v = cond(arg);
+        if (v)
+            return v;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > bound)
+            return cond(arg);
+        nanosleep(&pause, NULL);
+    }
 }
 
 #define CHECK_DONE()                                                           \

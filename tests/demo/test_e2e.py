@@ -79,12 +79,26 @@ class EndToEnd(unittest.TestCase):
             lg = subprocess.Popen([LOAD, "--port", str(srv.port), *load, "--out", client_csv,
                                    "--vocab", "1024" if SANITIZE else "2048", "--quiet"],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            time.sleep(1.5)
+            # Collection starts mid-load: once some requests have ended
+            # unprofiled while others are in flight.
+            h = srv.wait_health(lambda h: h["completed"] >= 3 and h["running"] + h["waiting"] > 0, 20)
+            self.assertGreaterEqual(h["completed"], 3, "the load did not start:\n" + srv.output())
             subprocess.run([CLI, "enable", cfg], check=True, capture_output=True)
             h = srv.wait_health(lambda h: h["profiling_level"] > 0, 5)
             self.assertEqual(h["profiling_level"], 20, "collection did not start:\n" + srv.output())
+            on = h
             left_id = leave_mid_stream(srv.port)
-            time.sleep(3.0)
+            # It stops once the engine has ended the client that left (its
+            # httpRes "aborted" is recorded then) and `whole` requests that
+            # were submitted after `on` was read, hence recorded from their
+            # start, have completed: at most on["submitted"] completions
+            # are of earlier ones. About as many as 3 s of the load gave.
+            whole = 10 if SANITIZE else 30
+            h = srv.wait_health(lambda h: h["aborted"] > on["aborted"]
+                                and h["completed"] - on["submitted"] >= whole, 20)
+            self.assertGreater(h["aborted"], on["aborted"], "the client's leaving was not seen")
+            self.assertGreaterEqual(h["completed"] - on["submitted"], whole,
+                                    "too few requests while collection was on: %s" % h)
             subprocess.run([CLI, "disable", cfg], check=True, capture_output=True)
             h = srv.wait_health(lambda h: h["profiling_level"] == 0, 5)
             self.assertEqual(h["profiling_level"], 0, "collection did not stop:\n" + srv.output())

@@ -208,14 +208,16 @@ class InProcess(unittest.TestCase):
                 await asyncio.sleep(0.01 * (i + 1))
                 return await model(5)
 
-        async def cancelled():
+        async def cancelled(inside):
             with servprof.span("cancelled", domain="Request"):
-                await asyncio.sleep(10)
+                inside.set()
+                await asyncio.sleep(10)  # never ends by itself: it is cancelled
 
         async def main():
             out = await asyncio.gather(*(request(i) for i in range(3)))
-            t = asyncio.ensure_future(cancelled())
-            await asyncio.sleep(0.01)
+            inside = asyncio.Event()
+            t = asyncio.ensure_future(cancelled(inside))
+            await asyncio.wait_for(inside.wait(), 10 * T.SLACK)  # cancelled inside its span
             t.cancel()
             try:
                 await t

@@ -15,6 +15,10 @@
  *               child records, reads its session, exits; "storm <ok> <N>"
  *   ticks       how many ticks the recorder has made -> "ticks N" (tests
  *               wait for a count instead of sleeping)
+ *   passes      how many passes the config watcher has finished ->
+ *               "passes N" (tests wait until it has looked at an edit)
+ *   state       the session now -> "state ON <dir> <store>" / "state OFF"
+ *               (after the change line, if it changed)
  *   quit        exit(0) (the library stops at exit)
  */
 #include <poll.h>
@@ -28,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime.h" /* sp_watch_passes() */
 #include "servprof.h"
 
 static _Atomic int stop_recording;
@@ -70,13 +75,20 @@ static void *toggler(void *arg)
     return NULL;
 }
 
+/* "ON <dir> <store>" or "OFF" into line. */
+static void session_line(char *line, size_t len)
+{
+    char dir[4096], store[4096];
+    if (servprof_session_dir(dir, sizeof dir) == 0 && servprof_store_path(store, sizeof store) == 0)
+        snprintf(line, len, "ON %s %s", dir, store);
+    else
+        snprintf(line, len, "OFF");
+}
+
 static void report(char *last, size_t len)
 {
-    char dir[4096], store[4096], line[8300];
-    if (servprof_session_dir(dir, sizeof dir) == 0 && servprof_store_path(store, sizeof store) == 0)
-        snprintf(line, sizeof line, "ON %s %s", dir, store);
-    else
-        snprintf(line, sizeof line, "OFF");
+    char line[8300];
+    session_line(line, sizeof line);
     if (strcmp(line, last) != 0) {
         printf("%s\n", line);
         snprintf(last, len, "%s", line);
@@ -162,6 +174,11 @@ int main(void)
                 printf("stepped %d\n", arg);
             } else if (!strcmp(buf, "ticks")) {
                 printf("ticks %lld\n", atomic_load(&ticks));
+            } else if (!strcmp(buf, "passes")) {
+                printf("passes %llu\n", (unsigned long long)sp_watch_passes());
+            } else if (!strcmp(buf, "state")) {
+                report(last, sizeof last); /* the change line first, then its copy */
+                printf("state %s\n", last);
             } else if (!strcmp(buf, "start")) {
                 printf("start %d\n", servprof_start());
             } else if (!strcmp(buf, "stop")) {

@@ -100,6 +100,29 @@ class Probe:
         if not wait_until(lambda: self.ticks() >= target, bound(timeout), step=0.01):
             raise AssertionError("the probe made fewer than %d ticks in %.1fs" % (more, bound(timeout)))
 
+    def passes(self):
+        """How many passes the library's config watcher has finished."""
+        self.send("passes")
+        return int(self.expect("passes ").split()[1])
+
+    def wait_watched(self, timeout=5.0):
+        """Waits until the config watcher has finished two passes after this
+        call. A pass looks at the file (reading it when it changed) and then
+        checks the limits; the pass running at the call may have begun before
+        the test's last action, the next one began after it. So on return the
+        watcher has seen that action: what it did about it is now visible,
+        and a "nothing changed" assertion means something."""
+        target = self.passes() + 2
+        if not wait_until(lambda: self.passes() >= target, bound(timeout), step=0.01):
+            raise AssertionError("the config watcher made fewer than 2 passes in %.1fs; log:\n%s"
+                                 % (bound(timeout), self.log()))
+
+    def now(self):
+        """The session as the probe sees it now: "ON <dir> <store>" or "OFF"
+        (.state only follows the lines read so far)."""
+        self.send("state")
+        return self.expect("state ")[len("state "):]
+
     def session(self):
         parts = self.state.split(" ")
         return (parts[1], parts[2]) if len(parts) == 3 else (None, None)

@@ -5,7 +5,6 @@ limits, two processes, fork, rapid toggling, logs."""
 import fcntl
 import json
 import os
-import re
 import stat
 import time
 import unittest
@@ -135,25 +134,31 @@ class Live(RuntimeCase):
                             or line.startswith("=="), line)
 
     def test_half_written_file_keeps_state(self):
+        # Each rejected file has its own message, so a test waits for the one
+        # of the file it wrote (an editor's truncation may show the watcher an
+        # empty file first), then asserts that the state did not change.
+        empty = "syntax error at line 1, column 0: '[' or '{' expected"
         write_config(self.cfg, self.base_config(enable=1))
         p = self.probe()
         p.wait_state(True)
         with open(self.cfg, "w") as f:
             f.write('{\n    "enable": 0,\n    "prof_dir": "/x')
-        self.assertTrue(wait_until(lambda: re.search(r"syntax error at line \d+, column \d+", p.log()), bound(5)),
+        self.assertTrue(wait_until(lambda: "syntax error at line 3, column 19" in p.log(), bound(5)),
                         p.log())
-        self.assertTrue(p.state.startswith("ON "))
+        self.assertTrue(p.now().startswith("ON "))
         self.assertIn("previous settings stay in force", p.log())
+        seen = p.log().count(empty)
         with open(self.cfg, "w") as f:
             f.write("")  # an editor truncating before it writes
-        time.sleep(0.3)
-        self.assertTrue(p.state.startswith("ON "))
+        self.assertTrue(wait_until(lambda: p.log().count(empty) > seen, bound(5)), p.log())
+        self.assertTrue(p.now().startswith("ON "))
         write_config(self.cfg, self.base_config(enable=0), atomic=False)
         p.wait_state(False)
         with open(self.cfg, "w") as f:
             f.write('{"enable": 1, ')
-        time.sleep(0.4)
-        self.assertEqual(p.state, "OFF")
+        self.assertTrue(wait_until(lambda: "syntax error at line 1, column 14" in p.log(), bound(5)),
+                        p.log())
+        self.assertEqual(p.now(), "OFF")
         self.assertEqual(p.quit(), 0)
 
     def test_edit_leaving_enable_is_logged(self):
@@ -184,8 +189,10 @@ class Live(RuntimeCase):
             self.assertEqual(f.read(), text.replace('"enable": 1,', '"enable": 0,', 1))
         self.assertEqual(stat.S_IMODE(os.stat(self.cfg).st_mode), 0o600)
         self.assertIn("timelimit: 1 s reached", p.log())
-        time.sleep(0.3)
-        self.assertEqual(p.state, "OFF")
+        # The watcher reads the file it wrote itself: that must not start again.
+        self.assertTrue(wait_until(lambda: '"enable" stays 0: collection stays off' in p.log(),
+                                   bound(2)), p.log())
+        self.assertEqual(p.now(), "OFF")
         self.assertEqual(p.quit(), 0)
 
     def test_profiler_step_num(self):
@@ -194,8 +201,8 @@ class Live(RuntimeCase):
         p.wait_state(True)
         p.send("step 4")
         p.expect("stepped")
-        time.sleep(0.3)
-        self.assertTrue(p.state.startswith("ON "))
+        p.wait_watched()  # its limit check ran after the 4th step
+        self.assertTrue(p.now().startswith("ON "))
         p.send("step 1")
         p.wait_state(False)
         with open(self.cfg) as f:
@@ -262,13 +269,14 @@ class Live(RuntimeCase):
     def test_rapid_toggling(self):
         write_config(self.cfg, self.base_config())
         p = self.probe()
-        time.sleep(0.2)
+        p.wait_ticks(1)  # the first record started the library and its watch
         for i in range(100):
             write_config(self.cfg, self.base_config(enable=(i + 1) % 2))
-            time.sleep(0.02)
-        # The last write says 0: the process ends off, every session left.
-        time.sleep(0.5)
-        p.wait_state(False, timeout=3)
+            time.sleep(0.02)  # the pace of the edits (50 a second), not a synchronisation
+        # The last write says 0: once the watcher has seen it, the process is
+        # off and has left every session.
+        p.wait_watched()
+        self.assertEqual(p.now(), "OFF")
         names = sessions(self.prof)
         self.assertGreaterEqual(len(names), 1)
         for n in names:
@@ -297,8 +305,8 @@ class Live(RuntimeCase):
 
     def test_api_start_stop_without_config(self):
         p = self.probe(config_path=None)
-        time.sleep(0.1)
-        self.assertEqual(p.state, "OFF")
+        p.wait_ticks(1)  # the first record started the library: without a config, off
+        self.assertEqual(p.now(), "OFF")
         p.send("stop")
         self.assertEqual(p.expect("stop").split()[1], "-4")  # SERVPROF_ESTATE
         p.send("start")

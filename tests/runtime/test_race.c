@@ -7,6 +7,12 @@
  * turned off; the library must be consistent (level 0, no session, every
  * session folder released) and, under the sanitizers, free of races and
  * leaks.
+ *
+ * The sleeps in the threads and the 2 s of main are the race's pace and
+ * length (how often each party acts, how long they race), not waits for
+ * an event: nothing is asserted about their timing. The one wait that
+ * matters, for the watcher to have read the final "enable": 0, waits on
+ * its pass count.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -35,7 +41,7 @@ static void *flipper(void *arg)
         if (sp_config_set_enable(cfg, v, &changed, err, sizeof err) == 0)
             atomic_fetch_add(&flips, 1);
         v = !v;
-        usleep(7000);
+        usleep(7000); /* pace: about 140 edits a second */
     }
     return NULL;
 }
@@ -46,7 +52,7 @@ static void *api(void *arg)
     while (!atomic_load(&done)) {
         if (servprof_start() == 0)
             atomic_fetch_add(&starts, 1);
-        usleep(2000);
+        usleep(2000); /* pace: collect 2 ms between start and stop */
         if (servprof_stop() == 0)
             atomic_fetch_add(&stops, 1);
     }
@@ -58,7 +64,7 @@ static void *stepper(void *arg)
     (void)arg;
     while (!atomic_load(&done)) {
         servprof_step();
-        usleep(500);
+        usleep(500); /* pace: a session reaches the 50-step limit in ~25 ms */
     }
     return NULL;
 }
@@ -73,9 +79,15 @@ static void *recorder(void *arg)
         servprof_event(r, "tick");
         servprof_session_dir(buf, sizeof buf);
         servprof_store_path(buf, sizeof buf);
-        usleep(200);
+        usleep(200); /* pace */
     }
     return NULL;
+}
+
+/* Nonzero once the watcher's pass count reached *(uint64_t *)target. */
+static int watcher_reached(void *target)
+{
+    return sp_watch_passes() >= *(uint64_t *)target;
 }
 
 /* Nonzero when any session folder under prof is still held by someone. */
@@ -121,7 +133,7 @@ int main(void)
     void *(*fns[6])(void *) = {flipper, api, api, stepper, recorder, recorder};
     for (int i = 0; i < 6; i++)
         pthread_create(&t[i], NULL, fns[i], NULL);
-    sleep(2);
+    sleep(2); /* how long the parties race */
     atomic_store(&done, 1);
     for (int i = 0; i < 6; i++)
         pthread_join(t[i], NULL);
@@ -130,7 +142,10 @@ int main(void)
     int changed;
     char err[256];
     CHECK_INT(sp_config_set_enable(cfg, 0, &changed, err, sizeof err), 0);
-    usleep(400000);
+    /* Two passes after the write: the watcher has read the file's last
+     * state (else it might start collection after the servprof_stop below). */
+    uint64_t target = sp_watch_passes() + 2;
+    CHECK(check_wait_until(watcher_reached, &target, 5000));
     servprof_stop();
     char buf[SP_PATH_MAX];
     CHECK_INT(servprof_session_dir(buf, sizeof buf), SERVPROF_ESTATE);

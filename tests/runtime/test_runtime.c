@@ -21,6 +21,20 @@ static int level(void)
     return atomic_load(&servprof__level);
 }
 
+static int level_is_off(void *arg)
+{
+    (void)arg;
+    return level() == 0;
+}
+
+/* Nonzero when the config file at path reads "enable": 0. */
+static int file_says_off(void *path)
+{
+    sp_config c;
+    sp_config_diag d = {0};
+    return sp_config_load(path, &c, &d) == 0 && !c.enable;
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/sp_test_runtime_XXXXXX";
@@ -66,19 +80,14 @@ int main(void)
     servprof_step();
     servprof_step();
     CHECK_INT(level(), SERVPROF_LEVEL_DETAILED);
-    servprof_step();
-    for (int i = 0; i < 400 && level() != 0; i++)
-        usleep(5000);
+    servprof_step(); /* the watcher thread stops collection, then rewrites the file */
+    CHECK(check_wait_until(level_is_off, NULL, 2000));
     CHECK_INT(level(), 0);
     CHECK_INT(servprof_session_dir(buf, sizeof buf), SERVPROF_ESTATE);
+    CHECK(check_wait_until(file_says_off, cfg, 2000));
     sp_config c;
     sp_config_diag d = {0};
-    for (int i = 0; i < 200; i++) { /* the file is rewritten right after the stop */
-        CHECK_INT(sp_config_load(cfg, &c, &d), 0);
-        if (!c.enable)
-            break;
-        usleep(5000);
-    }
+    CHECK_INT(sp_config_load(cfg, &c, &d), 0);
     CHECK_INT(c.enable, 0);
     CHECK_INT(c.profiler_step_num, 3);
 

@@ -47,8 +47,8 @@ static int *fake_int(const char *name)
 static int session_no;
 static int have_cxx;
 
-/* One session of ms milliseconds with config c; returns the store path. */
-static char *run(sp_config *c, sp_session *s, int ms, char **log)
+/* Starts a session with config c in a new folder, stderr captured. */
+static void run_begin(sp_config *c, sp_session *s)
 {
     char dir[256];
     smp_tmpdir(dir, sizeof dir, "cupti");
@@ -59,10 +59,52 @@ static char *run(sp_config *c, sp_session *s, int ms, char **log)
         *batches = 0;
     capture_begin();
     sp_samplers_start(s, c);
-    sleep_ms(ms);
+}
+
+/* Stops it; *log: what it said; returns the activity store's path. */
+static char *run_end(sp_session *s, char **log)
+{
     sp_samplers_stop();
     *log = capture_end();
     return s->activity_path;
+}
+
+/* One session of ms milliseconds with config c; returns the store path.
+ * The sleep is the session's length, not a wait: with FAKE_CUPTI_BATCHES=1
+ * the one batch comes back at the first flush, at the latest the stop's. */
+static char *run(sp_config *c, sp_session *s, int ms, char **log)
+{
+    run_begin(c, s);
+    sleep_ms(ms);
+    return run_end(s, log);
+}
+
+/* Nonzero once the captured stderr (capture_begin) holds text. */
+static int said(void *text)
+{
+    char *log = check_slurp(cap_path);
+    int yes = log && strstr(log, text);
+    free(log);
+    return yes;
+}
+
+/* Nonzero once the activity store at path holds *(int64_t *)want kernels
+ * (it is read while the sampler writes it). */
+static const char *kernels_path;
+static int kernels_reach(void *want)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_open_v2(kernels_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'", -1, &st,
+                           NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n >= *(int64_t *)want;
 }
 
 static void test_l1(void)
@@ -182,24 +224,31 @@ static void test_limit(void)
     c.acl_prof_task_time_level = 1;
     c.host_system_usage_freq = 10;
     setenv("FAKE_CUPTI_BATCHES", "1000", 1);
-    /* no limit: a batch per periodic flush (1 s, 2 s) and one at stop */
+    /* no limit: a batch (6 kernels) per periodic flush (1 s, 2 s, ...),
+     * one more at stop; it stops once two periodic batches are stored */
     char *log;
     obs_reset();
     sp_samplers_set_observer(obs_fn, NULL);
-    const char *db = run(&c, &s, 2500, &log);
+    run_begin(&c, &s);
+    kernels_path = s.activity_path;
+    CHECK(check_wait_until(kernels_reach, &(int64_t){12}, 10000));
+    const char *db = run_end(&s, &log);
     free(log);
     int64_t unlimited = q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'");
     CHECK(unlimited >= 18);
     /* ";1": activity stops after 1 s (the periodic flush at 1 s, then the
-     * forced one at the limit), host samples go on to the end */
+     * forced one at the limit), host samples go on after it */
     c.acl_prof_task_time_seconds = 1;
     obs_reset();
-    db = run(&c, &s, 2500, &log);
+    run_begin(&c, &s);
+    CHECK(check_wait_until(said, "stopped after 1 s", 10000));
+    int host_at_limit = obs_count("MemUsage", 0);
+    CHECK(obs_wait("MemUsage", 0, host_at_limit + 5) >= host_at_limit + 5);
+    db = run_end(&s, &log);
     sp_samplers_set_observer(NULL, NULL);
     CHECK(strstr(log, "stopped after 1 s") != NULL);
     free(log);
     CHECK_INT(q_int(db, "SELECT COUNT(*) FROM Kernel WHERE type='KERNEL'"), 12);
-    CHECK(obs_count("MemUsage", 0) >= (smp_sanitized() ? 10 : 20));
 }
 
 static void test_absent(void)
@@ -228,6 +277,19 @@ static void test_absent(void)
     free(log);
 }
 
+/* Nonzero once this session said it cannot create its store (so its
+ * counts were reset: that happens on the sampler thread) and *(int *)want
+ * buffers came back with nowhere to go. */
+static int late_buffers_reach(void *want)
+{
+    char *log = check_slurp(cap_path); /* stderr so far (capture_begin) */
+    int said = log && strstr(log, "cannot create it");
+    free(log);
+    sp_cupti_stats st;
+    sp_cupti_get_stats(&st);
+    return said && st.late >= (uint64_t)*(int *)want;
+}
+
 /* An activity store that cannot be created: said once, not per buffer. */
 static void test_unwritable(void)
 {
@@ -241,7 +303,9 @@ static void test_unwritable(void)
         *batches = 0;
     capture_begin();
     sp_samplers_start(&s, &c);
-    sleep_ms(2300);
+    /* Two of the sampler's flushes (one a second) handed back a buffer
+     * that found no store; the stop flushes a third. */
+    CHECK(check_wait_until(late_buffers_reach, &(int){2}, 10000));
     sp_samplers_stop();
     char *log = capture_end();
     CHECK_INT(count_substr(log, "cannot create it"), 1);

@@ -165,7 +165,8 @@ static void test_thread(void)
     obs_reset();
     sp_samplers_set_observer(obs_fn, NULL);
     sp_samplers_start(&s, &c);
-    sleep_ms(500);
+    obs_wait("MemUsage", 0, 3); /* at least three passes of each (bounded) */
+    obs_wait("DeviceMemory", 1, 6);
     sp_samplers_stop();
     sp_sampler_stats st;
     sp_samplers_get_stats(&st);
@@ -177,7 +178,7 @@ static void test_thread(void)
     obs_reset();
     capture_begin();
     sp_samplers_start(&s, &c);
-    sleep_ms(500);
+    obs_wait("MemUsage", 0, 3); /* three passes without a GPU row (bounded) */
     sp_samplers_stop();
     char *log = capture_end();
     sp_samplers_set_observer(NULL, NULL);
