@@ -35,7 +35,7 @@
 #include <ftw.h>
 
 #include "internal.h"
-#include "store.h"
+#include "storewrite.h"
 #include "writer.h"
 
 #define REPS 3

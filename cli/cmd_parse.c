@@ -60,7 +60,7 @@ static const cli_verb verb = {
     opts};
 
 /* --clock-offset HOST=NS: a host name and a signed integer of ns. */
-static int add_clock_offset(spp_opts *o, const char *value)
+static int add_clock_offset(prs_opts *o, const char *value)
 {
     const char *eq = strrchr(value, '=');
     char *end;
@@ -91,7 +91,7 @@ static int check_output(const char *out)
 
 int cmd_parse(int argc, char **argv)
 {
-    spp_opts o = {0};
+    prs_opts o = {0};
     o.output = "./output";
     o.progress = -1;
     o.summary = 1;
@@ -125,9 +125,9 @@ int cmd_parse(int argc, char **argv)
             break;
         case OPT_SESSION: o.session = p.value; break;
         case OPT_LOG_LEVEL:
-            spp_log_set_level(!strcmp(p.value, "fatal") || !strcmp(p.value, "critical")
-                                  ? SPP_ERROR
-                                  : spp_log_level_from_name(p.value));
+            prs_log_set_level(!strcmp(p.value, "fatal") || !strcmp(p.value, "critical")
+                                  ? PRS_ERROR
+                                  : prs_log_level_from_name(p.value));
             break;
         case OPT_FLOWS: o.flows_all = !strcmp(p.value, "all"); break;
         case OPT_PROGRESS: o.progress = 1; break;
@@ -148,7 +148,7 @@ int cmd_parse(int argc, char **argv)
         o.csv = o.json = o.db = 1;
     if (check_output(o.output) != 0)
         goto out;
-    rc = spp_run(&o);
+    rc = prs_run(&o);
 out:
     free(o.spans);
     for (int i = 0; i < o.nclock; i++)

@@ -46,7 +46,7 @@ static const cli_verb verb = {
 
 int cmd_report(int argc, char **argv)
 {
-    spr_opts ro = {.output = "report.html", .buckets = SPR_DEFAULT_BUCKETS};
+    rpt_opts ro = {.output = "report.html", .buckets = RPT_DEFAULT_BUCKETS};
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
     for (int id; (id = cli_next(&p)) != CLI_END;) {
@@ -62,7 +62,7 @@ int cmd_report(int argc, char **argv)
         case OPT_CJSON: ro.compare_json = p.value; break;
         case OPT_QUIET: ro.quiet = 1; break;
         case OPT_BUCKETS:
-            if (cli_integer(&p, SPR_MIN_BUCKETS, SPR_MAX_BUCKETS, &b) != 0)
+            if (cli_integer(&p, RPT_MIN_BUCKETS, RPT_MAX_BUCKETS, &b) != 0)
                 return 2;
             ro.buckets = (int)b;
             break;
@@ -72,5 +72,5 @@ int cmd_report(int argc, char **argv)
         return cli_error(&verb, "--input-path DIR is required (see servprof report --help)");
     if ((ro.compare_analyze_json || ro.compare_json) && !ro.compare)
         return cli_error(&verb, "--compare-analyze-json and --compare-json need --compare OTHER");
-    return spr_run(&ro);
+    return rpt_run(&ro);
 }

@@ -9,7 +9,7 @@
  *   watch     (watch.c)     a thread that notices edits of the config file
  *   session   (session.c)   the session folder shared by the processes of a host
  *   runtime   (runtime.c)   process life: init, start/stop, limits, fork, exit
- *   recorder  (record.c, tbuf.c, writer.c, store.c, args.c, msgdec.c)
+ *   recorder  (record.c, tbuf.c, writer.c, storewrite.c, argbuild.c, msgdec.c)
  *                           the hot path, per-thread buffers, the writer thread
  *                           and the SQLite raw store; msgdec.c decodes the
  *                           drop-in's messages (ext.h: its entry points)
@@ -138,7 +138,7 @@ typedef struct sp_session {
 } sp_session;
 
 /* ------------------------------------------------------------------ */
-/* The recorder (record.c, tbuf.c, writer.c, store.c, args.c)           */
+/* The recorder (record.c, tbuf.c, writer.c, storewrite.c, argbuild.c)           */
 /* ------------------------------------------------------------------ */
 
 /* Opens the raw store at s->store_path (creating Trace_Service/ if needed),

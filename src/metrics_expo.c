@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "metrics.h"
 
 #define PREFIX "servprof_"

@@ -4,7 +4,7 @@
  *
  * The drop-in library (src/dropin/) copies each message as given into the
  * record (SP_TAG_MSG, rec_format.h); here, off the hot path, it becomes
- * `,"key":value` members that args.c's caller wraps as `{"type":N...}`:
+ * `,"key":value` members that argbuild.c's caller wraps as `{"type":N...}`:
  * one path turns both native attributes and foreign messages into args.
  *
  * Two forms come in (docs/dropin.md):
@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "ext.h"
 #include "internal.h"
 #include "msgdec.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "args.h"
+#include "argbuild.h"
 
 typedef struct sp_msg {
     int present;    /* the record carried a message */

@@ -3,7 +3,7 @@
  * rec_format.h — the byte layout of one record in a thread buffer.
  *
  * The calling thread (record.c) writes records; the writer thread
- * (writer.c, args.c) reads them. Nothing else knows this layout.
+ * (writer.c, argbuild.c) reads them. Nothing else knows this layout.
  *
  * A record is a fixed header followed by a body, both copied with memcpy
  * (no alignment is assumed: the ring wraps at any byte):

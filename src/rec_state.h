@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rec_state.h — state shared by the recorder's files (record.c, writer.c,
- * store.c, args.c, rec_meta.c). Not API; see internal.h for the contract the
+ * storewrite.c, argbuild.c, rec_meta.c). Not API; see internal.h for the contract the
  * rest of the library sees.
  */
 #ifndef SERVPROF_REC_STATE_H

@@ -13,7 +13,7 @@
  * first record, which creates its buffer) or makes a system call; the
  * timestamp is the TSC (rdtsc) where it is invariant, converted by the
  * writer, else the vDSO's CLOCK_REALTIME (clock.h). JSON is built later by
- * the writer thread (args.c).
+ * the writer thread (argbuild.c).
  *
  * Cost model (measured: docs/benchmarks.md, "Recording").
  * Each piece of a record (header + domain, one attribute, the trailer) is

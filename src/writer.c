@@ -7,7 +7,7 @@
  * of thread buffers (tbuf.h) and consumes everything published in each:
  * load head (acquire), decode records, store tail (release) — the walk of
  * tbuf.h's sp_tb_reader, shared with metrics.c's drain thread. Decoding turns
- * a record into a slice row — args JSON built by args.c — or, for a span
+ * a record into a slice row — args JSON built by argbuild.c — or, for a span
  * half, into an entry of the open-span table (rec_spans.c) until the other
  * half arrives. Rows go into one SQLite transaction that is committed once
  * it has been open for SP_WRITER_COMMIT_NS (the writer wakes up for that
@@ -16,7 +16,7 @@
  * pass that found little (the first design) cost a WAL write per ~1 ms pass
  * while records trickled: ~10-45 us of writer CPU per row at 1-5k rows/s.
  *
- * While the store's background checkpoint runs (store.c), the writer waits
+ * While the store's background checkpoint runs (storewrite.c), the writer waits
  * before starting its next transaction, so that the WAL can restart from
  * its beginning instead of growing: records stay in the thread buffers,
  * for at most SP_WRITER_CKPT_WAIT_NS and only while every buffer is under a
@@ -62,14 +62,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "internal.h"
 #include "metrics.h"
 #include "msgdec.h"
 #include "rec_format.h"
 #include "rec_spans.h"
 #include "rec_state.h"
-#include "store.h"
+#include "storewrite.h"
 #include "tbuf.h"
 #include "writer.h"
 

@@ -55,7 +55,7 @@ typedef struct sa_opts {
     /* servprof report: a second consumer of a raw-store parse. NULL, or a tap
      * that also gets every row and record this parse's own tap sees; with
      * tap_counters the parse also makes the timeline's counter rows for it. */
-    const struct spp_tap *also;
+    const struct prs_tap *also;
     int tap_counters;
 } sa_opts;
 

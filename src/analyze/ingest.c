@@ -57,24 +57,24 @@ enum { CO_TIME, CO_PSTART, CO_DSTART, CO_PEND, CO_DEND, CO_N };
 static const char *const co_names[CO_N] = {"start_datetime", "prefillStart", "decodeStart", "prefillEnd",
                                            "decodeEnd"};
 
-/* Column indexes of one table: the parser's colmap (parse.h), shared with
+/* Column indexes of one table: the parser's colmap (colmap.h), shared with
  * servprof report, which reads the same rows. */
-typedef spp_colmap colmap;
+typedef prs_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
     colmap rq, bt, fw, pc, pk, co;
-    const spp_tap *also; /* sa_opts.also: handed every row and record too */
+    const prs_tap *also; /* sa_opts.also: handed every row and record too */
 } ingest;
 
-static void map_cols(colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
+static void map_cols(colmap *m, const prs_col *cols, int ncols, const char *const *names, int n)
 {
-    spp_colmap_fit(m, cols, ncols, names, n);
+    prs_colmap_fit(m, cols, ncols, names, n);
 }
 
-static double num(const spp_val *v, const colmap *m, int k) { return spp_colmap_num(v, m, k); }
+static double num(const prs_val *v, const colmap *m, int k) { return prs_colmap_num(v, m, k); }
 
-static const char *text(const spp_val *v, const colmap *m, int k, int *len) { return spp_colmap_text(v, m, k, len); }
+static const char *text(const prs_val *v, const colmap *m, int k, int *len) { return prs_colmap_text(v, m, k, len); }
 
 /* The reports' (ms) columns carry microseconds exactly (parse.md); a double
  * of epoch milliseconds is good to ~0.25 us, so round to the microsecond. */
@@ -88,7 +88,7 @@ static int64_t ms_to_ns(double ms) { return isnan(ms) ? 0 : (int64_t)llround(ms 
         }                                                                 \
     } while (0)
 
-static void add_request(sa_profile *p, const colmap *m, const spp_val *v)
+static void add_request(sa_profile *p, const colmap *m, const prs_val *v)
 {
     GROW(p->req, p->nreq, p->capreq);
     sa_req *r = &p->req[p->nreq++];
@@ -217,7 +217,7 @@ static int src_of_name(const char *name, int len)
     return -1;
 }
 
-static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int forced_src)
+static void add_step(sa_profile *p, const colmap *m, const prs_val *v, int forced_src)
 {
     int nlen, plen, tlen, rlen;
     const char *name = text(v, m, ST_NAME, &nlen);
@@ -261,7 +261,7 @@ static void add_step(sa_profile *p, const colmap *m, const spp_val *v, int force
         credit_ids(p, res, rlen, src, &st);
 }
 
-static void add_handoff(sa_profile *p, const colmap *m, const spp_val *v)
+static void add_handoff(sa_profile *p, const colmap *m, const prs_val *v)
 {
     GROW(p->pd, p->npd, p->cappd);
     sa_pdreq *x = &p->pd[p->npd++];
@@ -274,7 +274,7 @@ static void add_handoff(sa_profile *p, const colmap *m, const spp_val *v)
     x->share = num(v, m, PC_SHARE);
 }
 
-static void add_pull(sa_profile *p, const colmap *m, const spp_val *v)
+static void add_pull(sa_profile *p, const colmap *m, const prs_val *v)
 {
     double dur = num(v, m, PK_DUR), rank = num(v, m, PK_RANK);
     if (isnan(dur) || dur < 0)
@@ -312,7 +312,7 @@ static int64_t local_datetime_ns(const char *s, int n)
     return t == (time_t)-1 ? 0 : (int64_t)t * 1000000000 + (int64_t)us * 1000;
 }
 
-static void add_coord(sa_profile *p, const colmap *m, const spp_val *v)
+static void add_coord(sa_profile *p, const colmap *m, const prs_val *v)
 {
     int len;
     const char *dt = text(v, m, CO_TIME, &len);
@@ -326,7 +326,7 @@ static void add_coord(sa_profile *p, const colmap *m, const spp_val *v)
         }
 }
 
-static void ingest_row(ingest *g, const char *key, const spp_col *cols, int ncols, const spp_val *v)
+static void ingest_row(ingest *g, const char *key, const prs_col *cols, int ncols, const prs_val *v)
 {
     if (!key)
         return;
@@ -372,7 +372,7 @@ static void add_span(sa_profile *p, const char *name, int len, int64_t ts, int64
     }
 }
 
-static void tap_row(void *ctx, const spp_table *t, const spp_val *v)
+static void tap_row(void *ctx, const prs_table *t, const prs_val *v)
 {
     ingest *g = ctx;
     ingest_row(g, t->key, t->cols, t->ncols, v);
@@ -380,7 +380,7 @@ static void tap_row(void *ctx, const spp_table *t, const spp_val *v)
         g->also->row(g->also->ctx, t, v);
 }
 
-static void tap_record(void *ctx, const spp_rec *r)
+static void tap_record(void *ctx, const prs_rec *r)
 {
     ingest *g = ctx;
     g->p->records++;
@@ -398,7 +398,7 @@ static void tap_restart(void *ctx)
 {
     ingest *g = ctx;
     sa_profile *p = g->p;
-    const spp_tap *also = g->also;
+    const prs_tap *also = g->also;
     const char *input = p->input;
     profile_release(p);
     memset(p, 0, sizeof *p);
@@ -410,22 +410,22 @@ static void tap_restart(void *ctx)
 
 static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
 {
-    spp_opts po = {0};
+    prs_opts po = {0};
     po.input = o->input;
     po.output = "."; /* every output is off: nothing is written there (it exists: no folder made) */
     po.progress = 0;
     po.tap_counters = o->tap_counters;
     g->also = o->also;
-    int level = spp_log_level();
-    if (!o->verbose && level < SPP_WARNING)
-        spp_log_set_level(SPP_WARNING);
+    int level = prs_log_level();
+    if (!o->verbose && level < PRS_WARNING)
+        prs_log_set_level(PRS_WARNING);
     /* a consumer riding along that cannot start over keeps the parse exact */
     int can_restart = !g->also || g->also->restart;
-    spp_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL, .ctx = g};
-    spp_set_tap(&tap);
-    int rc = spp_run(&po);
-    spp_set_tap(NULL);
-    spp_log_set_level(level);
+    prs_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL, .ctx = g};
+    prs_set_tap(&tap);
+    int rc = prs_run(&po);
+    prs_set_tap(NULL);
+    prs_log_set_level(level);
     if (rc == 2 || g->p->records == 0) {
         snprintf(err, errcap, "%s: no raw store (ms_service_*.db) could be read, and no profiler.db there",
                  o->input);
@@ -443,18 +443,18 @@ static void read_table(ingest *g, sqlite3 *db, const char *name)
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return; /* table absent: that part of the profile stays empty */
     int n = sqlite3_column_count(st);
-    spp_col *cols = calloc((size_t)n, sizeof *cols);
-    spp_val *v = calloc((size_t)n, sizeof *v);
+    prs_col *cols = calloc((size_t)n, sizeof *cols);
+    prs_val *v = calloc((size_t)n, sizeof *v);
     for (int i = 0; i < n; i++)
         cols[i].name = sqlite3_column_name(st, i);
     while (sqlite3_step(st) == SQLITE_ROW) {
         for (int i = 0; i < n; i++) {
             memset(&v[i], 0, sizeof v[i]);
             switch (sqlite3_column_type(st, i)) {
-            case SQLITE_INTEGER: v[i].kind = SPP_INT; v[i].i = sqlite3_column_int64(st, i); break;
-            case SQLITE_FLOAT: v[i].kind = SPP_REAL; v[i].d = sqlite3_column_double(st, i); break;
+            case SQLITE_INTEGER: v[i].kind = PRS_INT; v[i].i = sqlite3_column_int64(st, i); break;
+            case SQLITE_FLOAT: v[i].kind = PRS_REAL; v[i].d = sqlite3_column_double(st, i); break;
             case SQLITE_TEXT:
-                v[i].kind = SPP_TEXT;
+                v[i].kind = PRS_TEXT;
                 v[i].s = (const char *)sqlite3_column_text(st, i);
                 v[i].n = sqlite3_column_bytes(st, i);
                 break;

@@ -17,11 +17,11 @@
 
 #define K4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
-char spp_affinity(const char *decl)
+char prs_affinity(const char *decl)
 {
     if (!decl || !*decl)
-        return SPP_AFF_BLOB;
-    char aff = SPP_AFF_NUMERIC;
+        return PRS_AFF_BLOB;
+    char aff = PRS_AFF_NUMERIC;
     uint32_t h = 0;
     for (const char *p = decl; *p; p++) {
         unsigned c = (unsigned char)*p;
@@ -29,14 +29,14 @@ char spp_affinity(const char *decl)
             c += 'a' - 'A';
         h = (h << 8) + c;
         if ((h & 0x00ffffff) == K4(0, 'i', 'n', 't'))
-            return SPP_AFF_INTEGER;
+            return PRS_AFF_INTEGER;
         if (h == K4('c', 'h', 'a', 'r') || h == K4('c', 'l', 'o', 'b') || h == K4('t', 'e', 'x', 't'))
-            aff = SPP_AFF_TEXT;
-        else if (h == K4('b', 'l', 'o', 'b') && (aff == SPP_AFF_NUMERIC || aff == SPP_AFF_REAL))
-            aff = SPP_AFF_BLOB;
+            aff = PRS_AFF_TEXT;
+        else if (h == K4('b', 'l', 'o', 'b') && (aff == PRS_AFF_NUMERIC || aff == PRS_AFF_REAL))
+            aff = PRS_AFF_BLOB;
         else if ((h == K4('r', 'e', 'a', 'l') || h == K4('f', 'l', 'o', 'a') || h == K4('d', 'o', 'u', 'b')) &&
-                 aff == SPP_AFF_NUMERIC)
-            aff = SPP_AFF_REAL;
+                 aff == PRS_AFF_NUMERIC)
+            aff = PRS_AFF_REAL;
     }
     return aff;
 }

@@ -10,11 +10,11 @@
 
 /* Column affinities, SQLite's own letters and order (NUMERIC and above
  * are the numeric affinities). */
-enum { SPP_AFF_BLOB = 'A', SPP_AFF_TEXT = 'B', SPP_AFF_NUMERIC = 'C', SPP_AFF_INTEGER = 'D', SPP_AFF_REAL = 'E' };
+enum { PRS_AFF_BLOB = 'A', PRS_AFF_TEXT = 'B', PRS_AFF_NUMERIC = 'C', PRS_AFF_INTEGER = 'D', PRS_AFF_REAL = 'E' };
 
 /* The affinity of a column declared with type decl (NULL or "" -> BLOB),
  * by the rules of https://www.sqlite.org/datatype3.html section 3.1.
  * Pure and thread-safe. */
-char spp_affinity(const char *decl);
+char prs_affinity(const char *decl);
 
 #endif

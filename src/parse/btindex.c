@@ -21,7 +21,7 @@
  * (a number column's integral values are stored as integers, as btwrite
  * stores them). What that cannot order or rebuild exactly (a column mixing
  * texts and numbers, integers beyond 2^53 next to reals, an integral value
- * stored as a real, INT64_MIN next to NULL) makes spp_btix_write refuse,
+ * stored as a real, INT64_MIN next to NULL) makes prs_btix_write refuse,
  * and SQLite builds that index.
  *
  * Sorting: nothing when the entries already come in order (keys that grow
@@ -45,7 +45,7 @@
 
 enum { C_NULL = 0, C_INT, C_REAL, C_TEXT };
 
-struct spp_btix {
+struct prs_btix {
     int nkey;
     long long n, cap;
     uint64_t *raw;      /* n x (nkey + 1): per column the value (int / real bits / text id), then the rowid */
@@ -60,16 +60,16 @@ struct spp_btix {
     /* at write time: */
     uint32_t *rank;     /* id -> rank (1..) */
     uint32_t *by_rank;  /* rank - 1 -> id */
-    uint8_t kind[SPP_BTIX_MAXKEY];  /* per column: C_NULL (all), C_INT, C_REAL (numbers as doubles), C_TEXT */
-    uint8_t nulls[SPP_BTIX_MAXKEY]; /* the column has NULLs (key 0) */
+    uint8_t kind[PRS_BTIX_MAXKEY];  /* per column: C_NULL (all), C_INT, C_REAL (numbers as doubles), C_TEXT */
+    uint8_t nulls[PRS_BTIX_MAXKEY]; /* the column has NULLs (key 0) */
     int oom;            /* an allocation failed: entries stopped, the index is refused */
 };
 
-spp_btix *spp_btix_new(int nkey)
+prs_btix *prs_btix_new(int nkey)
 {
-    if (nkey < 1 || nkey > SPP_BTIX_MAXKEY)
+    if (nkey < 1 || nkey > PRS_BTIX_MAXKEY)
         return NULL;
-    spp_btix *x = calloc(1, sizeof *x);
+    prs_btix *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
     x->nkey = nkey;
@@ -82,7 +82,7 @@ spp_btix *spp_btix_new(int nkey)
     return x;
 }
 
-void spp_btix_free(spp_btix *x)
+void prs_btix_free(prs_btix *x)
 {
     if (!x)
         return;
@@ -97,7 +97,7 @@ void spp_btix_free(spp_btix *x)
     free(x);
 }
 
-long long spp_btix_count(const spp_btix *x) { return x->n; }
+long long prs_btix_count(const prs_btix *x) { return x->n; }
 
 static uint32_t text_hash(const char *s, uint32_t n)
 {
@@ -107,7 +107,7 @@ static uint32_t text_hash(const char *s, uint32_t n)
     return h;
 }
 
-static void rehash(spp_btix *x)
+static void rehash(prs_btix *x)
 {
     uint32_t ns = x->nslots * 2;
     uint32_t *sl = calloc(ns, sizeof *sl);
@@ -126,7 +126,7 @@ static void rehash(spp_btix *x)
     x->nslots = ns;
 }
 
-static uint32_t intern(spp_btix *x, const char *s, uint32_t n)
+static uint32_t intern(prs_btix *x, const char *s, uint32_t n)
 {
     uint32_t h = text_hash(s, n) & (x->nslots - 1);
     while (x->slots[h]) {
@@ -178,7 +178,7 @@ static int64_t sext(uint64_t v, int bytes)
     return (int64_t)(v << sh) >> sh;
 }
 
-void spp_btix_add(spp_btix *x, const uint32_t *st, const uint64_t *iv, const char *const *text, int64_t rowid)
+void prs_btix_add(prs_btix *x, const uint32_t *st, const uint64_t *iv, const char *const *text, int64_t rowid)
 {
     static const int int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
     if (x->oom)
@@ -241,7 +241,7 @@ static double unordered_double(uint64_t k)
 /* qsort_r comparator (glibc's argument order): ctx is the index. */
 static int cmp_text_ids(const void *a, const void *b, void *ctx)
 {
-    const spp_btix *x = ctx;
+    const prs_btix *x = ctx;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t li = x->tlen[i], lj = x->tlen[j];
     int c = li && lj ? memcmp(x->arena + x->toff[i], x->arena + x->toff[j], li < lj ? li : lj) : 0;
@@ -252,7 +252,7 @@ static int cmp_text_ids(const void *a, const void *b, void *ctx)
 
 /* Ranks 1.. of the distinct texts (0 is NULL): by_rank[r - 1] = id.
  * 0, or -1 when out of memory. */
-static int rank_texts(spp_btix *x)
+static int rank_texts(prs_btix *x)
 {
     x->by_rank = malloc((size_t)(x->ntext ? x->ntext : 1) * sizeof *x->by_rank);
     uint32_t *rank = malloc((size_t)(x->ntext ? x->ntext : 1) * sizeof *rank);
@@ -283,7 +283,7 @@ static int integral(double d, int64_t *out)
 /* Turns column col's raw values into ordered keys, in place (key_value
  * turns them back). *small: the key range when a counting sort can use
  * it, else -1. 0, or -1 with *why. */
-static int order_column(spp_btix *x, int col, long long *small, const char **why)
+static int order_column(prs_btix *x, int col, long long *small, const char **why)
 {
     int has_real = 0, has_int = 0, has_text = 0, has_null = 0, real_integral = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -408,12 +408,12 @@ static void sort_keys(uint64_t *k, long long n, int stride, long long small)
 /* -------------------------------------------------------------- records */
 
 /* The record of the sorted key row k: its size, and its bytes when out. */
-static uint32_t record(const spp_btix *x, const uint64_t *k, uint8_t *out)
+static uint32_t record(const prs_btix *x, const uint64_t *k, uint8_t *out)
 {
     int nf = x->nkey + 1;
-    uint32_t st[SPP_BTIX_MAXKEY + 1];
-    uint32_t len[SPP_BTIX_MAXKEY + 1];
-    uint64_t val[SPP_BTIX_MAXKEY + 1];
+    uint32_t st[PRS_BTIX_MAXKEY + 1];
+    uint32_t len[PRS_BTIX_MAXKEY + 1];
+    uint64_t val[PRS_BTIX_MAXKEY + 1];
     uint32_t hsum = 0, body = 0;
     for (int i = 0; i < nf; i++) {
         int kind = i < x->nkey ? x->kind[i] : C_INT;
@@ -473,7 +473,7 @@ static uint32_t record(const spp_btix *x, const uint64_t *k, uint8_t *out)
 /* -------------------------------------------------------------- pages */
 
 typedef struct layout {
-    const spp_btix *x;
+    const prs_btix *x;
     unsigned psz;
     uint8_t *page;
     uint32_t (*put_page)(void *, const uint8_t *);
@@ -580,7 +580,7 @@ static long long interior_level(layout *L, uint32_t *c, long long *d, long long 
     return nm;
 }
 
-int spp_btix_write(spp_btix *x, unsigned psz, uint32_t (*put_page)(void *ctx, const uint8_t *page), void *ctx,
+int prs_btix_write(prs_btix *x, unsigned psz, uint32_t (*put_page)(void *ctx, const uint8_t *page), void *ctx,
                    uint32_t *root, const char **why)
 {
     int stride = x->nkey + 1;

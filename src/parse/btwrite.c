@@ -38,9 +38,9 @@
  * (schema format 4), NaN as NULL.
  * The conversions that need SQLite's own number<->text rules (a text into a
  * numeric column, a number into a TEXT column) are left to the caller
- * (spp_bt_row returns 1). Records longer than a page's local limit spill
+ * (prs_bt_row returns 1). Records longer than a page's local limit spill
  * into overflow pages by the format's exact local-size rule. Indexes are
- * laid out by btindex.c from the keys each row adds (spp_bt_index); those it
+ * laid out by btindex.c from the keys each row adds (prs_bt_index); those it
  * cannot build the caller has SQLite create on the finished file.
  */
 #include <errno.h>
@@ -58,15 +58,15 @@
 /* A child of an interior page: its page and the largest rowid under it. */
 typedef struct bt_child { uint32_t pg; int64_t key; } bt_child;
 
-struct spp_bt_tab {
-    spp_bt *w;
+struct prs_bt_tab {
+    prs_bt *w;
     char *name;
     int ncols, ipk;
     char *aff;            /* affinity per column */
     uint32_t *st;         /* serial type per column of the row being written */
     uint64_t *iv;         /* its integer / real bits per column */
     uint8_t *hb;          /* the row's serial types, as the header's varints (9 bytes a column) */
-    uint8_t *body;        /* the row's bodies, as they are typed (see spp_bt_row) */
+    uint8_t *body;        /* the row's bodies, as they are typed (see prs_bt_row) */
     size_t bodycap;
     uint8_t *page;        /* the current leaf (NULL once ended) */
     unsigned ncells;
@@ -79,7 +79,7 @@ struct spp_bt_tab {
     uint8_t *big;         /* a whole record that overflows */
     size_t bigcap;
     uint32_t root;        /* 0 until ended */
-    spp_bt_tab *next;     /* the writer's list */
+    prs_bt_tab *next;     /* the writer's list */
     struct bt_ix *ixs;    /* its indexes (btindex.c), fed by every row */
 };
 
@@ -87,16 +87,16 @@ struct spp_bt_tab {
  * when the table ends (btindex.c). */
 typedef struct bt_ix {
     char *name;
-    spp_bt_tab *tab;
-    spp_btix *x;          /* NULL once written */
-    int nkey, cols[SPP_BTIX_MAXKEY];
+    prs_bt_tab *tab;
+    prs_btix *x;          /* NULL once written */
+    int nkey, cols[PRS_BTIX_MAXKEY];
     uint32_t root;        /* 0: not written (why) */
     const char *why;
     struct bt_ix *next_of_tab, *next;
 } bt_ix;
 
-struct spp_bt {
-    spp_dw *dw;           /* the file while pages stream (NULL once closed) */
+struct prs_bt {
+    prs_dw *dw;           /* the file while pages stream (NULL once closed) */
     char *path;
     unsigned psz;         /* page size = usable size (no reserved bytes) */
     uint32_t next_pg;     /* the page number the next written page gets */
@@ -108,12 +108,12 @@ struct spp_bt {
     uint8_t *page1;
     int failed;
     char msg[256];
-    spp_bt_tab *tabs, **tail;
-    bt_ix *ixs;           /* every index, for spp_bt_index_status */
+    prs_bt_tab *tabs, **tail;
+    bt_ix *ixs;           /* every index, for prs_bt_index_status */
 };
 
-static void fail(spp_bt *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(spp_bt *w, const char *fmt, ...)
+static void fail(prs_bt *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(prs_bt *w, const char *fmt, ...)
 {
     if (w->failed)
         return;
@@ -127,16 +127,16 @@ static void fail(spp_bt *w, const char *fmt, ...)
 /* ------------------------------------------------------------- the file */
 
 /* Hands the full buffer to dwrite; its first failure stops the file. */
-static void submit(spp_bt *w)
+static void submit(prs_bt *w)
 {
-    w->buf = (uint8_t *)spp_dw_submit(w->dw);
+    w->buf = (uint8_t *)prs_dw_submit(w->dw);
     w->nbuf = 0;
-    int e = spp_dw_error(w->dw);
+    int e = prs_dw_error(w->dw);
     if (e)
         fail(w, "write: %s", strerror(e));
 }
 
-static void append(spp_bt *w, const uint8_t *page)
+static void append(prs_bt *w, const uint8_t *page)
 {
     if (w->failed)
         return;
@@ -150,7 +150,7 @@ static void append(spp_bt *w, const uint8_t *page)
 }
 
 /* The number the next put_page() gives (the lock-byte page skipped). */
-static uint32_t next_pgno(spp_bt *w)
+static uint32_t next_pgno(prs_bt *w)
 {
     if (w->next_pg == w->lock_pg) {
         append(w, NULL);
@@ -160,13 +160,13 @@ static uint32_t next_pgno(spp_bt *w)
 }
 
 /* The page number after pg for a chain written page after page. */
-static uint32_t pg_after(const spp_bt *w, uint32_t pg)
+static uint32_t pg_after(const prs_bt *w, uint32_t pg)
 {
     pg++;
     return pg == w->lock_pg ? pg + 1 : pg;
 }
 
-static uint32_t put_page(spp_bt *w, const uint8_t *page)
+static uint32_t put_page(prs_bt *w, const uint8_t *page)
 {
     uint32_t pg = next_pgno(w);
     append(w, page);
@@ -178,7 +178,7 @@ static uint32_t put_page(spp_bt *w, const uint8_t *page)
  * SQLite's own (a process-wide test control), it is the process's: the
  * pages must match the SQLite library linked in. */
 static uint32_t pending_byte = 0x40000000u;
-void spp_bt_pending_byte(uint32_t offset) { pending_byte = offset; }
+void prs_bt_pending_byte(uint32_t offset) { pending_byte = offset; }
 
 /* Entries an index may hold in memory (~8 bytes per key column and rowid,
  * a byte per column): past that its entries are dropped and SQLite's
@@ -187,18 +187,18 @@ void spp_bt_pending_byte(uint32_t offset) { pending_byte = offset; }
  * holds 675 k entries (17 MB). */
 #define IX_MAX_BYTES (32LL << 20)
 
-spp_bt *spp_bt_open(const char *path, int page_size)
+prs_bt *prs_bt_open(const char *path, int page_size)
 {
     if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
         errno = EINVAL;
         return NULL;
     }
-    spp_dw *dw = spp_dw_open_unstaged(path, SPP_DW_BUF);
+    prs_dw *dw = prs_dw_open_unstaged(path, PRS_DW_BUF);
     if (!dw)
         return NULL;
-    spp_bt *w = calloc(1, sizeof *w);
+    prs_bt *w = calloc(1, sizeof *w);
     if (!w) {
-        spp_dw_close(dw, 0);
+        prs_dw_close(dw, 0);
         errno = ENOMEM;
         return NULL;
     }
@@ -208,13 +208,13 @@ spp_bt *spp_bt_open(const char *path, int page_size)
     w->next_pg = 1;
     w->lock_pg = pending_byte / w->psz + 1;
     w->ix_max_bytes = IX_MAX_BYTES;
-    w->capbuf = SPP_DW_BUF; /* a multiple of every page size */
-    w->buf = (uint8_t *)spp_dw_buf(dw);
+    w->capbuf = PRS_DW_BUF; /* a multiple of every page size */
+    w->buf = (uint8_t *)prs_dw_buf(dw);
     w->scratch = malloc(w->psz);
     w->page1 = calloc(1, w->psz);
     w->tail = &w->tabs;
     if (!w->path || !w->scratch || !w->page1) {
-        spp_bt_free(w);
+        prs_bt_free(w);
         unlink(path);
         errno = ENOMEM;
         return NULL;
@@ -225,7 +225,7 @@ spp_bt *spp_bt_open(const char *path, int page_size)
 
 /* ------------------------------------------------------------ a b-tree */
 
-static void tab_free(spp_bt_tab *t)
+static void tab_free(prs_bt_tab *t)
 {
     free(t->name);
     free(t->aff);
@@ -239,11 +239,11 @@ static void tab_free(spp_bt_tab *t)
     free(t);
 }
 
-spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff, int ipk)
+prs_bt_tab *prs_bt_table(prs_bt *w, const char *name, int ncols, const char *aff, int ipk)
 {
     if (ncols < 1)
         return NULL;
-    spp_bt_tab *t = calloc(1, sizeof *t);
+    prs_bt_tab *t = calloc(1, sizeof *t);
     if (!t) {
         fail(w, "table %s: out of memory", name);
         return NULL;
@@ -272,9 +272,9 @@ spp_bt_tab *spp_bt_table(spp_bt *w, const char *name, int ncols, const char *aff
 }
 
 /* Writes the current leaf (even empty) and notes it for the level above. */
-static void flush_leaf(spp_bt_tab *t)
+static void flush_leaf(prs_bt_tab *t)
 {
-    spp_bt *w = t->w;
+    prs_bt *w = t->w;
     uint8_t *p = t->page;
     unsigned ptrs = 8 + 2 * t->ncells;
     p[0] = 0x0d; /* table leaf */
@@ -322,7 +322,7 @@ static inline int integral(double d, int64_t *out)
 static inline uint32_t number_type(char a, int64_t ix, uint64_t *bits, uint32_t *len)
 {
     uint32_t st = int_type(ix, len);
-    if (st == 6 && a == SPP_AFF_REAL) {
+    if (st == 6 && a == PRS_AFF_REAL) {
         double d = (double)ix;
         memcpy(bits, &d, 8);
         return 7;
@@ -343,7 +343,7 @@ static inline void put_body(uint8_t *p, uint64_t x, uint32_t len)
 
 /* The record: the header's size, the serial types (t->hb, hsum bytes),
  * the bodies (t->body, body bytes). */
-static void encode(const spp_bt_tab *t, uint8_t *p, uint64_t hdr, uint64_t hsum, uint64_t body)
+static void encode(const prs_bt_tab *t, uint8_t *p, uint64_t hdr, uint64_t hsum, uint64_t body)
 {
     p += put_varint(p, hdr);
     memcpy(p, t->hb, (size_t)hsum);
@@ -352,7 +352,7 @@ static void encode(const spp_bt_tab *t, uint8_t *p, uint64_t hdr, uint64_t hsum,
 
 /* Writes payload bytes [local, P) of big as an overflow chain starting at
  * the next page number; returns that page number. */
-static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, uint64_t P)
+static uint32_t write_overflow(prs_bt *w, const uint8_t *big, uint64_t local, uint64_t P)
 {
     uint32_t first = next_pgno(w);
     uint8_t *pg = w->scratch;
@@ -369,47 +369,47 @@ static uint32_t write_overflow(spp_bt *w, const uint8_t *big, uint64_t local, ui
     return first;
 }
 
-void spp_bt_index_budget(spp_bt *w, long long bytes) { w->ix_max_bytes = bytes; }
+void prs_bt_index_budget(prs_bt *w, long long bytes) { w->ix_max_bytes = bytes; }
 
 /* The row just written, as an entry of index ix (t->st / t->iv hold its
  * stored types and values). */
-static void index_entry(bt_ix *ix, const spp_val *v, int64_t rowid)
+static void index_entry(bt_ix *ix, const prs_val *v, int64_t rowid)
 {
-    const spp_bt_tab *t = ix->tab;
+    const prs_bt_tab *t = ix->tab;
     if (!ix->x)
         return;
-    if (spp_btix_count(ix->x) * (8 * (ix->nkey + 1) + ix->nkey) >= t->w->ix_max_bytes) {
-        spp_btix_free(ix->x);
+    if (prs_btix_count(ix->x) * (8 * (ix->nkey + 1) + ix->nkey) >= t->w->ix_max_bytes) {
+        prs_btix_free(ix->x);
         ix->x = NULL;
         ix->why = "more entries than its memory budget";
         return;
     }
-    uint32_t st[SPP_BTIX_MAXKEY];
-    uint64_t iv[SPP_BTIX_MAXKEY];
-    const char *text[SPP_BTIX_MAXKEY];
+    uint32_t st[PRS_BTIX_MAXKEY];
+    uint64_t iv[PRS_BTIX_MAXKEY];
+    const char *text[PRS_BTIX_MAXKEY];
     for (int k = 0; k < ix->nkey; k++) {
         int c = ix->cols[k];
         st[k] = t->st[c];
         iv[k] = t->iv[c];
         text[k] = st[k] >= 13 ? v[c].s : NULL;
     }
-    spp_btix_add(ix->x, st, iv, text, rowid);
+    prs_btix_add(ix->x, st, iv, text, rowid);
 }
 
-int spp_bt_index(spp_bt_tab *t, const char *name, int nkey, const int *cols)
+int prs_bt_index(prs_bt_tab *t, const char *name, int nkey, const int *cols)
 {
-    if (nkey < 1 || nkey > SPP_BTIX_MAXKEY || t->nrows || !t->page)
+    if (nkey < 1 || nkey > PRS_BTIX_MAXKEY || t->nrows || !t->page)
         return -1;
     for (int k = 0; k < nkey; k++)
         if (cols[k] < 0 || cols[k] >= t->ncols || cols[k] == t->ipk)
             return -1;
     bt_ix *ix = calloc(1, sizeof *ix);
     char *nm = strdup(name);
-    spp_btix *x = spp_btix_new(nkey);
+    prs_btix *x = prs_btix_new(nkey);
     if (!ix || !nm || !x) { /* the caller has SQLite build it */
         free(ix);
         free(nm);
-        spp_btix_free(x);
+        prs_btix_free(x);
         return -1;
     }
     ix->name = nm;
@@ -430,21 +430,21 @@ int spp_bt_index(spp_bt_tab *t, const char *name, int nkey, const int *cols)
 static uint32_t ix_put_page(void *w, const uint8_t *page) { return put_page(w, page); }
 
 /* Lays out the indexes of a table that has ended. */
-static void write_indexes(spp_bt_tab *t)
+static void write_indexes(prs_bt_tab *t)
 {
     for (bt_ix *ix = t->ixs; ix; ix = ix->next_of_tab) {
         if (!ix->x)
             continue;
-        if (spp_btix_write(ix->x, t->w->psz, ix_put_page, t->w, &ix->root, &ix->why) == 0)
+        if (prs_btix_write(ix->x, t->w->psz, ix_put_page, t->w, &ix->root, &ix->why) == 0)
             ix->why = NULL;
         else
             ix->root = 0;
-        spp_btix_free(ix->x); /* its memory is not needed any more */
+        prs_btix_free(ix->x); /* its memory is not needed any more */
         ix->x = NULL;
     }
 }
 
-static bt_ix *find_ix(spp_bt *w, const char *name)
+static bt_ix *find_ix(prs_bt *w, const char *name)
 {
     for (bt_ix *ix = w->ixs; ix; ix = ix->next)
         if (strcmp(ix->name, name) == 0)
@@ -452,21 +452,21 @@ static bt_ix *find_ix(spp_bt *w, const char *name)
     return NULL;
 }
 
-const char *spp_bt_index_status(spp_bt *w, const char *name, uint32_t *root)
+const char *prs_bt_index_status(prs_bt *w, const char *name, uint32_t *root)
 {
     bt_ix *ix = find_ix(w, name);
     *root = 0;
     if (!ix)
         return "no such index";
-    if (spp_bt_table_end(ix->tab) != 0)
+    if (prs_bt_table_end(ix->tab) != 0)
         return "the table was not written";
     *root = ix->root;
     return ix->why;
 }
 
-int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
+int prs_bt_row(prs_bt_tab *t, const prs_val *v, int as_is)
 {
-    spp_bt *w = t->w;
+    prs_bt *w = t->w;
     if (w->failed || !t->page)
         return -1;
     if (t->nrows && t->rowid == INT64_MAX) { /* SQLite would pick a random free rowid */
@@ -488,16 +488,16 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
     uint8_t *hb = t->hb, *bd = t->body;
     const int ncols = t->ncols, ipk = t->ipk;
     for (int i = 0; i < ncols; i++) {
-        const spp_val *x = &v[i];
+        const prs_val *x = &v[i];
         char a = aff[i];
         uint32_t st = 0, len = 0;
         int64_t ix;
         if (i == ipk) {
             /* The rowid itself: NULL in the record. */
-            if (x->kind == SPP_INT) {
+            if (x->kind == PRS_INT) {
                 ix = x->i;
-            } else if ((x->kind == SPP_REAL || x->kind == SPP_MS) && integral(x->d, &ix)) {
-            } else if (x->kind == SPP_NULL) {
+            } else if ((x->kind == PRS_REAL || x->kind == PRS_MS) && integral(x->d, &ix)) {
+            } else if (x->kind == PRS_NULL) {
                 ix = rowid;
             } else if (!as_is) {
                 return 1;
@@ -513,20 +513,20 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
             rowid = ix;
         } else {
             switch (x->kind) {
-            case SPP_INT:
-                if (a == SPP_AFF_TEXT && !as_is)
+            case PRS_INT:
+                if (a == PRS_AFF_TEXT && !as_is)
                     return 1;
                 st = number_type(a, x->i, &ivs[i], &len);
                 if (len)
                     put_body(bd + body, ivs[i], len);
                 break;
-            case SPP_REAL:
-            case SPP_MS:
-                if (a == SPP_AFF_TEXT && !as_is)
+            case PRS_REAL:
+            case PRS_MS:
+                if (a == PRS_AFF_TEXT && !as_is)
                     return 1;
                 if (x->d != x->d) {
                     break; /* NaN: NULL, as sqlite3_bind_double stores it */
-                } else if (a >= SPP_AFF_NUMERIC && integral(x->d, &ix)) {
+                } else if (a >= PRS_AFF_NUMERIC && integral(x->d, &ix)) {
                     st = number_type(a, ix, &ivs[i], &len);
                 } else {
                     st = 7;
@@ -536,8 +536,8 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
                 if (len)
                     put_body(bd + body, ivs[i], len);
                 break;
-            case SPP_TEXT:
-                if (a >= SPP_AFF_NUMERIC && !as_is)
+            case PRS_TEXT:
+                if (a >= PRS_AFF_NUMERIC && !as_is)
                     return 1;
                 len = (uint32_t)x->n;
                 st = 2 * len + 13;
@@ -626,7 +626,7 @@ int spp_bt_row(spp_bt_tab *t, const spp_val *v, int as_is)
 
 /* An interior table page at offset off of page: children c[0..m-1] (m >= 2),
  * the last one the right-most pointer. */
-static void write_interior(const spp_bt *w, uint8_t *page, unsigned off, const bt_child *c, size_t m)
+static void write_interior(const prs_bt *w, uint8_t *page, unsigned off, const bt_child *c, size_t m)
 {
     unsigned content = w->psz;
     uint8_t *h = page + off;
@@ -650,7 +650,7 @@ static void write_interior(const spp_bt *w, uint8_t *page, unsigned off, const b
 
 /* Builds the levels above c[0..n-1] (n >= 1); returns the root page. With
  * root1 the root is written into page1. c is reused. */
-static uint32_t build_levels(spp_bt *w, bt_child *c, size_t n, int root1)
+static uint32_t build_levels(prs_bt *w, bt_child *c, size_t n, int root1)
 {
     for (;;) {
         if (!root1 && n == 1)
@@ -681,7 +681,7 @@ static uint32_t build_levels(spp_bt *w, bt_child *c, size_t n, int root1)
     }
 }
 
-int spp_bt_table_end(spp_bt_tab *t)
+int prs_bt_table_end(prs_bt_tab *t)
 {
     if (t->root)
         return 0;
@@ -706,7 +706,7 @@ int spp_bt_table_end(spp_bt_tab *t)
 
 /* ----------------------------------------------------------- page 1 */
 
-static void file_header(spp_bt *w, uint8_t *h)
+static void file_header(prs_bt *w, uint8_t *h)
 {
     memcpy(h, "SQLite format 3", 16);
     put16(h + 16, w->psz == 65536 ? 1 : w->psz);
@@ -733,44 +733,44 @@ static void file_header(spp_bt *w, uint8_t *h)
     put32(h + 96, (uint32_t)sqlite3_libversion_number());
 }
 
-static spp_bt_tab *find_tab(spp_bt *w, const char *name)
+static prs_bt_tab *find_tab(prs_bt *w, const char *name)
 {
-    for (spp_bt_tab *t = w->tabs; t; t = t->next)
+    for (prs_bt_tab *t = w->tabs; t; t = t->next)
         if (strcmp(t->name, name) == 0)
             return t;
     return NULL;
 }
 
 /* sqlite_schema's rows into a tree whose root is page 1. */
-static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
+static int write_schema(prs_bt *w, const prs_bt_schema *rows, int n)
 {
-    static const char aff[5] = {SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_TEXT, SPP_AFF_INTEGER, SPP_AFF_TEXT};
-    spp_bt_tab *s = spp_bt_table(w, "sqlite_schema", 5, aff, -1);
+    static const char aff[5] = {PRS_AFF_TEXT, PRS_AFF_TEXT, PRS_AFF_TEXT, PRS_AFF_INTEGER, PRS_AFF_TEXT};
+    prs_bt_tab *s = prs_bt_table(w, "sqlite_schema", 5, aff, -1);
     if (!s)
         return -1;
     s->reserve = 100;
     for (int i = 0; i < n; i++) {
         long long root = 0;
         if (strcmp(rows[i].type, "table") == 0) {
-            spp_bt_tab *t = find_tab(w, rows[i].name);
+            prs_bt_tab *t = find_tab(w, rows[i].name);
             if (!t)
-                t = spp_bt_table(w, rows[i].name, 1, "A", -1);
-            if (!t || spp_bt_table_end(t) != 0)
+                t = prs_bt_table(w, rows[i].name, 1, "A", -1);
+            if (!t || prs_bt_table_end(t) != 0)
                 return -1;
             root = t->root;
         } else if (strcmp(rows[i].type, "index") == 0) {
             bt_ix *ix = find_ix(w, rows[i].name);
             if (ix)
-                spp_bt_table_end(ix->tab);
+                prs_bt_table_end(ix->tab);
             if (!ix || !ix->root) {
                 fail(w, "index %s: %s", rows[i].name, ix ? ix->why : "not written by this writer");
                 return -1;
             }
             root = ix->root;
         }
-        spp_val v[5] = {spp_v_text(rows[i].type, -1), spp_v_text(rows[i].name, -1),
-                        spp_v_text(rows[i].tbl_name, -1), spp_v_int(root), spp_v_text(rows[i].sql, -1)};
-        if (spp_bt_row(s, v, 1) != 0)
+        prs_val v[5] = {prs_v_text(rows[i].type, -1), prs_v_text(rows[i].name, -1),
+                        prs_v_text(rows[i].tbl_name, -1), prs_v_int(root), prs_v_text(rows[i].sql, -1)};
+        if (prs_bt_row(s, v, 1) != 0)
             return -1;
     }
     if (!s->nleaves && 100 + 8 + 2 * s->ncells <= s->content) {
@@ -797,16 +797,16 @@ static int write_schema(spp_bt *w, const spp_bt_schema *rows, int n)
     return w->failed ? -1 : 0;
 }
 
-int spp_bt_finish(spp_bt *w, const spp_bt_schema *rows, int n)
+int prs_bt_finish(prs_bt *w, const prs_bt_schema *rows, int n)
 {
     if (w->failed || !w->dw)
         return -1;
-    for (spp_bt_tab *t = w->tabs; t; t = t->next)
-        if (spp_bt_table_end(t) != 0)
+    for (prs_bt_tab *t = w->tabs; t; t = t->next)
+        if (prs_bt_table_end(t) != 0)
             return -1;
     if (write_schema(w, rows, n) != 0)
         return -1;
-    int e = spp_dw_close(w->dw, w->failed ? 0 : w->nbuf);
+    int e = prs_dw_close(w->dw, w->failed ? 0 : w->nbuf);
     w->dw = NULL;
     w->buf = NULL;
     if (e)
@@ -828,13 +828,13 @@ int spp_bt_finish(spp_bt *w, const spp_bt_schema *rows, int n)
     return w->failed ? -1 : 0;
 }
 
-const char *spp_bt_error(const spp_bt *w) { return w->failed ? w->msg : ""; }
+const char *prs_bt_error(const prs_bt *w) { return w->failed ? w->msg : ""; }
 
-void spp_bt_abort(spp_bt *w, int remove)
+void prs_bt_abort(prs_bt *w, int remove)
 {
     fail(w, "aborted");
     if (w->dw) {
-        spp_dw_close(w->dw, 0);
+        prs_dw_close(w->dw, 0);
         w->dw = NULL;
         w->buf = NULL;
     }
@@ -842,19 +842,19 @@ void spp_bt_abort(spp_bt *w, int remove)
         unlink(w->path);
 }
 
-void spp_bt_free(spp_bt *w)
+void prs_bt_free(prs_bt *w)
 {
     if (!w)
         return;
     for (bt_ix *ix = w->ixs, *nx; ix; ix = nx) {
         nx = ix->next;
         free(ix->name);
-        spp_btix_free(ix->x);
+        prs_btix_free(ix->x);
         free(ix);
     }
     if (w->dw)
-        spp_dw_close(w->dw, 0);
-    for (spp_bt_tab *t = w->tabs, *nx; t; t = nx) {
+        prs_dw_close(w->dw, 0);
+    for (prs_bt_tab *t = w->tabs, *nx; t; t = nx) {
         nx = t->next;
         tab_free(t);
     }

@@ -26,7 +26,7 @@
  *
  * `--clock-offset HOST=NS` sets a host's offset (ns its clock is ahead of
  * the reference) instead of estimating it. The offset is applied by the
- * store reader (spp_store.clock_shift = −offset) so that every report and
+ * store reader (prs_store.clock_shift = −offset) so that every report and
  * the merge see aligned times; clock_offsets.csv lists per host the
  * estimate, its bound, the pairs behind it and where it came from.
  *
@@ -45,14 +45,14 @@
 typedef struct iv { int64_t first, last, send, pull; } iv;
 
 struct scan {
-    spp_ids *ids;
+    prs_ids *ids;
     int nh;
     iv *per;           /* per[node * nh + host] */
     int nnodes_cap;
-    spp_args args;
+    prs_args args;
 };
 
-static int host_index(spp_clock *c, const char *name)
+static int host_index(prs_clock *c, const char *name)
 {
     for (int i = 0; i < c->nhosts; i++)
         if (!strcmp(c->hosts[i].name, name))
@@ -88,17 +88,17 @@ static void first_of(int64_t *slot, int64_t t)
         *slot = t;
 }
 
-static int node_of(struct scan *sc, spp_str s)
+static int node_of(struct scan *sc, prs_str s)
 {
     char buf[512];
-    int n = spp_str_copy(s, buf, sizeof buf);
-    return spp_ids_get(sc->ids, buf, n);
+    int n = prs_str_copy(s, buf, sizeof buf);
+    return prs_ids_get(sc->ids, buf, n);
 }
 
 /* Meta clock_synced / clock_maxerror_us (the collector's adjtimex reading):
  * a host is synchronised when all its stores say so; its error is the
  * largest they give. */
-static void read_sync_meta(sqlite3 *db, spp_clock_host *host)
+static void read_sync_meta(sqlite3 *db, prs_clock_host *host)
 {
     sqlite3_stmt *st;
     long long synced = -1, maxerr = -1;
@@ -143,7 +143,7 @@ static int worth_decoding(const char *args, const char *name)
 }
 
 /* Reads the request ids and times of one store's slice table. */
-static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host *host)
+static void scan_store(struct scan *sc, const char *path, int h, prs_clock_host *host)
 {
     sqlite3 *db;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
@@ -163,13 +163,13 @@ static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host 
         const char *name = (const char *)sqlite3_column_text(st, 3);
         if (!args || !worth_decoding(args, name))
             continue;
-        spp_args_decode(&sc->args, args, sqlite3_column_bytes(st, 2));
-        spp_args *a = &sc->args;
+        prs_args_decode(&sc->args, args, sqlite3_column_bytes(st, 2));
+        prs_args *a = &sc->args;
         int64_t end = dur > 0 && dur < INT64_MAX - ts ? ts + dur : ts;
         if (a->type == 3 && a->from.p && a->to.p) {
             int absorbed;
             int from = node_of(sc, a->from), to = node_of(sc, a->to);
-            spp_ids_link(sc->ids, from, to, &absorbed);
+            prs_ids_link(sc->ids, from, to, &absorbed);
             note(sc, from, h, ts, end);
             note(sc, to, h, ts, end);
         } else if (a->rid_kind == 1) {
@@ -187,9 +187,9 @@ static void scan_store(struct scan *sc, const char *path, int h, spp_clock_host 
 /* Folds every id's intervals into its request root's. */
 static void fold_roots(struct scan *sc)
 {
-    int n = spp_ids_count(sc->ids);
+    int n = prs_ids_count(sc->ids);
     for (int node = 0; node < n && node < sc->nnodes_cap; node++) {
-        int root = spp_ids_root(sc->ids, node);
+        int root = prs_ids_root(sc->ids, node);
         if (root == node)
             continue;
         for (int h = 0; h < sc->nh; h++) {
@@ -217,9 +217,9 @@ static void tighten(int64_t *w, int nh, int u, int v, int64_t bound)
 /* The constraints every request seen on two hosts or more gives. */
 static void collect_pairs(struct scan *sc, int64_t *w, long long *pairs, long long *front)
 {
-    int nh = sc->nh, n = spp_ids_count(sc->ids);
+    int nh = sc->nh, n = prs_ids_count(sc->ids);
     for (int node = 0; node < n && node < sc->nnodes_cap; node++) {
-        if (spp_ids_root(sc->ids, node) != node)
+        if (prs_ids_root(sc->ids, node) != node)
             continue;
         iv *v = &sc->per[(size_t)node * (size_t)nh];
         int e = -1, seen = 0;
@@ -281,12 +281,12 @@ static int64_t nearest_zero(int64_t lo, int64_t hi) { return lo > 0 ? lo : hi < 
 /* Hosts whose kernel says their clock is synchronised, within maxerror of
  * true time: two such hosts' offsets differ by at most the sum. Returns
  * how many bounds were added. */
-static int kernel_bounds(spp_clock *c, int64_t *w)
+static int kernel_bounds(prs_clock *c, int64_t *w)
 {
     int nh = c->nhosts, n = 0;
     for (int u = 0; u < nh; u++)
         for (int v = 0; v < nh; v++) {
-            spp_clock_host *a = &c->hosts[u], *b = &c->hosts[v];
+            prs_clock_host *a = &c->hosts[u], *b = &c->hosts[v];
             if (u == v || a->synced != 1 || b->synced != 1 || a->maxerr_ns < 0 || b->maxerr_ns < 0)
                 continue;
             tighten(w, nh, u, v, a->maxerr_ns + b->maxerr_ns);
@@ -297,7 +297,7 @@ static int kernel_bounds(spp_clock *c, int64_t *w)
 }
 
 /* Fixes the hosts named by --clock-offset; returns how many. */
-static int apply_overrides(spp_clock *c, int64_t *w, int ref, const spp_opts *opts)
+static int apply_overrides(prs_clock *c, int64_t *w, int ref, const prs_opts *opts)
 {
     int nh = c->nhosts, n = 0;
     for (int i = 0; i < opts->nclock; i++)
@@ -305,31 +305,31 @@ static int apply_overrides(spp_clock *c, int64_t *w, int ref, const spp_opts *op
             if (strcmp(c->hosts[h].name, opts->clock_hosts[i]) != 0)
                 continue;
             if (h == ref) {
-                spp_log(SPP_WARNING, "--clock-offset %s: '%s' is the reference clock (the front end of most "
+                prs_log(PRS_WARNING, "--clock-offset %s: '%s' is the reference clock (the front end of most "
                         "requests); its offset stays 0", opts->clock_hosts[i], c->hosts[h].name);
                 continue;
             }
             w[ref * nh + h] = opts->clock_ns[i];
             w[h * nh + ref] = -opts->clock_ns[i];
-            c->hosts[h].source = SPP_CLOCK_OVERRIDE;
+            c->hosts[h].source = PRS_CLOCK_OVERRIDE;
             n++;
         }
     return n;
 }
 
-static void solve(spp_clock *c, int64_t *w, long long *pairs, const long long *front, const spp_opts *opts)
+static void solve(prs_clock *c, int64_t *w, long long *pairs, const long long *front, const prs_opts *opts)
 {
     int nh = c->nhosts, ref = 0;
     for (int h = 1; h < nh; h++)
         if (front[h] > front[ref])
             ref = h;
-    c->hosts[ref].source = SPP_CLOCK_REFERENCE;
+    c->hosts[ref].source = PRS_CLOCK_REFERENCE;
     int overrides = apply_overrides(c, w, ref, opts);
     int64_t *plain = malloc((size_t)nh * (size_t)nh * sizeof *plain);
     memcpy(plain, w, (size_t)nh * (size_t)nh * sizeof *w);
     if (kernel_bounds(c, w) && !closure(w, nh)) {
         memcpy(w, plain, (size_t)nh * (size_t)nh * sizeof *w);
-        spp_log(SPP_WARNING, "clocks: the error bounds the hosts' kernels gave (Meta clock_maxerror_us) "
+        prs_log(PRS_WARNING, "clocks: the error bounds the hosts' kernels gave (Meta clock_maxerror_us) "
                 "contradict the records; the records alone are used");
         for (int h = 0; h < nh; h++)
             c->hosts[h].kernel_used = 0;
@@ -341,37 +341,37 @@ static void solve(spp_clock *c, int64_t *w, long long *pairs, const long long *f
             w[i] = i % (nh + 1) == 0 ? 0 : INF;
         apply_overrides(c, w, ref, opts);
         closure(w, nh);
-        spp_log(SPP_WARNING, "clocks: the records' causal pairs contradict each other%s; %s",
+        prs_log(PRS_WARNING, "clocks: the records' causal pairs contradict each other%s; %s",
                 overrides ? " or the --clock-offset values" : " (a request not enclosed by its front end?)",
                 overrides ? "only --clock-offset is applied" : "hosts' clocks are left as recorded");
         memset(pairs, 0, (size_t)nh * sizeof *pairs);
     }
     for (int h = 0; h < nh; h++) {
-        spp_clock_host *hh = &c->hosts[h];
+        prs_clock_host *hh = &c->hosts[h];
         hh->pairs = pairs[h];
         hh->lo = w[h * nh + ref] == INF ? INT64_MIN : -w[h * nh + ref];
         hh->hi = w[ref * nh + h];
     }
     for (int h = 0; h < nh; h++) {
-        spp_clock_host *hh = &c->hosts[h];
+        prs_clock_host *hh = &c->hosts[h];
         if (h == ref || (hh->lo == INT64_MIN && hh->hi == INF))
             continue; /* the reference; a host no request joins to the others: as recorded */
         int64_t lo = w[h * nh + ref] == INF ? INT64_MIN : -w[h * nh + ref], hi = w[ref * nh + h];
         hh->offset = nearest_zero(lo, hi);
-        if (hh->source == SPP_CLOCK_NONE)
-            hh->source = SPP_CLOCK_ESTIMATED;
+        if (hh->source == PRS_CLOCK_NONE)
+            hh->source = PRS_CLOCK_ESTIMATED;
         w[ref * nh + h] = hh->offset;
         w[h * nh + ref] = -hh->offset;
         closure(w, nh);
     }
 }
 
-static void estimate(spp_clock *c, spp_store **stores, int n, const spp_opts *opts)
+static void estimate(prs_clock *c, prs_store **stores, int n, const prs_opts *opts)
 {
     struct scan sc = {0};
-    sc.ids = spp_ids_new();
+    sc.ids = prs_ids_new();
     sc.nh = c->nhosts;
-    spp_args_init(&sc.args);
+    prs_args_init(&sc.args);
     for (int i = 0; i < n; i++)
         scan_store(&sc, stores[i]->path, host_index(c, stores[i]->hostname),
                    &c->hosts[host_index(c, stores[i]->hostname)]);
@@ -387,69 +387,69 @@ static void estimate(spp_clock *c, spp_store **stores, int n, const spp_opts *op
     free(front);
     free(pairs);
     free(sc.per);
-    spp_args_free(&sc.args);
-    spp_ids_free(sc.ids);
+    prs_args_free(&sc.args);
+    prs_ids_free(sc.ids);
 }
 
-int spp_clock_align(spp_clock *c, spp_store **stores, int n, const spp_opts *opts)
+int prs_clock_align(prs_clock *c, prs_store **stores, int n, const prs_opts *opts)
 {
     memset(c, 0, sizeof *c);
     for (int i = 0; i < n; i++) {
         if (host_index(c, stores[i]->hostname) >= 0)
             continue;
         c->hosts = realloc(c->hosts, (size_t)(c->nhosts + 1) * sizeof *c->hosts);
-        spp_clock_host *h = &c->hosts[c->nhosts++];
+        prs_clock_host *h = &c->hosts[c->nhosts++];
         memset(h, 0, sizeof *h);
         h->name = stores[i]->hostname;
         h->synced = -2; /* no store read yet */
     }
     for (int i = 0; i < opts->nclock; i++)
         if (host_index(c, opts->clock_hosts[i]) < 0) {
-            spp_log(SPP_WARNING, "--clock-offset: no store comes from host '%s'; ignored", opts->clock_hosts[i]);
+            prs_log(PRS_WARNING, "--clock-offset: no store comes from host '%s'; ignored", opts->clock_hosts[i]);
         }
     if (c->nhosts < 2)
         return 0;
     estimate(c, stores, n, opts);
     for (int i = 0; i < n; i++) {
-        spp_clock_host *h = &c->hosts[host_index(c, stores[i]->hostname)];
+        prs_clock_host *h = &c->hosts[host_index(c, stores[i]->hostname)];
         stores[i]->clock_shift = -h->offset;
     }
     for (int h = 0; h < c->nhosts; h++)
         if (c->hosts[h].offset)
-            spp_log(SPP_INFO, "clock of host '%s' reads %+.3f ms from the reference; its records are moved by "
+            prs_log(PRS_INFO, "clock of host '%s' reads %+.3f ms from the reference; its records are moved by "
                     "%+.3f ms (clock_offsets.csv)", c->hosts[h].name, (double)c->hosts[h].offset / 1e6,
                     -(double)c->hosts[h].offset / 1e6);
     return 1;
 }
 
-void spp_clock_report(const spp_clock *c, spp_out *out)
+void prs_clock_report(const prs_clock *c, prs_out *out)
 {
     if (c->nhosts < 2)
         return;
-    static const spp_col cols[] = {
+    static const prs_col cols[] = {
         {"hostname", "TEXT"}, {"offset(ms)", "REAL"}, {"lower_bound(ms)", "REAL"}, {"upper_bound(ms)", "REAL"},
         {"pairs", "INTEGER"}, {"source", "TEXT"}, {"clock_synced", "INTEGER"}, {"kernel_max_error(ms)", "REAL"},
         {"kernel_bound_used", "INTEGER"},
     };
     static const char *const sources[] = {"none", "reference", "estimated", "override"};
-    spp_table t;
-    spp_table_init(out, &t, "clock_offsets.csv", "clock_offsets", cols, 9, NULL);
+    prs_table t;
+    prs_table_init(out, &t, "clock_offsets.csv", "clock_offsets", cols, 9, NULL);
     for (int i = 0; i < c->nhosts; i++) {
-        const spp_clock_host *h = &c->hosts[i];
-        int known = h->source != SPP_CLOCK_NONE;
-        spp_val v[9] = {
-            spp_v_text(h->name, -1), spp_v_ns(h->offset),
-            known && h->lo != INT64_MIN ? spp_v_ns(h->lo) : spp_v_null(),
-            known && h->hi != INT64_MAX ? spp_v_ns(h->hi) : spp_v_null(), spp_v_int(h->pairs), spp_v_text(sources[h->source], -1),
-            h->synced >= 0 ? spp_v_int(h->synced) : spp_v_null(),
-            h->maxerr_ns >= 0 ? spp_v_ns(h->maxerr_ns) : spp_v_null(), spp_v_int(h->kernel_used),
+        const prs_clock_host *h = &c->hosts[i];
+        int known = h->source != PRS_CLOCK_NONE;
+        prs_val v[9] = {
+            prs_v_text(h->name, -1), prs_v_ns(h->offset),
+            known && h->lo != INT64_MIN ? prs_v_ns(h->lo) : prs_v_null(),
+            known && h->hi != INT64_MAX ? prs_v_ns(h->hi) : prs_v_null(), prs_v_int(h->pairs), prs_v_text(sources[h->source], -1),
+            h->synced >= 0 ? prs_v_int(h->synced) : prs_v_null(),
+            h->maxerr_ns >= 0 ? prs_v_ns(h->maxerr_ns) : prs_v_null(), prs_v_int(h->kernel_used),
         };
-        spp_table_row(out, &t, v);
+        prs_table_row(out, &t, v);
     }
-    spp_table_close(out, &t);
+    prs_table_close(out, &t);
 }
 
-void spp_clock_free(spp_clock *c)
+void prs_clock_free(prs_clock *c)
 {
     free(c->hosts);
     c->hosts = NULL;

@@ -15,13 +15,13 @@
 #include "table.h"
 
 
-void spp_colmap_fit(spp_colmap *m, const spp_col *cols, int ncols, const char *const *names, int n)
+void prs_colmap_fit(prs_colmap *m, const prs_col *cols, int ncols, const char *const *names, int n)
 {
     if (m->cols == cols && m->ncols == ncols)
         return;
     m->cols = cols;
     m->ncols = ncols;
-    for (int k = 0; k < n && k < SPP_COLMAP_MAX; k++) {
+    for (int k = 0; k < n && k < PRS_COLMAP_MAX; k++) {
         m->idx[k] = -1;
         for (int i = 0; i < ncols; i++)
             if (!strcmp(cols[i].name, names[k]))
@@ -29,16 +29,16 @@ void spp_colmap_fit(spp_colmap *m, const spp_col *cols, int ncols, const char *c
     }
 }
 
-double spp_colmap_num(const spp_val *v, const spp_colmap *m, int k)
+double prs_colmap_num(const prs_val *v, const prs_colmap *m, int k)
 {
     int i = m->idx[k];
     if (i < 0)
         return NAN;
     switch (v[i].kind) {
-    case SPP_INT: return (double)v[i].i;
-    case SPP_REAL:
-    case SPP_MS: return v[i].d;
-    case SPP_TEXT: {
+    case PRS_INT: return (double)v[i].i;
+    case PRS_REAL:
+    case PRS_MS: return v[i].d;
+    case PRS_TEXT: {
         char buf[64];
         int n = v[i].n < 63 ? v[i].n : 63;
         memcpy(buf, v[i].s, (size_t)n);
@@ -51,10 +51,10 @@ double spp_colmap_num(const spp_val *v, const spp_colmap *m, int k)
     }
 }
 
-const char *spp_colmap_text(const spp_val *v, const spp_colmap *m, int k, int *len)
+const char *prs_colmap_text(const prs_val *v, const prs_colmap *m, int k, int *len)
 {
     int i = m->idx[k];
-    if (i < 0 || v[i].kind != SPP_TEXT) {
+    if (i < 0 || v[i].kind != PRS_TEXT) {
         *len = 0;
         return "";
     }

@@ -26,16 +26,16 @@
 typedef struct moment { int64_t bucket; int key; int end; } moment;
 typedef struct key { char *address; int decode; } key;
 
-struct spp_coordcount {
+struct prs_coordcount {
     moment *m;
     long long n, cap;
     key *k;
     int nk;
 };
 
-spp_coordcount *spp_coordcount_new(void) { return calloc(1, sizeof(spp_coordcount)); }
+prs_coordcount *prs_coordcount_new(void) { return calloc(1, sizeof(prs_coordcount)); }
 
-static int key_of(spp_coordcount *c, const char *address, int decode)
+static int key_of(prs_coordcount *c, const char *address, int decode)
 {
     for (int i = 0; i < c->nk; i++)
         if (c->k[i].decode == decode && !strcmp(c->k[i].address, address))
@@ -46,7 +46,7 @@ static int key_of(spp_coordcount *c, const char *address, int decode)
     return c->nk++;
 }
 
-void spp_coordcount_note(spp_coordcount *c, int64_t ts, const char *address, int decode, int end)
+void prs_coordcount_note(prs_coordcount *c, int64_t ts, const char *address, int decode, int end)
 {
     if (!c || !address)
         return;
@@ -61,7 +61,7 @@ void spp_coordcount_note(spp_coordcount *c, int64_t ts, const char *address, int
 /* Keys in address, then node type order (prefill before decode). The
  * comparators take c from qsort_r (glibc's argument order), not from a
  * global: two parses may sort at once. */
-static int by_key(const spp_coordcount *c, int a, int b)
+static int by_key(const prs_coordcount *c, int a, int b)
 {
     const key *x = &c->k[a], *y = &c->k[b];
     int d = strcmp(x->address, y->address);
@@ -79,24 +79,24 @@ static int key_cmp(const void *pa, const void *pb, void *c)
     return by_key(c, *(const int *)pa, *(const int *)pb);
 }
 
-static void row(spp_out *out, spp_table *t, int64_t bucket, const key *k, long long add, long long end,
+static void row(prs_out *out, prs_table *t, int64_t bucket, const key *k, long long add, long long end,
                 long long running)
 {
     char dt[40];
-    spp_fmt_datetime(bucket * BUCKET_NS, dt);
+    prs_fmt_datetime(bucket * BUCKET_NS, dt);
     dt[19] = 0; /* whole seconds, as the reference writes them */
-    spp_val v[6] = {spp_v_text(dt, -1), spp_v_text(k->address, -1), spp_v_text(k->decode ? "decode" : "prefill", -1),
-                    spp_v_int(add), spp_v_int(end), spp_v_int(running)};
-    spp_table_row(out, t, v);
+    prs_val v[6] = {prs_v_text(dt, -1), prs_v_text(k->address, -1), prs_v_text(k->decode ? "decode" : "prefill", -1),
+                    prs_v_int(add), prs_v_int(end), prs_v_int(running)};
+    prs_table_row(out, t, v);
 }
 
-void spp_coordcount_write(spp_coordcount *c, spp_out *out)
+void prs_coordcount_write(prs_coordcount *c, prs_out *out)
 {
-    static const spp_col cols[] = {{"time", "TEXT"}, {"address", "TEXT"}, {"node_type", "TEXT"},
+    static const prs_col cols[] = {{"time", "TEXT"}, {"address", "TEXT"}, {"node_type", "TEXT"},
                                    {"add_count", "INTEGER"}, {"end_count", "INTEGER"},
                                    {"running_count", "INTEGER"}};
-    spp_table t;
-    spp_table_init(out, &t, "coordinator_running.csv", "coordinator_running", cols, 6, NULL);
+    prs_table t;
+    prs_table_init(out, &t, "coordinator_running.csv", "coordinator_running", cols, 6, NULL);
     if (c && c->n) {
         qsort_r(c->m, (size_t)c->n, sizeof *c->m, by_bucket_key, c);
         int *order = malloc((size_t)c->nk * sizeof *order);
@@ -112,7 +112,7 @@ void spp_coordcount_write(spp_coordcount *c, spp_out *out)
             dec[i] = c->k[order[i]].decode;
         }
         if (out->db_conn)
-            spp_dbcompat_coordinator_nodes(out, addr, dec, c->nk);
+            prs_dbcompat_coordinator_nodes(out, addr, dec, c->nk);
         free(addr);
         free(dec);
         int64_t first = c->m[0].bucket, last = c->m[c->n - 1].bucket;
@@ -141,10 +141,10 @@ void spp_coordcount_write(spp_coordcount *c, spp_out *out)
         free(order);
         free(running);
     }
-    spp_table_close(out, &t);
+    prs_table_close(out, &t);
 }
 
-void spp_coordcount_free(spp_coordcount *c)
+void prs_coordcount_free(prs_coordcount *c)
 {
     if (!c)
         return;

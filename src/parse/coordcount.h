@@ -11,14 +11,14 @@
 #include "table.h"
 
 
-typedef struct spp_coordcount spp_coordcount;
+typedef struct prs_coordcount prs_coordcount;
 
-spp_coordcount *spp_coordcount_new(void);
+prs_coordcount *prs_coordcount_new(void);
 /* One moment at ts on address: of its decode (1) or prefill (0) side; a
  * request ending there (1) or starting (0). address is copied. */
-void spp_coordcount_note(spp_coordcount *c, int64_t ts, const char *address, int decode, int end);
+void prs_coordcount_note(prs_coordcount *c, int64_t ts, const char *address, int decode, int end);
 /* Writes the table (and the CSV when there are moments). */
-void spp_coordcount_write(spp_coordcount *c, spp_out *out);
-void spp_coordcount_free(spp_coordcount *c); /* NULL is fine */
+void prs_coordcount_write(prs_coordcount *c, prs_out *out);
+void prs_coordcount_free(prs_coordcount *c); /* NULL is fine */
 
 #endif

@@ -65,7 +65,7 @@ static const struct compat_col {
     {"flow", "track_id", "INTEGER", "tid", "tid"},
 };
 
-static int has_col(const spp_col *cols, int ncols, const char *name)
+static int has_col(const prs_col *cols, int ncols, const char *name)
 {
     for (int i = 0; i < ncols; i++)
         if (sqlite3_stricmp(cols[i].name, name) == 0)
@@ -73,7 +73,7 @@ static int has_col(const spp_col *cols, int ncols, const char *name)
     return 0;
 }
 
-char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols)
+char *prs_dbcompat_columns(const char *table, const prs_col *cols, int ncols)
 {
     sqlite3_str *s = sqlite3_str_new(NULL);
     for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
@@ -84,9 +84,9 @@ char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols)
     return sqlite3_str_finish(s); /* NULL when empty */
 }
 
-void spp_dbcompat_time(int64_t ns, char *buf)
+void prs_dbcompat_time(int64_t ns, char *buf)
 {
-    spp_fmt_datetime_utc(ns, buf, ':');
+    prs_fmt_datetime_utc(ns, buf, ':');
 }
 
 /* The time text of the reference's curve views, from its `timestamp`:
@@ -208,7 +208,7 @@ static void exec_view(sqlite3 *db, const char *sql)
 {
     char *err = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-        spp_log(SPP_WARNING, "profiler.db: a view of the reference's is left out: %s (%.60s...)", err ? err : "?",
+        prs_log(PRS_WARNING, "profiler.db: a view of the reference's is left out: %s (%.60s...)", err ? err : "?",
                 sql);
         sqlite3_free(err);
     }
@@ -219,7 +219,7 @@ static void exec_view(sqlite3 *db, const char *sql)
  * then address, as the reference names and orders them) holding the
  * requests added to it in the bucket. Its columns depend on the instances
  * seen, so its SQL is made from them (coordcount.c hands them over). */
-void spp_dbcompat_coordinator_nodes(spp_out *o, const char *const *address, const int *decode, int n)
+void prs_dbcompat_coordinator_nodes(prs_out *o, const char *const *address, const int *decode, int n)
 {
     sqlite3_free(o->curve_sql);
     o->curve_sql = NULL;
@@ -241,10 +241,10 @@ void spp_dbcompat_coordinator_nodes(spp_out *o, const char *const *address, cons
     o->curve_sql = sqlite3_str_finish(s);
 }
 
-void spp_dbcompat_views(spp_out *o)
+void prs_dbcompat_views(prs_out *o)
 {
     if (!o->db_conn) {
-        spp_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
+        prs_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
         return;
     }
     /* the reference's views of its tables, with its column names. Its
@@ -269,5 +269,5 @@ void spp_dbcompat_views(spp_out *o)
         exec_view(o->db_conn, views[i]);
     if (o->curve_sql)
         exec_view(o->db_conn, o->curve_sql);
-    spp_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
+    prs_dbcompat_coordinator_nodes(o, NULL, NULL, 0);
 }

@@ -14,25 +14,25 @@
  * they come after the stored columns, so the page writer never sees them.
  * A column is left out when the table already has one of that name or
  * lacks the one it is computed from. The caller frees with sqlite3_free. */
-char *spp_dbcompat_columns(const char *table, const spp_col *cols, int ncols);
+char *prs_dbcompat_columns(const char *table, const prs_col *cols, int ncols);
 
 /* The reference's time text, "YYYY-MM-DD HH:MM:SS:ffffff" (a colon before
  * the microseconds, as its parser writes it), in UTC (docs/parse.md says
  * why). buf holds at least 27 bytes. */
-void spp_dbcompat_time(int64_t ns, char *buf);
+void prs_dbcompat_time(int64_t ns, char *buf);
 
 /* The instances of coordinator_running, for the Coordinator_curve view
  * (one column per instance: its columns depend on the data, which the page
  * writer has not stored yet when the views are made). decode[i]: node
- * type decode, else prefill. Kept in o until spp_dbcompat_views (or
- * spp_out_close); n = 0 clears. */
-void spp_dbcompat_coordinator_nodes(spp_out *o, const char *const *address, const int *decode, int n);
+ * type decode, else prefill. Kept in o until prs_dbcompat_views (or
+ * prs_out_close); n = 0 clears. */
+void prs_dbcompat_coordinator_nodes(prs_out *o, const char *const *address, const int *decode, int n);
 
 /* Creates the reference's views (data_table, data_link, batch_info,
  * request_data, forward_info, kvcache_usage, pd_communication_info,
  * pd_split_pull_kvcache, coordinator_info, batch_exec, batch_req and the
  * *_curve views) in profiler.db's schema. Call once every table exists; a
  * view SQLite refuses is one warning, the others are still made. */
-void spp_dbcompat_views(spp_out *o);
+void prs_dbcompat_views(prs_out *o);
 
 #endif

@@ -32,7 +32,7 @@
 #include "stats.h"
 
 /* The indexes dashboards' queries need. btwrite.c builds them as their
- * tables are written (spp_dbout_declare_indexes, from spp_table_init);
+ * tables are written (prs_dbout_declare_indexes, from prs_table_init);
  * their CREATE INDEX texts, run at the end, give sqlite_schema its rows
  * (and SQLite builds any btindex.c could not). */
 static const struct index_def {
@@ -63,7 +63,7 @@ static void index_sql(const struct index_def *d, char *out, size_t cap)
         snprintf(out + n, cap - n, ")");
 }
 
-void spp_dbout_declare_indexes(spp_table *t, struct spp_bt_tab *bt)
+void prs_dbout_declare_indexes(prs_table *t, struct prs_bt_tab *bt)
 {
     for (size_t i = 0; i < NINDEXES; i++) {
         const struct index_def *d = &indexes[i];
@@ -74,12 +74,12 @@ void spp_dbout_declare_indexes(spp_table *t, struct spp_bt_tab *bt)
             for (int c = 0; c < t->ncols; c++)
                 if (strcmp(t->cols[c].name, d->cols[k]) == 0)
                     cols[nkey++] = c;
-        if (nkey == (d->cols[1] ? 2 : 1) && spp_bt_index(bt, d->name, nkey, cols) != 0)
-            spp_log(SPP_DEBUG, "profiler.db: index %s left to SQLite", d->name);
+        if (nkey == (d->cols[1] ? 2 : 1) && prs_bt_index(bt, d->name, nkey, cols) != 0)
+            prs_log(PRS_DEBUG, "profiler.db: index %s left to SQLite", d->name);
     }
 }
 
-static const spp_col cols[] = {
+static const prs_col cols[] = {
     {"timestamp", "TEXT"}, {"avg", "REAL"}, {"p50", "REAL"}, {"p90", "REAL"}, {"p99", "REAL"},
     {"p50_alltime", "REAL"}, {"min_value", "REAL"}, {"max_value", "REAL"},
     {"timestamp(ms)", "INTEGER"}, {"bucket_ms", "INTEGER"}, {"count", "INTEGER"},
@@ -95,16 +95,16 @@ static int cmp_pt(const void *a, const void *b)
 }
 
 /* p: n values (already in the table's unit) and when they were seen. */
-static void bucket_table(spp_model *m, const char *name, pt *p, long long n, int64_t width)
+static void bucket_table(prs_model *m, const char *name, pt *p, long long n, int64_t width)
 {
-    spp_table t;
-    spp_table_init(&m->out, &t, NULL, name, cols, NCOLS, NULL);
+    prs_table t;
+    prs_table_init(&m->out, &t, NULL, name, cols, NCOLS, NULL);
     qsort(p, (size_t)n, sizeof *p, cmp_pt);
     double *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
     for (long long i = 0; i < n; i++)
         vals[i] = p[i].v;
-    spp_sort_values(vals, n);
-    double alltime = spp_percentile(vals, n, 50);
+    prs_sort_values(vals, n);
+    double alltime = prs_percentile(vals, n, 50);
     for (long long i = 0; i < n;) {
         int64_t b = p[i].at / width * width;
         long long k = 0;
@@ -114,20 +114,20 @@ static void bucket_table(spp_model *m, const char *name, pt *p, long long n, int
             sum += p[i].v;
             i++;
         }
-        spp_sort_values(vals, k);
+        prs_sort_values(vals, k);
         char ts[32];
-        spp_dbcompat_time(b, ts);
-        spp_val v[NCOLS] = {spp_v_text(ts, -1), spp_v_real(sum / (double)k), spp_v_real(spp_percentile(vals, k, 50)),
-                            spp_v_real(spp_percentile(vals, k, 90)), spp_v_real(spp_percentile(vals, k, 99)),
-                            spp_v_real(alltime), spp_v_real(vals[0]), spp_v_real(vals[k - 1]),
-                            spp_v_int(b / 1000000), spp_v_int(width / 1000000), spp_v_int(k)};
-        spp_table_row(&m->out, &t, v);
+        prs_dbcompat_time(b, ts);
+        prs_val v[NCOLS] = {prs_v_text(ts, -1), prs_v_real(sum / (double)k), prs_v_real(prs_percentile(vals, k, 50)),
+                            prs_v_real(prs_percentile(vals, k, 90)), prs_v_real(prs_percentile(vals, k, 99)),
+                            prs_v_real(alltime), prs_v_real(vals[0]), prs_v_real(vals[k - 1]),
+                            prs_v_int(b / 1000000), prs_v_int(width / 1000000), prs_v_int(k)};
+        prs_table_row(&m->out, &t, v);
     }
     free(vals);
-    spp_table_close(&m->out, &t);
+    prs_table_close(&m->out, &t);
 }
 
-void spp_dbout_finish(spp_model *m)
+void prs_dbout_finish(prs_model *m)
 {
     if (!m->out.db_conn)
         return;
@@ -145,7 +145,7 @@ void spp_dbout_finish(spp_model *m)
     for (int t = 0; t < 4; t++) {
         long long n = 0;
         for (int i = 0; i < m->nfin; i++) {
-            const spp_reqsum *s = &m->fin[i];
+            const prs_reqsum *s = &m->fin[i];
             double v = NAN;
             int64_t at = -1;
             switch (tabs[t].field) { /* latencies: ms to the reference's µs */
@@ -165,9 +165,9 @@ void spp_dbout_finish(spp_model *m)
         index_sql(&indexes[i], sql, sizeof sql);
         char *err = NULL;
         if (sqlite3_exec(m->out.db_conn, sql, NULL, NULL, &err) != SQLITE_OK) {
-            spp_log(SPP_WARNING, "profiler.db: creating index %s failed: %s", indexes[i].name, err ? err : "?");
+            prs_log(PRS_WARNING, "profiler.db: creating index %s failed: %s", indexes[i].name, err ? err : "?");
             sqlite3_free(err);
         }
     }
-    spp_dbcompat_views(&m->out);
+    prs_dbcompat_views(&m->out);
 }

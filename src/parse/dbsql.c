@@ -16,7 +16,7 @@
  *
  * Failure: the thread's first error is kept (msg, then `failed`); it then
  * drops the blocks still coming, so the caller never waits on a writer
- * that stopped, and spp_dbsql_finish reports it.
+ * that stopped, and prs_dbsql_finish reports it.
  *
  * Ownership: mu guards the queue (head, tail, nq, done); cur belongs to the
  * caller; db, ins and ntab to the thread until it is joined.
@@ -41,7 +41,7 @@ typedef struct block {
 
 enum { MSG_TABLE = 'T', MSG_ROW = 'R', MSG_SQL = 'S' };
 
-struct spp_dbsql {
+struct prs_dbsql {
     pthread_t th;
     int started;
     pthread_mutex_t mu;
@@ -58,7 +58,7 @@ struct spp_dbsql {
     char msg[256];        /* written before failed is set */
 };
 
-static void thread_fail(spp_dbsql *q, const char *what)
+static void thread_fail(prs_dbsql *q, const char *what)
 {
     if (atomic_load(&q->failed))
         return;
@@ -76,7 +76,7 @@ static uint32_t get_u32(const uint8_t **p)
     return v;
 }
 
-static void run_table(spp_dbsql *q, const uint8_t **p)
+static void run_table(prs_dbsql *q, const uint8_t **p)
 {
     uint32_t ls = get_u32(p);
     const char *sql = (const char *)*p;
@@ -114,7 +114,7 @@ static void run_table(spp_dbsql *q, const uint8_t **p)
     q->ntab++;
 }
 
-static void run_row(spp_dbsql *q, const uint8_t **p)
+static void run_row(prs_dbsql *q, const uint8_t **p)
 {
     uint32_t tab = get_u32(p), ncols = get_u32(p);
     sqlite3_stmt *st = tab < (uint32_t)q->ntab ? q->ins[tab] : NULL;
@@ -123,20 +123,20 @@ static void run_row(spp_dbsql *q, const uint8_t **p)
         int64_t iv;
         double d;
         switch (kind) {
-        case SPP_INT:
+        case PRS_INT:
             memcpy(&iv, *p, 8);
             *p += 8;
             if (st)
                 sqlite3_bind_int64(st, (int)i + 1, iv);
             break;
-        case SPP_REAL:
-        case SPP_MS:
+        case PRS_REAL:
+        case PRS_MS:
             memcpy(&d, *p, 8);
             *p += 8;
             if (st)
                 sqlite3_bind_double(st, (int)i + 1, d);
             break;
-        case SPP_TEXT: {
+        case PRS_TEXT: {
             uint32_t n = get_u32(p);
             if (st)
                 sqlite3_bind_text(st, (int)i + 1, (const char *)*p, (int)n, SQLITE_STATIC);
@@ -156,7 +156,7 @@ static void run_row(spp_dbsql *q, const uint8_t **p)
     sqlite3_reset(st);
 }
 
-static void run_block(spp_dbsql *q, const block *b)
+static void run_block(prs_dbsql *q, const block *b)
 {
     const uint8_t *p = b->data, *end = b->data + b->n;
     while (p < end && !atomic_load(&q->failed)) {
@@ -176,7 +176,7 @@ static void run_block(spp_dbsql *q, const block *b)
 
 static void *thread_main(void *arg)
 {
-    spp_dbsql *q = arg;
+    prs_dbsql *q = arg;
     for (;;) {
         pthread_mutex_lock(&q->mu);
         while (!q->head && !q->done)
@@ -201,7 +201,7 @@ static void *thread_main(void *arg)
 
 /* ------------------------------------------------------------ caller */
 
-static void push(spp_dbsql *q)
+static void push(prs_dbsql *q)
 {
     block *b = q->cur;
     q->cur = NULL;
@@ -223,7 +223,7 @@ static void push(spp_dbsql *q)
 
 /* Room for need more bytes in the current block; NULL when out of memory
  * (the writer is then failed). */
-static uint8_t *room(spp_dbsql *q, size_t need)
+static uint8_t *room(prs_dbsql *q, size_t need)
 {
     if (q->cur && q->cur->n + need > q->cur->cap)
         push(q);
@@ -257,9 +257,9 @@ static uint8_t *put_str(uint8_t *p, const char *s, size_t n)
     return p + n + 1;
 }
 
-spp_dbsql *spp_dbsql_open(const char *path, char *why, size_t cap)
+prs_dbsql *prs_dbsql_open(const char *path, char *why, size_t cap)
 {
-    spp_dbsql *q = calloc(1, sizeof *q);
+    prs_dbsql *q = calloc(1, sizeof *q);
     if (!q) {
         snprintf(why, cap, "out of memory");
         return NULL;
@@ -273,19 +273,19 @@ spp_dbsql *spp_dbsql_open(const char *path, char *why, size_t cap)
                             "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY; BEGIN",
                      NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(why, cap, "%s", q->db ? sqlite3_errmsg(q->db) : "cannot open it");
-        spp_dbsql_free(q);
+        prs_dbsql_free(q);
         return NULL;
     }
     if (pthread_create(&q->th, NULL, thread_main, q) != 0) {
         snprintf(why, cap, "cannot start its thread");
-        spp_dbsql_free(q);
+        prs_dbsql_free(q);
         return NULL;
     }
     q->started = 1;
     return q;
 }
 
-int spp_dbsql_table(spp_dbsql *q, const char *create_sql, const char *name, int ncols)
+int prs_dbsql_table(prs_dbsql *q, const char *create_sql, const char *name, int ncols)
 {
     size_t ls = strlen(create_sql), ln = strlen(name);
     uint8_t *p = room(q, 1 + 4 + ls + 1 + 4 + ln + 1 + 4);
@@ -300,11 +300,11 @@ int spp_dbsql_table(spp_dbsql *q, const char *create_sql, const char *name, int 
     return q->ntables++;
 }
 
-void spp_dbsql_row(spp_dbsql *q, int tab, const spp_val *v, int ncols)
+void prs_dbsql_row(prs_dbsql *q, int tab, const prs_val *v, int ncols)
 {
     size_t need = 1 + 8;
     for (int i = 0; i < ncols; i++)
-        need += 1 + (v[i].kind == SPP_TEXT ? 4 + (size_t)v[i].n : 8);
+        need += 1 + (v[i].kind == PRS_TEXT ? 4 + (size_t)v[i].n : 8);
     if (atomic_load(&q->failed))
         return;
     uint8_t *p = room(q, need);
@@ -317,10 +317,10 @@ void spp_dbsql_row(spp_dbsql *q, int tab, const spp_val *v, int ncols)
     for (int i = 0; i < ncols; i++) {
         *p++ = (uint8_t)v[i].kind;
         switch (v[i].kind) {
-        case SPP_INT: memcpy(p, &v[i].i, 8); p += 8; break;
-        case SPP_REAL:
-        case SPP_MS: memcpy(p, &v[i].d, 8); p += 8; break;
-        case SPP_TEXT:
+        case PRS_INT: memcpy(p, &v[i].i, 8); p += 8; break;
+        case PRS_REAL:
+        case PRS_MS: memcpy(p, &v[i].d, 8); p += 8; break;
+        case PRS_TEXT:
             p = put_u32(p, (uint32_t)v[i].n);
             memcpy(p, v[i].s, (size_t)v[i].n);
             p += v[i].n;
@@ -331,7 +331,7 @@ void spp_dbsql_row(spp_dbsql *q, int tab, const spp_val *v, int ncols)
     q->cur->n += (size_t)(p - s);
 }
 
-int spp_dbsql_finish(spp_dbsql *q, char **sql, int n, char *why, size_t cap)
+int prs_dbsql_finish(prs_dbsql *q, char **sql, int n, char *why, size_t cap)
 {
     for (int i = 0; i < n; i++) {
         size_t l = strlen(sql[i]);
@@ -365,9 +365,9 @@ int spp_dbsql_finish(spp_dbsql *q, char **sql, int n, char *why, size_t cap)
     return 0;
 }
 
-const char *spp_dbsql_error(spp_dbsql *q) { return atomic_load(&q->failed) ? q->msg : ""; }
+const char *prs_dbsql_error(prs_dbsql *q) { return atomic_load(&q->failed) ? q->msg : ""; }
 
-void spp_dbsql_free(spp_dbsql *q)
+void prs_dbsql_free(prs_dbsql *q)
 {
     if (!q)
         return;
@@ -392,7 +392,7 @@ void spp_dbsql_free(spp_dbsql *q)
     free(q);
 }
 
-int spp_db_writer_is_sqlite(void)
+int prs_db_writer_is_sqlite(void)
 {
     const char *e = getenv("SERVPROF_PARSE_DB_WRITER");
     return e && strcmp(e, "sqlite") == 0;

@@ -29,13 +29,13 @@ static int push(char ***v, int *n, const char *s)
     return 0;
 }
 
-static void walk(const char *dir, spp_paths *out, int depth)
+static void walk(const char *dir, prs_paths *out, int depth)
 {
     if (depth > 64)
         return;
     DIR *d = opendir(dir);
     if (!d) {
-        spp_log(SPP_WARNING, "cannot read folder %s (%s); skipped", dir, strerror(errno));
+        prs_log(PRS_WARNING, "cannot read folder %s (%s); skipped", dir, strerror(errno));
         return;
     }
     struct dirent *e;
@@ -68,12 +68,12 @@ static int cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int spp_discover(const char *dir, spp_paths *out)
+int prs_discover(const char *dir, prs_paths *out)
 {
     memset(out, 0, sizeof *out);
     struct stat st;
     if (stat(dir, &st) != 0) {
-        spp_log(SPP_ERROR, "input path %s: %s", dir, strerror(errno));
+        prs_log(PRS_ERROR, "input path %s: %s", dir, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -96,7 +96,7 @@ int spp_discover(const char *dir, spp_paths *out)
     return 0;
 }
 
-void spp_paths_free(spp_paths *p)
+void prs_paths_free(prs_paths *p)
 {
     for (int i = 0; i < p->nraw; i++)
         free(p->raw[i]);

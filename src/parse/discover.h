@@ -6,16 +6,16 @@
 #ifndef SERVPROF_PARSE_DISCOVER_H
 #define SERVPROF_PARSE_DISCOVER_H
 
-typedef struct spp_paths {
+typedef struct prs_paths {
     char **raw;       /* ms_service_*.db, sorted */
     int nraw;
     char **activity;  /* ascend_service_profiler_*.db, sorted */
     int nactivity;
     char **torch;     /* torch_prof_*.json (acl_task_time 3, torch_trace.c), sorted */
     int ntorch;
-} spp_paths;
+} prs_paths;
 /* Walks dir recursively. Returns 0, or -1 when dir cannot be read (message printed). */
-int spp_discover(const char *dir, spp_paths *out);
-void spp_paths_free(spp_paths *p);
+int prs_discover(const char *dir, prs_paths *out);
+void prs_paths_free(prs_paths *p);
 
 #endif

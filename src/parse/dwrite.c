@@ -17,7 +17,7 @@
  * futex wake, tens of microseconds on a VM: big buffers, few wakes.
  *
  * Alignment: every buffer but the last is handed over full (a multiple of
- * SPP_DW_ALIGN), so all offsets stay aligned; the last one's unaligned tail is written after
+ * PRS_DW_ALIGN), so all offsets stay aligned; the last one's unaligned tail is written after
  * turning O_DIRECT off. A filesystem that refuses O_DIRECT (EINVAL at
  * open or at the first write) gets ordinary writes, as does everyone with
  * SERVPROF_PARSE_DIRECT_IO=0 in the environment. No thread (creation
@@ -25,16 +25,16 @@
  *
  * Errors: the first failed write's errno is kept; later buffers are
  * dropped (the file is incomplete either way), so the caller never blocks
- * on a failed disk; spp_dw_close() returns that errno.
+ * on a failed disk; prs_dw_close() returns that errno.
  *
  * Staging (nothing lost, nothing half-written under a final name): while a
- * parse writes its outputs (spp_dw_stage_begin() .. _commit()), every file
- * opened by spp_dw_open() or spp_dw_fopen() is written as NAME.partial; a
+ * parse writes its outputs (prs_dw_stage_begin() .. _commit()), every file
+ * opened by prs_dw_open() or prs_dw_fopen() is written as NAME.partial; a
  * clean close queues its rename, a failed one removes it. The commit
  * renames them all at the end of the parse, so a parse killed at any point
  * leaves the previous run's reports as they were (and *.partial files),
  * never a truncated file under a report's name. The queue is the parse's
- * (spp_out's stage), used by one thread. An output name that is a symlink
+ * (prs_out's stage), used by one thread. An output name that is a symlink
  * is followed (its target is replaced, the link stays); one that exists
  * and is not a regular file (a FIFO, /dev/null) is written in place,
  * unstaged: a rename would replace the node (sp_output_target).
@@ -56,7 +56,7 @@
 
 #define NBUF 3
 
-struct spp_dw {
+struct prs_dw {
     int fd;
     size_t cap;            /* bytes per buffer */
     int direct;            /* O_DIRECT is on (writer side) */
@@ -77,13 +77,13 @@ struct spp_dw {
     /* Caller only: */
     int cur;               /* the buffer being filled */
     char *tmp, *final;     /* staged: written as tmp, renamed to final at the commit */
-    spp_dw_stage *stage;   /* the queue of that rename */
+    prs_dw_stage *stage;   /* the queue of that rename */
     /* Writer only (the caller in unthreaded mode): */
     off_t off;
     int stream;            /* not a regular file (a FIFO, a device): write(), not pwrite() */
 };
 
-static void direct_off(spp_dw *w)
+static void direct_off(prs_dw *w)
 {
     int fl = fcntl(w->fd, F_GETFL);
     if (fl >= 0)
@@ -92,15 +92,15 @@ static void direct_off(spp_dw *w)
 }
 
 /* Writes n bytes at the file's end; the errno on failure, else 0. */
-static int write_all(spp_dw *w, const char *p, size_t n)
+static int write_all(prs_dw *w, const char *p, size_t n)
 {
     while (n) {
         size_t chunk = n;
-        if (w->direct && n % SPP_DW_ALIGN) {
-            if (n < SPP_DW_ALIGN)
+        if (w->direct && n % PRS_DW_ALIGN) {
+            if (n < PRS_DW_ALIGN)
                 direct_off(w); /* the unaligned tail of the last buffer */
             else
-                chunk = n - n % SPP_DW_ALIGN;
+                chunk = n - n % PRS_DW_ALIGN;
         }
         ssize_t k = w->stream ? write(w->fd, p, chunk) : pwrite(w->fd, p, chunk, w->off);
         if (k < 0 && errno == EINTR)
@@ -120,7 +120,7 @@ static int write_all(spp_dw *w, const char *p, size_t n)
 
 static void *writer(void *arg)
 {
-    spp_dw *w = arg;
+    prs_dw *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->qn && !w->closing)
@@ -158,7 +158,7 @@ static char *alloc_buf(size_t cap)
 {
     const size_t huge = 2u << 20;
     if (cap % huge)
-        return aligned_alloc(SPP_DW_ALIGN, cap);
+        return aligned_alloc(PRS_DW_ALIGN, cap);
     char *b = aligned_alloc(huge, cap);
 #ifdef MADV_HUGEPAGE
     if (b)
@@ -168,15 +168,15 @@ static char *alloc_buf(size_t cap)
 }
 
 /* ---------------------------------------------------------- staging */
-typedef struct spp_dw_staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
+typedef struct prs_dw_staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
 
-void spp_dw_stage_begin(spp_dw_stage *s)
+void prs_dw_stage_begin(prs_dw_stage *s)
 {
-    spp_dw_stage_discard(s);
+    prs_dw_stage_discard(s);
     s->on = 1;
 }
 
-int spp_dw_remove(const char *path)
+int prs_dw_remove(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
@@ -184,13 +184,13 @@ int spp_dw_remove(const char *path)
     return unlink(path);
 }
 
-void spp_dw_stage_add(spp_dw_stage *s, const char *tmp, const char *final)
+void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
 {
     if (!s || !s->on) { /* no parse is staging its outputs: done at once */
         if (!tmp)
-            spp_dw_remove(final);
+            prs_dw_remove(final);
         else if (rename(tmp, final) != 0)
-            spp_log(SPP_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+            prs_log(PRS_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         return;
     }
     if (s->n == s->cap) {
@@ -202,7 +202,7 @@ void spp_dw_stage_add(spp_dw_stage *s, const char *tmp, const char *final)
     s->n++;
 }
 
-static void stage_end(spp_dw_stage *s)
+static void stage_end(prs_dw_stage *s)
 {
     for (int i = 0; i < s->n; i++) {
         free(s->q[i].tmp);
@@ -214,16 +214,16 @@ static void stage_end(spp_dw_stage *s)
     s->on = 0;
 }
 
-int spp_dw_stage_commit(spp_dw_stage *s)
+int prs_dw_stage_commit(prs_dw_stage *s)
 {
     int failed = 0;
     for (int i = 0; i < s->n; i++) {
         staged *q = &s->q[i];
         if (!q->tmp) {
-            if (spp_dw_remove(q->final) == 0)
-                spp_log(SPP_INFO, "removed %s of an earlier run", q->final);
+            if (prs_dw_remove(q->final) == 0)
+                prs_log(PRS_INFO, "removed %s of an earlier run", q->final);
         } else if (rename(q->tmp, q->final) != 0) {
-            spp_log(SPP_ERROR, "cannot rename %s to %s: %s; that output is left under the first name", q->tmp,
+            prs_log(PRS_ERROR, "cannot rename %s to %s: %s; that output is left under the first name", q->tmp,
                     q->final, strerror(errno));
             failed = 1;
         }
@@ -232,7 +232,7 @@ int spp_dw_stage_commit(spp_dw_stage *s)
     return failed ? -1 : 0;
 }
 
-void spp_dw_stage_discard(spp_dw_stage *s)
+void prs_dw_stage_discard(prs_dw_stage *s)
 {
     for (int i = 0; i < s->n; i++)
         if (s->q[i].tmp)
@@ -240,9 +240,9 @@ void spp_dw_stage_discard(spp_dw_stage *s)
     stage_end(s);
 }
 
-static spp_dw *open_file(const char *path, size_t cap);
+static prs_dw *open_file(const char *path, size_t cap);
 
-spp_dw *spp_dw_open(spp_dw_stage *stage, const char *path, size_t cap)
+prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
 {
     if (!stage || !stage->on)
         return open_file(path, cap);
@@ -254,14 +254,14 @@ spp_dw *spp_dw_open(spp_dw_stage *stage, const char *path, size_t cap)
     }
     if (how == SP_OUT_IN_PLACE) /* a FIFO, a device: written as it is */
         return open_file(target, cap);
-    size_t n = strlen(target) + sizeof SPP_DW_PARTIAL;
+    size_t n = strlen(target) + sizeof PRS_DW_PARTIAL;
     char *tmp = malloc(n);
     if (!tmp) {
         errno = ENOMEM;
         return NULL;
     }
-    snprintf(tmp, n, "%s" SPP_DW_PARTIAL, target);
-    spp_dw *w = open_file(tmp, cap);
+    snprintf(tmp, n, "%s" PRS_DW_PARTIAL, target);
+    prs_dw *w = open_file(tmp, cap);
     if (!w) {
         int e = errno;
         free(tmp);
@@ -274,9 +274,9 @@ spp_dw *spp_dw_open(spp_dw_stage *stage, const char *path, size_t cap)
     return w;
 }
 
-spp_dw *spp_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap); }
+prs_dw *prs_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap); }
 
-static spp_dw *open_file(const char *path, size_t cap)
+static prs_dw *open_file(const char *path, size_t cap)
 {
     struct stat st; /* O_DIRECT on a FIFO is a "packet" pipe: files only */
     int direct = direct_wanted() && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode));
@@ -287,7 +287,7 @@ static spp_dw *open_file(const char *path, size_t cap)
     }
     if (fd < 0)
         return NULL;
-    spp_dw *w = calloc(1, sizeof *w);
+    prs_dw *w = calloc(1, sizeof *w);
     if (!w) {
         close(fd);
         errno = ENOMEM;
@@ -318,10 +318,10 @@ static spp_dw *open_file(const char *path, size_t cap)
     return w;
 }
 
-char *spp_dw_buf(spp_dw *w) { return w->buf[w->cur]; }
+char *prs_dw_buf(prs_dw *w) { return w->buf[w->cur]; }
 
 /* Queues the current buffer with n bytes and takes a spare one. */
-static void hand_over(spp_dw *w, size_t n)
+static void hand_over(prs_dw *w, size_t n)
 {
     if (!w->threaded) {
         int e = w->err ? 0 : write_all(w, w->buf[w->cur], n);
@@ -341,13 +341,13 @@ static void hand_over(spp_dw *w, size_t n)
     pthread_mutex_unlock(&w->mu);
 }
 
-char *spp_dw_submit(spp_dw *w)
+char *prs_dw_submit(prs_dw *w)
 {
     hand_over(w, w->cap);
     return w->buf[w->cur];
 }
 
-int spp_dw_error(spp_dw *w)
+int prs_dw_error(prs_dw *w)
 {
     if (!w->threaded)
         return w->err;
@@ -357,7 +357,7 @@ int spp_dw_error(spp_dw *w)
     return e;
 }
 
-int spp_dw_close(spp_dw *w, size_t n)
+int prs_dw_close(prs_dw *w, size_t n)
 {
     if (n)
         hand_over(w, n);
@@ -380,7 +380,7 @@ int spp_dw_close(spp_dw *w, size_t n)
         if (e)
             unlink(w->tmp); /* half a file is no output */
         else
-            spp_dw_stage_add(w->stage, w->tmp, w->final);
+            prs_dw_stage_add(w->stage, w->tmp, w->final);
     }
     free(w->tmp);
     free(w->final);
@@ -388,9 +388,9 @@ int spp_dw_close(spp_dw *w, size_t n)
     return e;
 }
 
-/* spp_dw_fopen: the cookie is the writer and the fill of its buffer. */
+/* prs_dw_fopen: the cookie is the writer and the fill of its buffer. */
 #define CSV_BUF (256u << 10)
-typedef struct dw_cookie { spp_dw *w; char *b; size_t n; } dw_cookie;
+typedef struct dw_cookie { prs_dw *w; char *b; size_t n; } dw_cookie;
 
 static ssize_t cookie_write(void *c, const char *p, size_t n)
 {
@@ -403,7 +403,7 @@ static ssize_t cookie_write(void *c, const char *p, size_t n)
         p += take;
         left -= take;
         if (k->n == CSV_BUF) {
-            k->b = spp_dw_submit(k->w);
+            k->b = prs_dw_submit(k->w);
             k->n = 0;
         }
     }
@@ -413,7 +413,7 @@ static ssize_t cookie_write(void *c, const char *p, size_t n)
 static int cookie_close(void *c)
 {
     dw_cookie *k = c;
-    int e = spp_dw_close(k->w, k->n);
+    int e = prs_dw_close(k->w, k->n);
     free(k);
     if (e) {
         errno = e;
@@ -422,25 +422,25 @@ static int cookie_close(void *c)
     return 0;
 }
 
-FILE *spp_dw_fopen(spp_dw_stage *stage, const char *path)
+FILE *prs_dw_fopen(prs_dw_stage *stage, const char *path)
 {
     dw_cookie *k = calloc(1, sizeof *k);
     if (!k) {
         errno = ENOMEM;
         return NULL;
     }
-    k->w = spp_dw_open(stage, path, CSV_BUF);
+    k->w = prs_dw_open(stage, path, CSV_BUF);
     if (!k->w) {
         int e = errno;
         free(k);
         errno = e;
         return NULL;
     }
-    k->b = spp_dw_buf(k->w);
+    k->b = prs_dw_buf(k->w);
     cookie_io_functions_t io = {.read = NULL, .write = cookie_write, .seek = NULL, .close = cookie_close};
     FILE *f = fopencookie(k, "w", io);
     if (!f) {
-        spp_dw_close(k->w, 0);
+        prs_dw_close(k->w, 0);
         free(k);
         errno = ENOMEM;
     }

@@ -4,7 +4,7 @@
  *
  * Datetimes are "YYYY-MM-DD HH:MM:SS.ffffff" in the local time zone of the
  * machine that parses (TZ applies); profiler.db's reference-style texts are
- * in UTC (spp_fmt_datetime_utc, for dbcompat.c). localtime_r is costly per row, so the
+ * in UTC (prs_fmt_datetime_utc, for dbcompat.c). localtime_r is costly per row, so the
  * formatted second is cached and only the microseconds change between rows
  * of the same second.
  */
@@ -51,13 +51,13 @@ static void fmt_cached(int64_t ns, char *buf, dt_cache *c, int utc, char us_sep)
 
 /* The caches below are the thread's: the text of one second, the same
  * whoever asks, so parses (or writer threads) never share one. */
-void spp_fmt_datetime(int64_t ns, char *buf)
+void prs_fmt_datetime(int64_t ns, char *buf)
 {
     static _Thread_local dt_cache local = {(time_t)-1, ""};
     fmt_cached(ns, buf, &local, 0, '.');
 }
 
-void spp_fmt_datetime_utc(int64_t ns, char *buf, char us_sep)
+void prs_fmt_datetime_utc(int64_t ns, char *buf, char us_sep)
 {
     static _Thread_local dt_cache utc = {(time_t)-1, ""};
     fmt_cached(ns, buf, &utc, 1, us_sep);
@@ -108,7 +108,7 @@ static int formula_like(const char *s, int n)
     }
 }
 
-void spp_csv_field(FILE *f, const char *s, int n)
+void prs_csv_field(FILE *f, const char *s, int n)
 {
     if (__builtin_expect(n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
                                    s[0] == '\r'), 0) && formula_like(s, n)) {
@@ -138,7 +138,7 @@ void spp_csv_field(FILE *f, const char *s, int n)
     putc_unlocked('"', f);
 }
 
-void spp_put_int(FILE *f, long long v)
+void prs_put_int(FILE *f, long long v)
 {
     char buf[24];
     int i = 24;
@@ -155,7 +155,7 @@ void spp_put_int(FILE *f, long long v)
         putc_unlocked(buf[i++], f);
 }
 
-int spp_utf8_len(const char *sp, const char *ep)
+int prs_utf8_len(const char *sp, const char *ep)
 {
     const unsigned char *p = (const unsigned char *)sp, *e = (const unsigned char *)ep;
     unsigned c = p[0];
@@ -189,7 +189,7 @@ int spp_utf8_len(const char *sp, const char *ep)
  * round(|d| * 10^(5 - X)): the product is within a few ulps of the exact
  * value, so the rounding is certain unless it lies near a tie (then printf
  * decides, as it does for what is outside this range). */
-int spp_fmt_g6(double d, char *buf)
+int prs_fmt_g6(double d, char *buf)
 {
     static const double p10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}; /* exact */
     double a = fabs(d);

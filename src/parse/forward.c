@@ -17,20 +17,20 @@
 enum { F_NAME, F_REL, F_START_DT, F_END_DT, F_DUR, F_BUBBLE, F_SIZE, F_TYPE, F_ITER, F_DP, F_PROF,
        F_HOST, F_START, F_END, F_N };
 
-static const spp_col cols[F_N] = {
+static const prs_col cols[F_N] = {
     {"name", "TEXT"}, {"relative_start_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
     {"end_datetime", "TEXT"}, {"during_time(ms)", "REAL"}, {"bubble_time(ms)", "REAL"},
     {"batch_size", "INTEGER"}, {"batch_type", "TEXT"}, {"forward_iter", "INTEGER"}, {"dp_rank", "INTEGER"},
     {"prof_id", "TEXT"}, {"hostname", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
 };
 
-void spp_forward_init(spp_model *m)
+void prs_forward_init(prs_model *m)
 {
-    spp_table_init(&m->out, &m->t_forward, "forward.csv", "forward", cols, F_N,
+    prs_table_init(&m->out, &m->t_forward, "forward.csv", "forward", cols, F_N,
                    "no forward records (domain ModelExecute: forward) were found");
 }
 
-static int64_t host_first(spp_model *m, const char *host, int64_t ts)
+static int64_t host_first(prs_model *m, const char *host, int64_t ts)
 {
     for (int i = 0; i < m->nfwd_hosts; i++)
         if (!strcmp(m->fwd_hosts[i], host))
@@ -43,71 +43,71 @@ static int64_t host_first(spp_model *m, const char *host, int64_t ts)
     return ts;
 }
 
-static void release(spp_model *m, spp_store_state *st, int64_t next_start)
+static void release(prs_model *m, prs_store_state *st, int64_t next_start)
 {
-    spp_pending *p = st->fwd_held;
+    prs_pending *p = st->fwd_held;
     if (!p)
         return;
     if (next_start >= 0)
-        p->vals[F_BUBBLE] = spp_v_ns(next_start - p->end);
-    spp_table_row(&m->out, &m->t_forward, p->vals);
-    spp_pending_free(p);
+        p->vals[F_BUBBLE] = prs_v_ns(next_start - p->end);
+    prs_table_row(&m->out, &m->t_forward, p->vals);
+    prs_pending_free(p);
     st->fwd_held = NULL;
 }
 
-void spp_forward_record(spp_model *m, const spp_rec *r)
+void prs_forward_record(prs_model *m, const prs_rec *r)
 {
-    const spp_args *a = &m->args;
-    spp_store_state *st = &m->st[r->store->index];
+    const prs_args *a = &m->args;
+    prs_store_state *st = &m->st[r->store->index];
     release(m, st, r->ts);
-    spp_val v[F_N];
+    prs_val v[F_N];
     for (int i = 0; i < F_N; i++)
-        v[i] = spp_v_null();
+        v[i] = prs_v_null();
     char sdt[40], edt[40], type_buf[64];
-    spp_fmt_datetime(r->ts, sdt);
-    spp_fmt_datetime(r->ts + r->dur, edt);
+    prs_fmt_datetime(r->ts, sdt);
+    prs_fmt_datetime(r->ts + r->dur, edt);
     int64_t first = host_first(m, r->store->hostname, r->ts);
-    v[F_NAME] = spp_v_text(r->name, -1);
-    v[F_REL] = spp_v_ns(r->ts - first);
-    v[F_START_DT] = spp_v_text(sdt, -1);
-    v[F_END_DT] = spp_v_text(edt, -1);
-    v[F_DUR] = spp_v_ns(r->dur);
+    v[F_NAME] = prs_v_text(r->name, -1);
+    v[F_REL] = prs_v_ns(r->ts - first);
+    v[F_START_DT] = prs_v_text(sdt, -1);
+    v[F_END_DT] = prs_v_text(edt, -1);
+    v[F_DUR] = prs_v_ns(r->dur);
     if (a->rid_kind)
-        v[F_SIZE] = spp_v_int(m->nroots);
+        v[F_SIZE] = prs_v_int(m->nroots);
     else if (!isnan(a->batch_size))
-        v[F_SIZE] = spp_v_int(llround(a->batch_size));
+        v[F_SIZE] = prs_v_int(llround(a->batch_size));
     if (a->batch_type.p) {
-        spp_str_copy(a->batch_type, type_buf, sizeof type_buf);
-        v[F_TYPE] = spp_v_text(type_buf, -1);
+        prs_str_copy(a->batch_type, type_buf, sizeof type_buf);
+        v[F_TYPE] = prs_v_text(type_buf, -1);
     } else if (a->rid_kind == 2 && a->nrids) {
         /* From the entries when each says what it is; else from the schedule
          * step this forward runs (same requests); else unknown: a missing
          * iter is never taken for a decode. */
         int pre = 0, dec = 0, told = 1;
         for (int i = 0; i < a->nrids && told; i++) {
-            const spp_rident *e = &a->rids[i];
+            const prs_rident *e = &a->rids[i];
             told = e->type >= 0 || e->iter >= 0;
             int is_pre = e->type >= 0 ? e->type == 0 : e->iter == 0;
             pre += is_pre;
             dec += !is_pre;
         }
-        const char *step = told ? NULL : spp_batch_step_type(m);
+        const char *step = told ? NULL : prs_batch_step_type(m);
         if (told)
-            v[F_TYPE] = spp_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
+            v[F_TYPE] = prs_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
         else if (step)
-            v[F_TYPE] = spp_v_text(step, -1);
+            v[F_TYPE] = prs_v_text(step, -1);
     }
-    v[F_ITER] = spp_v_int(++st->fwd_iter);
-    v[F_DP] = r->store->dp_rank >= 0 ? spp_v_int(r->store->dp_rank) : spp_v_null();
-    v[F_PROF] = spp_v_text(r->store->prof_id, -1);
-    v[F_HOST] = spp_v_text(r->store->hostname, -1);
-    v[F_START] = spp_v_ns(r->ts);
-    v[F_END] = spp_v_ns(r->ts + r->dur);
-    st->fwd_held = spp_pending_new(v, F_N);
+    v[F_ITER] = prs_v_int(++st->fwd_iter);
+    v[F_DP] = r->store->dp_rank >= 0 ? prs_v_int(r->store->dp_rank) : prs_v_null();
+    v[F_PROF] = prs_v_text(r->store->prof_id, -1);
+    v[F_HOST] = prs_v_text(r->store->hostname, -1);
+    v[F_START] = prs_v_ns(r->ts);
+    v[F_END] = prs_v_ns(r->ts + r->dur);
+    st->fwd_held = prs_pending_new(v, F_N);
     st->fwd_held->end = r->ts + r->dur;
 }
 
-void spp_forward_finish(spp_model *m)
+void prs_forward_finish(prs_model *m)
 {
     for (int i = 0; i < m->nstores; i++)
         release(m, &m->st[i], -1);

@@ -31,7 +31,7 @@ typedef struct node {
     void *data;
 } node;
 
-struct spp_ids {
+struct prs_ids {
     node *nodes;
     int n, cap;
     int *slots;   /* node index + 1; 0 empty */
@@ -60,15 +60,15 @@ static unsigned hash(const char *s, int n)
     return (unsigned)(h ^ h >> 33);
 }
 
-spp_ids *spp_ids_new(void)
+prs_ids *prs_ids_new(void)
 {
-    spp_ids *ids = calloc(1, sizeof *ids);
+    prs_ids *ids = calloc(1, sizeof *ids);
     ids->nslots = 1024;
     ids->slots = calloc(ids->nslots, sizeof *ids->slots);
     return ids;
 }
 
-void spp_ids_free(spp_ids *ids)
+void prs_ids_free(prs_ids *ids)
 {
     if (!ids)
         return;
@@ -78,7 +78,7 @@ void spp_ids_free(spp_ids *ids)
     free(ids);
 }
 
-static void grow(spp_ids *ids)
+static void grow(prs_ids *ids)
 {
     unsigned ns = ids->nslots * 2;
     int *slots = calloc(ns, sizeof *slots);
@@ -94,7 +94,7 @@ static void grow(spp_ids *ids)
     ids->nslots = ns;
 }
 
-static int lookup(spp_ids *ids, const char *s, int n, int create)
+static int lookup(prs_ids *ids, const char *s, int n, int create)
 {
     unsigned h = hash(s, n) & (ids->nslots - 1);
     while (ids->slots[h]) {
@@ -125,29 +125,29 @@ static int lookup(spp_ids *ids, const char *s, int n, int create)
     return i;
 }
 
-int spp_ids_get(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
-int spp_ids_find(spp_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
+int prs_ids_get(prs_ids *ids, const char *s, int n) { return lookup(ids, s, n, 1); }
+int prs_ids_find(prs_ids *ids, const char *s, int n) { return lookup(ids, s, n, 0); }
 
 /* An id as the args text holds it: unescaped whole (no length cut, so two
  * long ids never merge); the text is never longer unescaped. */
-static int lookup_str(spp_ids *ids, spp_str s, int create)
+static int lookup_str(prs_ids *ids, prs_str s, int create)
 {
     if (!s.esc)
         return lookup(ids, s.p, s.n, create);
     char small[512], *buf = s.n < (int)sizeof small ? small : malloc((size_t)s.n + 1);
     if (!buf)
         return -1;
-    int n = spp_str_copy(s, buf, s.n + 1);
+    int n = prs_str_copy(s, buf, s.n + 1);
     int found = lookup(ids, buf, n, create);
     if (buf != small)
         free(buf);
     return found;
 }
 
-int spp_ids_get_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 1); }
-int spp_ids_find_str(spp_ids *ids, spp_str s) { return lookup_str(ids, s, 0); }
+int prs_ids_get_str(prs_ids *ids, prs_str s) { return lookup_str(ids, s, 1); }
+int prs_ids_find_str(prs_ids *ids, prs_str s) { return lookup_str(ids, s, 0); }
 
-int spp_ids_root(spp_ids *ids, int i)
+int prs_ids_root(prs_ids *ids, int i)
 {
     while (ids->nodes[i].parent != i) {
         ids->nodes[i].parent = ids->nodes[ids->nodes[i].parent].parent; /* path halving */
@@ -156,9 +156,9 @@ int spp_ids_root(spp_ids *ids, int i)
     return i;
 }
 
-int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
+int prs_ids_link(prs_ids *ids, int from, int to, int *absorbed)
 {
-    int rf = spp_ids_root(ids, from), rt = spp_ids_root(ids, to);
+    int rf = prs_ids_root(ids, from), rt = prs_ids_root(ids, to);
     *absorbed = -1;
     if (rf == rt)
         return rt;
@@ -167,8 +167,8 @@ int spp_ids_link(spp_ids *ids, int from, int to, int *absorbed)
     return rf;
 }
 
-const char *spp_ids_name(spp_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }
-int spp_ids_name_len(spp_ids *ids, int i) { return ids->nodes[i].len; }
-void *spp_ids_data(spp_ids *ids, int root) { return ids->nodes[root].data; }
-void spp_ids_set_data(spp_ids *ids, int root, void *d) { ids->nodes[root].data = d; }
-int spp_ids_count(spp_ids *ids) { return ids->n; }
+const char *prs_ids_name(prs_ids *ids, int i) { return ids->arena + ids->nodes[i].name; }
+int prs_ids_name_len(prs_ids *ids, int i) { return ids->nodes[i].len; }
+void *prs_ids_data(prs_ids *ids, int root) { return ids->nodes[root].data; }
+void prs_ids_set_data(prs_ids *ids, int root, void *d) { ids->nodes[root].data = d; }
+int prs_ids_count(prs_ids *ids) { return ids->n; }

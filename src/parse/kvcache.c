@@ -14,41 +14,41 @@
 #include "fmt.h"
 #include "model.h"
 
-static const spp_col cols[] = {
+static const prs_col cols[] = {
     {"rid", "TEXT"}, {"name", "TEXT"}, {"start_time", "TEXT"}, {"total_blocks", "INTEGER"},
     {"used_blocks", "INTEGER"}, {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"},
     {"blocks_freed", "INTEGER"}, {"device_kvcache_left", "INTEGER"}, {"kvcache_usage_rate", "REAL"},
 };
 
-void spp_kvcache_init(spp_model *m)
+void prs_kvcache_init(prs_model *m)
 {
-    spp_table_init(&m->out, &m->t_kvcache, "kvcache.csv", "kvcache", cols, sizeof cols / sizeof *cols,
+    prs_table_init(&m->out, &m->t_kvcache, "kvcache.csv", "kvcache", cols, sizeof cols / sizeof *cols,
                    "no KV cache records (domain KVCache: KVCacheStatus, Allocate, Free) were found");
 }
 
-static spp_val n_or_null(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
+static prs_val n_or_null(double d) { return isnan(d) ? prs_v_null() : prs_v_int(llround(d)); }
 
-void spp_kvcache_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+void prs_kvcache_record(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    const spp_args *a = &m->args;
+    const prs_args *a = &m->args;
     double kv[6];
-    spp_kv_numbers(a, kv);
+    prs_kv_numbers(a, kv);
     if (k == K_KVSTATUS)
-        spp_batch_kv(m, r->store->index, kv);
+        prs_batch_kv(m, r->store->index, kv);
     char dt[40];
-    spp_fmt_datetime(r->ts, dt);
-    spp_val v[10] = {
-        m->nroots ? spp_v_text(spp_req_name(m, m->roots[0]), -1) : spp_v_null(),
-        spp_v_text(r->name, -1), spp_v_text(dt, -1),
+    prs_fmt_datetime(r->ts, dt);
+    prs_val v[10] = {
+        m->nroots ? prs_v_text(prs_req_name(m, m->roots[0]), -1) : prs_v_null(),
+        prs_v_text(r->name, -1), prs_v_text(dt, -1),
         n_or_null(kv[0]), n_or_null(kv[1]), n_or_null(kv[2]), n_or_null(kv[3]), n_or_null(kv[4]),
-        n_or_null(a->device_block), spp_v_real(kv[5]),
+        n_or_null(a->device_block), prs_v_real(kv[5]),
     };
     if (m->nroots > 1) { /* one row per request named */
         for (int i = 0; i < m->nroots; i++) {
-            v[0] = spp_v_text(spp_req_name(m, m->roots[i]), -1);
-            spp_table_row(&m->out, &m->t_kvcache, v);
+            v[0] = prs_v_text(prs_req_name(m, m->roots[i]), -1);
+            prs_table_row(&m->out, &m->t_kvcache, v);
         }
         return;
     }
-    spp_table_row(&m->out, &m->t_kvcache, v);
+    prs_table_row(&m->out, &m->t_kvcache, v);
 }

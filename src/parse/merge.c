@@ -11,16 +11,16 @@
 #include "storeread.h"
 
 
-static int less(spp_merge *m, int a, int b)
+static int less(prs_merge *m, int a, int b)
 {
     if (m->keys[a] != m->keys[b])
         return m->keys[a] < m->keys[b];
     return m->heap[a]->index < m->heap[b]->index;
 }
 
-static void swap(spp_merge *m, int a, int b)
+static void swap(prs_merge *m, int a, int b)
 {
-    spp_store *s = m->heap[a];
+    prs_store *s = m->heap[a];
     m->heap[a] = m->heap[b];
     m->heap[b] = s;
     int64_t k = m->keys[a];
@@ -28,7 +28,7 @@ static void swap(spp_merge *m, int a, int b)
     m->keys[b] = k;
 }
 
-static void down(spp_merge *m, int i)
+static void down(prs_merge *m, int i)
 {
     for (;;) {
         int l = 2 * i + 1, r = l + 1, s = i;
@@ -43,14 +43,14 @@ static void down(spp_merge *m, int i)
     }
 }
 
-void spp_merge_init(spp_merge *m, spp_store **stores, int n)
+void prs_merge_init(prs_merge *m, prs_store **stores, int n)
 {
     m->heap = calloc((size_t)n + 1, sizeof *m->heap);
     m->keys = calloc((size_t)n + 1, sizeof *m->keys);
     m->n = 0;
     for (int i = 0; i < n; i++) {
-        spp_rec r;
-        if (!spp_store_peek(stores[i], &r))
+        prs_rec r;
+        if (!prs_store_peek(stores[i], &r))
             continue;
         m->heap[m->n] = stores[i];
         m->keys[m->n] = r.ts;
@@ -60,17 +60,17 @@ void spp_merge_init(spp_merge *m, spp_store **stores, int n)
         down(m, i);
 }
 
-spp_store *spp_merge_top(spp_merge *m)
+prs_store *prs_merge_top(prs_merge *m)
 {
     return m->n ? m->heap[0] : NULL;
 }
 
-void spp_merge_advance(spp_merge *m)
+void prs_merge_advance(prs_merge *m)
 {
-    spp_store *s = m->heap[0];
-    spp_store_next(s);
-    spp_rec r;
-    if (spp_store_peek(s, &r)) {
+    prs_store *s = m->heap[0];
+    prs_store_next(s);
+    prs_rec r;
+    if (prs_store_peek(s, &r)) {
         m->keys[0] = r.ts;
     } else {
         m->n--;
@@ -80,7 +80,7 @@ void spp_merge_advance(spp_merge *m)
     down(m, 0);
 }
 
-void spp_merge_free(spp_merge *m)
+void prs_merge_free(prs_merge *m)
 {
     free(m->heap);
     free(m->keys);

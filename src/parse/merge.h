@@ -8,16 +8,16 @@
 
 #include "storeread.h"
 
-typedef struct spp_merge {
-    spp_store **heap;
+typedef struct prs_merge {
+    prs_store **heap;
     int n;
     int64_t *keys;
-} spp_merge;
-void spp_merge_init(spp_merge *m, spp_store **stores, int n);
+} prs_merge;
+void prs_merge_init(prs_merge *m, prs_store **stores, int n);
 /* The store whose current record is the earliest, or NULL when all are done.
- * After consuming its record call spp_merge_advance(). */
-spp_store *spp_merge_top(spp_merge *m);
-void spp_merge_advance(spp_merge *m);
-void spp_merge_free(spp_merge *m);
+ * After consuming its record call prs_merge_advance(). */
+prs_store *prs_merge_top(prs_merge *m);
+void prs_merge_advance(prs_merge *m);
+void prs_merge_free(prs_merge *m);
 
 #endif

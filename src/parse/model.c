@@ -23,7 +23,7 @@
  * given twice is a compiler warning), and the same pair in
  * test_parse_keys.c's list, whose walk of this table fails until both
  * agree. */
-typedef struct kind_name { const char *name; enum spp_kind kind; } kind_name;
+typedef struct kind_name { const char *name; enum prs_kind kind; } kind_name;
 
 enum { KIND_ROW_MAX = 4 };
 #define ROW(c) [(c) - 'A']
@@ -54,7 +54,7 @@ static const kind_name kinds['z' - 'A' + 1][KIND_ROW_MAX] = {
     ROW('t') = {{"tokenize", K_TOKENIZE}},
 };
 
-enum spp_kind spp_kind_of(const char *name, const spp_args *a)
+enum prs_kind prs_kind_of(const char *name, const prs_args *a)
 {
     unsigned row = (unsigned)(unsigned char)name[0] - 'A';
     if (row < sizeof kinds / sizeof *kinds)
@@ -67,7 +67,7 @@ enum spp_kind spp_kind_of(const char *name, const spp_args *a)
     return K_OTHER;
 }
 
-const char *spp_kind_name(int i, enum spp_kind *kind)
+const char *prs_kind_name(int i, enum prs_kind *kind)
 {
     for (size_t r = 0; r < sizeof kinds / sizeof *kinds; r++)
         for (int c = 0; c < KIND_ROW_MAX && kinds[r][c].name; c++)
@@ -78,12 +78,12 @@ const char *spp_kind_name(int i, enum spp_kind *kind)
     return NULL;
 }
 
-static int node_of(spp_model *m, spp_str s)
+static int node_of(prs_model *m, prs_str s)
 {
-    return spp_ids_get_str(m->ids, s);
+    return prs_ids_get_str(m->ids, s);
 }
 
-static void push_root(spp_model *m, int root)
+static void push_root(prs_model *m, int root)
 {
     if (m->nroots == m->caproots) {
         m->caproots = m->caproots ? m->caproots * 2 : 64;
@@ -96,12 +96,12 @@ static void push_root(spp_model *m, int root)
  * A long rid list whose decode came from the cache (decode_args) reuses
  * the id nodes found the first time: interning 32 ids costs more than the
  * rest of the record. */
-static void resolve(spp_model *m)
+static void resolve(prs_model *m)
 {
-    spp_args *a = &m->args;
+    prs_args *a = &m->args;
     m->nroots = 0;
     if (a->rid_kind == 1) {
-        push_root(m, spp_ids_root(m->ids, node_of(m, a->rid)));
+        push_root(m, prs_ids_root(m->ids, node_of(m, a->rid)));
         return;
     }
     if (a->rid_kind != 2)
@@ -109,7 +109,7 @@ static void resolve(spp_model *m)
     if (m->args_swapped && m->cache_nodes_valid) {
         assert(m->ncache_nodes == a->nrids);
         for (int i = 0; i < a->nrids; i++)
-            push_root(m, spp_ids_root(m->ids, m->cache_nodes[i]));
+            push_root(m, prs_ids_root(m->ids, m->cache_nodes[i]));
         return;
     }
     int keep = m->args_swapped; /* `args` is the cached decode: remember its nodes */
@@ -121,7 +121,7 @@ static void resolve(spp_model *m)
         int node = node_of(m, a->rids[i].rid);
         if (keep)
             m->cache_nodes[i] = node;
-        push_root(m, spp_ids_root(m->ids, node));
+        push_root(m, prs_ids_root(m->ids, node));
     }
     if (keep) {
         m->ncache_nodes = a->nrids;
@@ -129,23 +129,23 @@ static void resolve(spp_model *m)
     }
 }
 
-static void apply_link(spp_model *m)
+static void apply_link(prs_model *m)
 {
     int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
     int absorbed;
-    int kept = spp_ids_link(m->ids, from, to, &absorbed);
+    int kept = prs_ids_link(m->ids, from, to, &absorbed);
     if (absorbed >= 0) {
-        spp_request_link(m, kept, absorbed);
-        spp_pdsplit_link(m, kept, absorbed);
+        prs_request_link(m, kept, absorbed);
+        prs_pdsplit_link(m, kept, absorbed);
     }
 }
 
-const char *spp_req_name(spp_model *m, int root)
+const char *prs_req_name(prs_model *m, int root)
 {
-    return spp_ids_name(m->ids, root);
+    return prs_ids_name(m->ids, root);
 }
 
-static void scratch_reserve(spp_model *m, size_t need)
+static void scratch_reserve(prs_model *m, size_t need)
 {
     if (need > m->scratch_cap) {
         m->scratch_cap = need * 2;
@@ -157,7 +157,7 @@ static void scratch_reserve(spp_model *m, size_t need)
  * bytes dropped. The same step's list comes three times in a row (schedule,
  * execution, forward), so the last text is kept and reused while the roots
  * are the same (a root's name never changes). */
-const char *spp_res_list(spp_model *m, int *len)
+const char *prs_res_list(prs_model *m, int *len)
 {
     if (m->res_len >= 0 && m->nres_roots == m->nroots &&
         !memcmp(m->res_roots, m->roots, (size_t)m->nroots * sizeof *m->roots)) {
@@ -168,8 +168,8 @@ const char *spp_res_list(spp_model *m, int *len)
     scratch_reserve(m, 2 + 1);
     m->scratch[o++] = '[';
     for (int i = 0; i < m->nroots; i++) {
-        const char *n = spp_req_name(m, m->roots[i]);
-        int nl = spp_ids_name_len(m->ids, m->roots[i]);
+        const char *n = prs_req_name(m, m->roots[i]);
+        int nl = prs_ids_name_len(m->ids, m->roots[i]);
         scratch_reserve(m, o + (size_t)nl * 2 + 8); /* worst case: every byte escaped */
         if (i)
             m->scratch[o++] = ',';
@@ -205,7 +205,7 @@ const char *spp_res_list(spp_model *m, int *len)
     return m->scratch;
 }
 
-void spp_kv_numbers(const spp_args *a, double kv[6])
+void prs_kv_numbers(const prs_args *a, double kv[6])
 {
     double total = a->total, free_ = a->free, used = a->used;
     if (isnan(free_) && !isnan(a->free_after))
@@ -234,7 +234,7 @@ void spp_kv_numbers(const spp_args *a, double kv[6])
     kv[5] = rate;
 }
 
-int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n, int64_t origin)
+int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n, int64_t origin)
 {
     memset(m, 0, sizeof *m);
     m->opts = opts;
@@ -244,45 +244,45 @@ int spp_model_open(spp_model *m, const spp_opts *opts, spp_store **stores, int n
     m->st = calloc((size_t)n + 1, sizeof *m->st);
     for (int i = 0; i < n; i++)
         m->st[i].first_ts = -1;
-    m->ids = spp_ids_new();
+    m->ids = prs_ids_new();
     m->res_len = -1;
-    spp_args_init(&m->args);
-    spp_args_init(&m->args_cache);
-    if (spp_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
+    prs_args_init(&m->args);
+    prs_args_init(&m->args_cache);
+    if (prs_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
         return -1;
-    spp_request_init(m);
-    spp_batch_init(m);
-    spp_forward_init(m);
-    spp_kvcache_init(m);
-    spp_reqstatus_init(m);
-    spp_spaninfo_init(m);
-    spp_pdsplit_init(m);
-    m->tl = spp_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
+    prs_request_init(m);
+    prs_batch_init(m);
+    prs_forward_init(m);
+    prs_kvcache_init(m);
+    prs_reqstatus_init(m);
+    prs_spaninfo_init(m);
+    prs_pdsplit_init(m);
+    m->tl = prs_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
 }
 
-static void counters(spp_model *m, const spp_rec *r, enum spp_kind k)
+static void counters(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    const spp_args *a = &m->args;
-    int pid = spp_timeline_pid(r->store);
+    const prs_args *a = &m->args;
+    int pid = prs_timeline_pid(r->store);
     char name[64];
     if (k == K_KVSTATUS) {
         double kv[6];
-        spp_kv_numbers(a, kv);
+        prs_kv_numbers(a, kv);
         static const char *const blocks[] = {"used", "free"};
         double v[2] = {kv[1], kv[2]};
         if (!isnan(kv[1]) || !isnan(kv[2]))
-            spp_timeline_counter(m->tl, pid, "KV cache blocks", r->ts, blocks, v, 2);
+            prs_timeline_counter(m->tl, pid, "KV cache blocks", r->ts, blocks, v, 2);
         static const char *const usage[] = {"usage"};
         if (!isnan(kv[5]))
-            spp_timeline_counter(m->tl, pid, "KV cache usage", r->ts, usage, &kv[5], 1);
+            prs_timeline_counter(m->tl, pid, "KV cache usage", r->ts, usage, &kv[5], 1);
     } else if ((k == K_QUEUE || k == K_ENQUEUE || k == K_DEQUEUE)) {
-        spp_store_state *st = &m->st[r->store->index];
+        prs_store_state *st = &m->st[r->store->index];
         static const char *const q[] = {"waiting", "running", "swapped"};
         double v[3] = {isnan(st->waiting) ? 0 : st->waiting, isnan(st->running) ? 0 : st->running,
                        isnan(st->swapped) ? 0 : st->swapped};
         if (!isnan(a->queue_size))
-            spp_timeline_counter(m->tl, pid, "queue size", r->ts, q, v, 3);
+            prs_timeline_counter(m->tl, pid, "queue size", r->ts, q, v, 3);
     } else if (k == K_CPU) {
         static const char *const s[] = {"busy %"};
         if (a->cpu_index >= 0)
@@ -290,34 +290,34 @@ static void counters(spp_model *m, const spp_rec *r, enum spp_kind k)
         else
             snprintf(name, sizeof name, "host CPU");
         if (!isnan(a->usage))
-            spp_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
+            prs_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
     } else if (k == K_MEM) {
         static const char *const s[] = {"used MiB", "available MiB"};
         double v[2] = {a->mused, a->available};
-        spp_timeline_counter(m->tl, pid, "host memory", r->ts, s, v, 2);
+        prs_timeline_counter(m->tl, pid, "host memory", r->ts, s, v, 2);
     } else if (k == K_PROC) {
         static const char *const s1[] = {"cpu %"};
         static const char *const s2[] = {"rss MiB"};
         if (!isnan(a->cpu))
-            spp_timeline_counter(m->tl, pid, "process CPU", r->ts, s1, &a->cpu, 1);
+            prs_timeline_counter(m->tl, pid, "process CPU", r->ts, s1, &a->cpu, 1);
         if (!isnan(a->rss))
-            spp_timeline_counter(m->tl, pid, "process memory", r->ts, s2, &a->rss, 1);
+            prs_timeline_counter(m->tl, pid, "process memory", r->ts, s2, &a->rss, 1);
     } else if (k == K_DEVMEM) {
         /* One counter track per device: the name carries the real device id. */
         static const char *const s[] = {"used MiB"};
         snprintf(name, sizeof name, "GPU %d memory", a->device);
         if (!isnan(a->usage))
-            spp_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
+            prs_timeline_counter(m->tl, pid, name, r->ts, s, &a->usage, 1);
         static const char *const u[] = {"util %"};
         snprintf(name, sizeof name, "GPU %d utilization", a->device);
         if (!isnan(a->util))
-            spp_timeline_counter(m->tl, pid, name, r->ts, u, &a->util, 1);
+            prs_timeline_counter(m->tl, pid, name, r->ts, u, &a->util, 1);
     }
 }
 
-static void swap_args(spp_model *m)
+static void swap_args(prs_model *m)
 {
-    spp_args t = m->args;
+    prs_args t = m->args;
     m->args = m->args_cache;
     m->args_cache = t;
     m->args_swapped = !m->args_swapped;
@@ -328,12 +328,12 @@ static void swap_args(spp_model *m)
 
 /* Decodes r's args into m->args, reusing the previous long args' decode
  * when the text is byte-identical (decoding is a pure function of it). */
-static void decode_args(spp_model *m, const spp_rec *r)
+static void decode_args(prs_model *m, const prs_rec *r)
 {
     if (m->args_swapped)
         swap_args(m);
     if (r->args_len < ARGS_CACHE_MIN) {
-        spp_args_decode(&m->args, r->args, r->args_len);
+        prs_args_decode(&m->args, r->args, r->args_len);
         return;
     }
     if (r->args_len != m->args_text_len || memcmp(r->args, m->args_text, (size_t)r->args_len) != 0) {
@@ -345,23 +345,23 @@ static void decode_args(spp_model *m, const spp_rec *r)
         memcpy(m->args_text, r->args, (size_t)r->args_len);
         m->args_text[r->args_len] = 0;
         m->args_text_len = r->args_len;
-        spp_args_decode(&m->args_cache, m->args_text, r->args_len);
+        prs_args_decode(&m->args_cache, m->args_text, r->args_len);
         m->cache_nodes_valid = 0;
     }
     swap_args(m);
 }
 
-void spp_model_record(spp_model *m, const spp_rec *r)
+void prs_model_record(prs_model *m, const prs_rec *r)
 {
     m->nrec++;
-    if (spp_tap_now.record)
-        spp_tap_now.record(spp_tap_now.ctx, r);
+    if (prs_tap_now.record)
+        prs_tap_now.record(prs_tap_now.ctx, r);
     m->now_ns = r->ts;
     if (r->ts + r->dur > m->last_ns)
         m->last_ns = r->ts + r->dur;
     decode_args(m, r);
-    enum spp_kind k = spp_kind_of(r->name, &m->args);
-    spp_store *s = r->store;
+    enum prs_kind k = prs_kind_of(r->name, &m->args);
+    prs_store *s = r->store;
     if (k == K_FORWARD)
         s->has_forward = 1;
     else if (k == K_BATCH)
@@ -375,71 +375,71 @@ void spp_model_record(spp_model *m, const spp_rec *r)
         resolve(m);
     }
     if (m->tl)
-        m->cur_lane = spp_timeline_lane(m->tl, s, r->cat, r->tid, r->ts,
+        m->cur_lane = prs_timeline_lane(m->tl, s, r->cat, r->tid, r->ts,
                                         k == K_CPU || k == K_MEM || k == K_PROC || k == K_DEVMEM ? 0 : r->dur);
-    spp_request_record(m, r, k);
+    prs_request_record(m, r, k);
     switch (k) {
     case K_BATCH: case K_EXEC: case K_SPEC:
-        spp_batch_record(m, r, k);
+        prs_batch_record(m, r, k);
         break;
     case K_FORWARD:
-        spp_forward_record(m, r);
+        prs_forward_record(m, r);
         break;
     case K_KVSTATUS: case K_KVEVENT:
-        spp_kvcache_record(m, r, k);
+        prs_kvcache_record(m, r, k);
         break;
     case K_QUEUE: case K_ENQUEUE: case K_DEQUEUE:
-        spp_reqstatus_record(m, r, k);
+        prs_reqstatus_record(m, r, k);
         break;
     case K_COMM: case K_PULLKV: case K_COORD:
-        spp_pdsplit_record(m, r, k);
+        prs_pdsplit_record(m, r, k);
         break;
     case K_TOKEN_OUT:
         if (m->pd_any) /* a store without hand-offs pays one test per token */
-            spp_pdsplit_record(m, r, k);
+            prs_pdsplit_record(m, r, k);
         break;
     default:
         break;
     }
-    spp_spaninfo_record(m, r, k);
+    prs_spaninfo_record(m, r, k);
     if (m->tl) {
         if (k != K_CPU && k != K_MEM && k != K_PROC && k != K_DEVMEM)
-            spp_timeline_slice(m->tl, r, &m->args, m->cur_lane);
+            prs_timeline_slice(m->tl, r, &m->args, m->cur_lane);
         counters(m, r, k);
     }
     if ((m->nrec & 1023) == 0)
-        spp_request_flush(m, 0);
+        prs_request_flush(m, 0);
 }
 
-void spp_model_finish(spp_model *m)
+void prs_model_finish(prs_model *m)
 {
-    spp_request_flush(m, 1);
-    spp_batch_finish(m);
-    spp_forward_finish(m);
-    spp_spaninfo_finish(m);
-    spp_pdsplit_finish(m);
+    prs_request_flush(m, 1);
+    prs_batch_finish(m);
+    prs_forward_finish(m);
+    prs_spaninfo_finish(m);
+    prs_pdsplit_finish(m);
 }
 
-void spp_model_close(spp_model *m)
+void prs_model_close(prs_model *m)
 {
-    spp_reqorder_free(m);
+    prs_reqorder_free(m);
     for (int i = 0; i < m->nstep_types; i++)
         free(m->step_types[i].roots);
     free(m->step_types);
-    spp_table_close(&m->out, &m->t_request);
-    spp_table_close(&m->out, &m->t_batch);
-    spp_table_close(&m->out, &m->t_forward);
-    spp_table_close(&m->out, &m->t_kvcache);
-    spp_table_close(&m->out, &m->t_reqstatus);
-    spp_pdsplit_close(m);
+    prs_table_close(&m->out, &m->t_request);
+    prs_table_close(&m->out, &m->t_batch);
+    prs_table_close(&m->out, &m->t_forward);
+    prs_table_close(&m->out, &m->t_kvcache);
+    prs_table_close(&m->out, &m->t_reqstatus);
+    prs_pdsplit_close(m);
     for (int i = 0; i < m->nspan_names; i++) {
-        spp_table_close(&m->out, &m->t_spans[i]);
+        prs_table_close(&m->out, &m->t_spans[i]);
         free(m->span_csv[i]);
     }
     free(m->t_spans);
     free(m->span_csv);
     for (int i = 0; i < m->nstores; i++) {
-        spp_store_state *st = &m->st[i];
+        prs_store_state *st = &m->st[i];
         for (int j = 0; j < st->sched_n; j++)
             free(st->sched_fifo[(st->sched_head + j) % 64]);
         free(st->sched_fifo);
@@ -455,8 +455,8 @@ void spp_model_close(spp_model *m)
     free(m->cache_nodes);
     if (m->args_swapped)
         swap_args(m);
-    spp_args_free(&m->args);
-    spp_args_free(&m->args_cache);
+    prs_args_free(&m->args);
+    prs_args_free(&m->args_cache);
     free(m->args_text);
-    spp_ids_free(m->ids);
+    prs_ids_free(m->ids);
 }

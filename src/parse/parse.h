@@ -1,24 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * parse.h — the parser's entry: its options and spp_run (parse.c).
+ * parse.h — the parser's entry: its options and prs_run (parse.c).
  *
  * The parser is a pipeline that never holds a whole table. Each module has
- * its own header (module.c -> module.h unless named here). The reading and
- * decoding stages call nothing of a later stage and nothing of each other
- * in a circle; the reports share model.h's state and helpers with model.c,
- * and table.c asks dbout.c which indexes a table gets:
+ * its own header (module.c -> module.h; tap.h is table.c's too). The
+ * reading and decoding stages call nothing of a later stage and nothing of
+ * each other in a circle; the reports share model.h's state and helpers
+ * with model.c, and table.c asks dbout.c which indexes a table gets:
  *
  *  reading      discover.c    finds raw stores, activity stores, torch traces
  *               sessions.c    which session folder each store belongs to
- *               store.c       one store as records in time order (storeread.h),
- *                             served by reorder.c (the bounded window),
+ *               storeread.c   one store as records in time order, served by
+ *                             reorder.c (the bounded window),
  *                             rawscan.c (slice read from its b-tree pages),
  *                             readvfs.c (read-ahead VFS under SQLite) and
  *                             walcheck.c (a damaged WAL named as such)
  *               clockalign.c  several hosts' stores put on one clock
  *               merge.c       k-way merge of the stores by timestamp
- *  decoding     args.c        the keys the reports need from args JSON
- *                             (argdecode.h); ids.c request ids and Links
+ *  decoding     argdecode.c   the keys the reports need from args JSON;
+ *               ids.c         request ids and Links
  *  reports      model.c       hands each record to the reports (model.h is
  *                             their shared state): request.c, reqorder.c,
  *                             batch.c, forward.c, kvcache.c, reqstatus.c,
@@ -37,7 +37,7 @@
  *  around       stats.c percentiles; summary.c the terminal summary;
  *               progress.c; fmt.c datetimes and numbers; plog.c messages
  *
- * A parse runs on the thread that calls spp_run (only the output writers
+ * A parse runs on the thread that calls prs_run (only the output writers
  * of dwrite.c and dbsql.c have threads of their own); two parses may run
  * at once on two threads: their state is in their context and model, and
  * the log level and the tap are thread-local. Record strings (name, cat,
@@ -47,7 +47,7 @@
 #ifndef SERVPROF_PARSE_H
 #define SERVPROF_PARSE_H
 
-typedef struct spp_opts {
+typedef struct prs_opts {
     const char *input;        /* --input-path */
     const char *output;       /* --output-path (default ./output) */
     int csv, json, db;        /* --format; all three by default */
@@ -61,12 +61,12 @@ typedef struct spp_opts {
     const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
     long long *clock_ns;
     int nclock;
-} spp_opts;
+} prs_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
  * failed, 2 bad input path. Messages on stderr; summary too. Thread-safe:
  * parses on two threads at once share nothing (each uses its thread's log
  * level and tap); their output folders must differ. */
-int spp_run(const spp_opts *opts);
+int prs_run(const prs_opts *opts);
 
 #endif

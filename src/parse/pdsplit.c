@@ -12,7 +12,7 @@
  *
  * Design: these records are rare (a few per request, none in a non-PD
  * store), so their attributes are read with jansson from the record's args
- * rather than by widening the hot decoder in args.c. Per request the
+ * rather than by widening the hot decoder in argdecode.c. Per request the
  * hand-off moments are kept in an entry found through the request's id root
  * (an array indexed by root); a Link that joins two roots folds their
  * entries into one. The communication rows are written at the end, in
@@ -33,7 +33,7 @@
 
 /* What the terminal summary shows of the hand-offs (kept past close). */
 enum { S_PREFILL, S_SEND, S_KV, S_FIRST, S_TTFT, S_SHARE, S_RATE, NSUM };
-struct spp_pdsum {
+struct prs_pdsum {
     double *v[NSUM];
     long long n, nrate, caprate;
     long long kv_rows, coord_rows; /* rows of the other two reports */
@@ -49,9 +49,9 @@ typedef struct pd_entry {
     int prefill_seen, finish_seen;
 } pd_entry;
 
-struct spp_pdsplit {
-    spp_table t_comm, t_kv, t_coord;
-    spp_coordcount *running; /* coordinator_running.csv (coordcount.c) */
+struct prs_pdsplit {
+    prs_table t_comm, t_kv, t_coord;
+    prs_coordcount *running; /* coordinator_running.csv (coordcount.c) */
     pd_entry *e;
     int n, cap;
     int *slot_of_root;       /* index = id root: entry + 1, 0 none */
@@ -59,29 +59,29 @@ struct spp_pdsplit {
     int nslots;
 };
 
-static const spp_col comm_cols[] = {
+static const prs_col comm_cols[] = {
     {"rid", "TEXT"}, {"http_req_time(ms)", "REAL"}, {"send_request_time(ms)", "REAL"},
     {"send_request_succ_time(ms)", "REAL"}, {"prefill_res_time(ms)", "REAL"}, {"request_end_time(ms)", "REAL"},
     {"prefill_time(ms)", "REAL"}, {"send_time(ms)", "REAL"}, {"kv_transfer_time(ms)", "REAL"},
     {"first_decode_time(ms)", "REAL"}, {"ttft(ms)", "REAL"}, {"handoff_share", "REAL"},
 };
-static const spp_col kv_cols[] = {
+static const prs_col kv_cols[] = {
     {"domain", "TEXT"}, {"rank", "INTEGER"}, {"rid", "TEXT"}, {"block_tables", "TEXT"},
     {"batch_seq_len", "TEXT"}, {"during_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
     {"end_datetime", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
     {"kv_bytes", "INTEGER"}, {"transfer_rate(MB/s)", "REAL"},
 };
-static const spp_col coord_cols[] = {
+static const prs_col coord_cols[] = {
     {"rid", "TEXT"}, {"address", "TEXT"}, {"start_datetime", "TEXT"}, {"prefillStart", "INTEGER"},
     {"decodeStart", "INTEGER"}, {"prefillEnd", "INTEGER"}, {"decodeEnd", "INTEGER"},
 };
 
-static double ms_of(spp_val v) { return v.kind == SPP_NULL ? NAN : v.d; }
+static double ms_of(prs_val v) { return v.kind == PRS_NULL ? NAN : v.d; }
 
 /* Keeps a communication row's durations for the terminal summary. */
-static void note_summary(spp_model *m, const spp_val *v)
+static void note_summary(prs_model *m, const prs_val *v)
 {
-    struct spp_pdsum *s = m->pdsum;
+    struct prs_pdsum *s = m->pdsum;
     if (!s)
         s = m->pdsum = calloc(1, sizeof *s);
     if (!(s->n & (s->n - 1)) || !s->n) /* doubles at 0, 1, 2, 4, ... */
@@ -93,9 +93,9 @@ static void note_summary(spp_model *m, const spp_val *v)
     s->n++;
 }
 
-static void note_rate(spp_model *m, double rate)
+static void note_rate(prs_model *m, double rate)
 {
-    struct spp_pdsum *s = m->pdsum;
+    struct prs_pdsum *s = m->pdsum;
     if (!s)
         s = m->pdsum = calloc(1, sizeof *s);
     if (s->nrate == s->caprate) {
@@ -107,18 +107,18 @@ static void note_rate(spp_model *m, double rate)
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-void spp_pdsplit_init(spp_model *m)
+void prs_pdsplit_init(prs_model *m)
 {
-    struct spp_pdsplit *pd = calloc(1, sizeof *pd);
+    struct prs_pdsplit *pd = calloc(1, sizeof *pd);
     m->pd = pd;
-    spp_table_init(&m->out, &pd->t_comm, "pd_split_communication.csv", "pd_split_communication", comm_cols,
+    prs_table_init(&m->out, &pd->t_comm, "pd_split_communication.csv", "pd_split_communication", comm_cols,
                    NCOLS(comm_cols), NULL);
-    spp_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", "pd_split_kvcache", kv_cols, NCOLS(kv_cols), NULL);
-    spp_table_init(&m->out, &pd->t_coord, "coordinator.csv", "coordinator", coord_cols, NCOLS(coord_cols), NULL);
-    pd->running = spp_coordcount_new();
+    prs_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", "pd_split_kvcache", kv_cols, NCOLS(kv_cols), NULL);
+    prs_table_init(&m->out, &pd->t_coord, "coordinator.csv", "coordinator", coord_cols, NCOLS(coord_cols), NULL);
+    pd->running = prs_coordcount_new();
 }
 
-static void grow_slots(struct spp_pdsplit *pd, int root)
+static void grow_slots(struct prs_pdsplit *pd, int root)
 {
     if (root < pd->nslots)
         return;
@@ -129,7 +129,7 @@ static void grow_slots(struct spp_pdsplit *pd, int root)
 }
 
 /* The entry of request root `root`; created when `make` (else NULL). */
-static pd_entry *entry_of(struct spp_pdsplit *pd, int root, int make)
+static pd_entry *entry_of(struct prs_pdsplit *pd, int root, int make)
 {
     if (root < 0)
         return NULL;
@@ -178,9 +178,9 @@ static void fold(pd_entry *to, pd_entry *from)
 
 /* A Link joined root `absorbed` into `kept`: one entry answers for both
  * from now on (the absorbed one's moments folded into kept's). */
-void spp_pdsplit_link(spp_model *m, int kept, int absorbed)
+void prs_pdsplit_link(prs_model *m, int kept, int absorbed)
 {
-    struct spp_pdsplit *pd = m->pd;
+    struct prs_pdsplit *pd = m->pd;
     if (!pd || absorbed < 0 || absorbed >= pd->nslots || !pd->slot_of_root[absorbed])
         return;
     grow_slots(pd, kept);
@@ -240,13 +240,13 @@ static double number_of(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void kv_row(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
+static void kv_row(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
 {
-    struct spp_pdsplit *pd = m->pd;
+    struct prs_pdsplit *pd = m->pd;
     char *blocks = member_text(o, "block_tables"), *seq = member_text(o, "batch_seq_len");
     char sdt[40], edt[40];
-    spp_fmt_datetime(r->ts, sdt);
-    spp_fmt_datetime(r->ts + r->dur, edt);
+    prs_fmt_datetime(r->ts, sdt);
+    prs_fmt_datetime(r->ts + r->dur, edt);
     double rank = number_of(o, "rank");
     /* Bytes moved: `bytes` as written, else blocks × `block_bytes`. */
     double bytes = number_of(o, "bytes");
@@ -257,14 +257,14 @@ static void kv_row(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
             bytes = per_block * (double)nblocks;
     }
     double rate = !isnan(bytes) && r->dur > 0 ? bytes / 1e6 / ((double)r->dur / 1e9) : NAN;
-    spp_val v[12] = {
-        spp_v_text(r->cat, -1), isnan(rank) ? spp_v_null() : spp_v_int(llround(rank)),
-        m->nroots ? spp_v_text(spp_req_name(m, m->roots[0]), -1) : spp_v_null(),
-        spp_v_text(blocks, -1), spp_v_text(seq, -1), spp_v_ns(r->dur), spp_v_text(sdt, -1),
-        spp_v_text(edt, -1), spp_v_ns(r->ts), spp_v_ns(r->ts + r->dur),
-        isnan(bytes) ? spp_v_null() : spp_v_int(llround(bytes)), spp_v_real(rate),
+    prs_val v[12] = {
+        prs_v_text(r->cat, -1), isnan(rank) ? prs_v_null() : prs_v_int(llround(rank)),
+        m->nroots ? prs_v_text(prs_req_name(m, m->roots[0]), -1) : prs_v_null(),
+        prs_v_text(blocks, -1), prs_v_text(seq, -1), prs_v_ns(r->dur), prs_v_text(sdt, -1),
+        prs_v_text(edt, -1), prs_v_ns(r->ts), prs_v_ns(r->ts + r->dur),
+        isnan(bytes) ? prs_v_null() : prs_v_int(llround(bytes)), prs_v_real(rate),
     };
-    spp_table_row(&m->out, &pd->t_kv, v);
+    prs_table_row(&m->out, &pd->t_kv, v);
     if (!isnan(rate))
         note_rate(m, rate);
     free(blocks);
@@ -276,23 +276,23 @@ static void kv_row(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
     }
 }
 
-static void coord_row(spp_model *m, const char *rid, const char *addr, int64_t ts, int which)
+static void coord_row(prs_model *m, const char *rid, const char *addr, int64_t ts, int which)
 {
     char dt[40];
-    spp_fmt_datetime(ts, dt);
-    spp_val v[7] = {spp_v_text(rid, -1), spp_v_text(addr, -1), spp_v_text(dt, -1),
-                    spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
-    v[3 + which] = spp_v_int(1);
-    spp_table_row(&m->out, &m->pd->t_coord, v);
+    prs_fmt_datetime(ts, dt);
+    prs_val v[7] = {prs_v_text(rid, -1), prs_v_text(addr, -1), prs_v_text(dt, -1),
+                    prs_v_null(), prs_v_null(), prs_v_null(), prs_v_null()};
+    v[3 + which] = prs_v_int(1);
+    prs_table_row(&m->out, &m->pd->t_coord, v);
     /* which: 0 prefillStart, 1 decodeStart, 2 prefillEnd, 3 decodeEnd */
-    spp_coordcount_note(m->pd->running, ts, addr, which == 1 || which == 3, which >= 2);
+    prs_coordcount_note(m->pd->running, ts, addr, which == 1 || which == 3, which >= 2);
 }
 
 enum { PREFILL_START, DECODE_START, PREFILL_END, DECODE_END };
 
-static void coordinator(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
+static void coordinator(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
 {
-    const char *rid = spp_req_name(m, m->roots[0]);
+    const char *rid = prs_req_name(m, m->roots[0]);
     if (!strcmp(r->name, "RequestDispatch")) {
         if (e->paddr) /* the first dispatch names the instances */
             return;
@@ -314,9 +314,9 @@ static void coordinator(spp_model *m, const spp_rec *r, json_t *o, pd_entry *e)
     }
 }
 
-void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+void prs_pdsplit_record(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    struct spp_pdsplit *pd = m->pd;
+    struct prs_pdsplit *pd = m->pd;
     int root = m->nroots ? m->roots[0] : -1;
     if (k == K_TOKEN_OUT) { /* only requests already in a hand-off */
         pd_entry *e = entry_of(pd, root, 0);
@@ -355,8 +355,8 @@ void spp_pdsplit_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     json_decref(o);
 }
 
-static spp_val at(int64_t t) { return t >= 0 ? spp_v_ns(t) : spp_v_null(); }
-static spp_val span(int64_t a, int64_t b) { return a >= 0 && b >= 0 ? spp_v_ns(b - a) : spp_v_null(); }
+static prs_val at(int64_t t) { return t >= 0 ? prs_v_ns(t) : prs_v_null(); }
+static prs_val span(int64_t a, int64_t b) { return a >= 0 && b >= 0 ? prs_v_ns(b - a) : prs_v_null(); }
 
 static int by_start(const void *pa, const void *pb)
 {
@@ -368,7 +368,7 @@ static int by_start(const void *pa, const void *pb)
 }
 
 /* Drops the entries a Link folded into another. */
-static int compact(struct spp_pdsplit *pd)
+static int compact(struct prs_pdsplit *pd)
 {
     int out = 0;
     for (int i = 0; i < pd->n; i++)
@@ -377,9 +377,9 @@ static int compact(struct spp_pdsplit *pd)
     return out;
 }
 
-void spp_pdsplit_summary(spp_model *m, int print)
+void prs_pdsplit_summary(prs_model *m, int print)
 {
-    struct spp_pdsum *s = m->pdsum;
+    struct prs_pdsum *s = m->pdsum;
     if (!s)
         return;
     if (print && s->n) {
@@ -388,20 +388,20 @@ void spp_pdsplit_summary(spp_model *m, int print)
         printf("  PD hand-off: %lld request%s (rows: pd_split_communication %lld, pd_split_kvcache %lld, "
                "coordinator %lld)\n", s->n, s->n == 1 ? "" : "s", s->n, s->kv_rows, s->coord_rows);
         for (int i = 0; i < S_RATE; i++) {
-            long long n = spp_sort_values(s->v[i], s->n);
+            long long n = prs_sort_values(s->v[i], s->n);
             if (!n)
                 printf("    %-20s -\n", what[i]);
             else if (i == S_SHARE)
                 printf("    %-20s P50 %9.1f %%    P90 %9.1f %%    (n=%lld)\n", what[i],
-                       100 * spp_percentile(s->v[i], n, 50), 100 * spp_percentile(s->v[i], n, 90), n);
+                       100 * prs_percentile(s->v[i], n, 50), 100 * prs_percentile(s->v[i], n, 90), n);
             else
                 printf("    %-20s P50 %10.3f ms   P90 %10.3f ms   (n=%lld)\n", what[i],
-                       spp_percentile(s->v[i], n, 50), spp_percentile(s->v[i], n, 90), n);
+                       prs_percentile(s->v[i], n, 50), prs_percentile(s->v[i], n, 90), n);
         }
-        long long n = spp_sort_values(s->v[S_RATE], s->nrate);
+        long long n = prs_sort_values(s->v[S_RATE], s->nrate);
         if (n)
             printf("    %-20s P50 %10.1f MB/s P90 %10.1f MB/s (n=%lld)\n", "KV pull rate",
-                   spp_percentile(s->v[S_RATE], n, 50), spp_percentile(s->v[S_RATE], n, 90), n);
+                   prs_percentile(s->v[S_RATE], n, 50), prs_percentile(s->v[S_RATE], n, 90), n);
         fflush(stdout);
     }
     for (int i = 0; i < NSUM; i++)
@@ -410,14 +410,14 @@ void spp_pdsplit_summary(spp_model *m, int print)
     m->pdsum = NULL;
 }
 
-void spp_pdsplit_finish(spp_model *m)
+void prs_pdsplit_finish(prs_model *m)
 {
-    struct spp_pdsplit *pd = m->pd;
+    struct prs_pdsplit *pd = m->pd;
     /* Requests with no Communication record have no row (PullKVCache or
      * coordinator records alone make rows of those reports only). */
-    spp_coordcount_write(pd->running, &m->out);
+    prs_coordcount_write(pd->running, &m->out);
     if (pd->norid)
-        spp_log(SPP_WARNING, "%lld hand-off record(s) (Communication/Coordinator) name no request (no rid): "
+        prs_log(PRS_WARNING, "%lld hand-off record(s) (Communication/Coordinator) name no request (no rid): "
                 "not used in pd_split_communication.csv / coordinator.csv", pd->norid);
     int n = compact(pd);
     if (n > 1)
@@ -433,17 +433,17 @@ void spp_pdsplit_finish(spp_model *m)
          * else the prefill response (the P instance returned it). */
         int64_t first = e->first_token >= 0 ? e->first_token : e->t[3];
         int64_t handoff_end = later(e->t[2], e->pull_end);
-        spp_val ttft = span(e->t[0], first);
+        prs_val ttft = span(e->t[0], first);
         double share = NAN;
-        if (ttft.kind != SPP_NULL && first > e->t[0] && e->t[1] >= 0 && handoff_end >= 0)
+        if (ttft.kind != PRS_NULL && first > e->t[0] && e->t[1] >= 0 && handoff_end >= 0)
             share = (double)(handoff_end - e->t[1]) / (double)(first - e->t[0]);
-        spp_val v[12] = {
-            spp_v_text(spp_req_name(m, spp_ids_root(m->ids, e->root)), -1), at(e->t[0]), at(e->t[1]), at(e->t[2]), at(e->t[3]),
+        prs_val v[12] = {
+            prs_v_text(prs_req_name(m, prs_ids_root(m->ids, e->root)), -1), at(e->t[0]), at(e->t[1]), at(e->t[2]), at(e->t[3]),
             at(e->t[4]), span(e->t[0], e->t[1]), span(e->t[1], e->t[2]),
-            e->pull_end >= 0 ? spp_v_ns(e->pull_ns) : spp_v_null(),
-            e->first_token >= 0 ? span(e->pull_end, e->first_token) : spp_v_null(), ttft, spp_v_real(share),
+            e->pull_end >= 0 ? prs_v_ns(e->pull_ns) : prs_v_null(),
+            e->first_token >= 0 ? span(e->pull_end, e->first_token) : prs_v_null(), ttft, prs_v_real(share),
         };
-        spp_table_row(&m->out, &pd->t_comm, v);
+        prs_table_row(&m->out, &pd->t_comm, v);
         note_summary(m, v);
     }
     for (int i = 0; i < n; i++) {
@@ -453,25 +453,25 @@ void spp_pdsplit_finish(spp_model *m)
     pd->n = 0;
 }
 
-void spp_pdsplit_close(spp_model *m)
+void prs_pdsplit_close(prs_model *m)
 {
-    struct spp_pdsplit *pd = m->pd;
+    struct prs_pdsplit *pd = m->pd;
     if (!pd)
         return;
     if (m->pdsum) {
         m->pdsum->kv_rows = pd->t_kv.rows;
         m->pdsum->coord_rows = pd->t_coord.rows;
     }
-    spp_table_close(&m->out, &pd->t_comm);
-    spp_table_close(&m->out, &pd->t_kv);
-    spp_table_close(&m->out, &pd->t_coord);
+    prs_table_close(&m->out, &pd->t_comm);
+    prs_table_close(&m->out, &pd->t_kv);
+    prs_table_close(&m->out, &pd->t_coord);
     for (int i = 0; i < pd->n; i++) {
         free(pd->e[i].paddr);
         free(pd->e[i].daddr);
     }
     free(pd->e);
     free(pd->slot_of_root);
-    spp_coordcount_free(pd->running);
+    prs_coordcount_free(pd->running);
     free(pd);
     m->pd = NULL;
 }

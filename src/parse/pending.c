@@ -17,22 +17,22 @@
 
 #include "model.h"
 
-spp_pending *spp_pending_new(const spp_val *vals, int n)
+prs_pending *prs_pending_new(const prs_val *vals, int n)
 {
     size_t text = 0;
     for (int i = 0; i < n; i++)
-        if (vals[i].kind == SPP_TEXT)
+        if (vals[i].kind == PRS_TEXT)
             text += (size_t)vals[i].n + 1;
-    size_t head = sizeof(spp_pending) + (size_t)n * sizeof *vals;
+    size_t head = sizeof(prs_pending) + (size_t)n * sizeof *vals;
     char *blk = malloc(head + text);
-    spp_pending *p = (spp_pending *)blk;
+    prs_pending *p = (prs_pending *)blk;
     memset(p, 0, sizeof *p);
     p->nvals = n;
-    p->vals = (spp_val *)(blk + sizeof(spp_pending));
+    p->vals = (prs_val *)(blk + sizeof(prs_pending));
     memcpy(p->vals, vals, (size_t)n * sizeof *vals);
     char *o = blk + head;
     for (int i = 0; i < n; i++) {
-        if (p->vals[i].kind == SPP_TEXT) {
+        if (p->vals[i].kind == PRS_TEXT) {
             memcpy(o, vals[i].s, (size_t)vals[i].n);
             o[vals[i].n] = 0;
             p->vals[i].s = o;
@@ -43,15 +43,15 @@ spp_pending *spp_pending_new(const spp_val *vals, int n)
     return p;
 }
 
-void spp_pending_free(spp_pending *p)
+void prs_pending_free(prs_pending *p)
 {
     if (!p)
         return;
     uintptr_t lo = (uintptr_t)p, hi = (uintptr_t)p->block_end;
     for (int i = 0; i < p->nvals; i++) {
         uintptr_t s = (uintptr_t)p->vals[i].s;
-        if (p->vals[i].kind == SPP_TEXT && (s < lo || s >= hi))
-            free((char *)p->vals[i].s); /* put in after spp_pending_new: owned apart */
+        if (p->vals[i].kind == PRS_TEXT && (s < lo || s >= hi))
+            free((char *)p->vals[i].s); /* put in after prs_pending_new: owned apart */
     }
     free(p);
 }

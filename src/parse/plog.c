@@ -6,7 +6,7 @@
  * wrong and say what was done instead.
  *
  * The threshold is the calling thread's (_Thread_local): a parse runs on
- * the thread that calls spp_run, and every message of it is logged from
+ * the thread that calls prs_run, and every message of it is logged from
  * that thread (the output writer threads of dwrite.c and dbsql.c report
  * through their owner, never here), so two parses on two threads each
  * keep their own level. Thread-local rather than carried in the parse's
@@ -24,27 +24,27 @@
 
 
 
-static _Thread_local int threshold = SPP_INFO;
+static _Thread_local int threshold = PRS_INFO;
 static const char *const names[] = {"debug", "info", "warning", "error", "none"};
 
-void spp_log_set_level(int level) { threshold = level; }
-int spp_log_level(void) { return threshold; }
+void prs_log_set_level(int level) { threshold = level; }
+int prs_log_level(void) { return threshold; }
 
-int spp_log_level_from_name(const char *name)
+int prs_log_level_from_name(const char *name)
 {
-    for (int i = 0; i <= SPP_NONE; i++)
+    for (int i = 0; i <= PRS_NONE; i++)
         if (!strcasecmp(name, names[i]))
             return i;
     if (!strcasecmp(name, "warn"))
-        return SPP_WARNING;
+        return PRS_WARNING;
     if (!strcasecmp(name, "fatal") || !strcasecmp(name, "critical"))
-        return SPP_ERROR;
+        return PRS_ERROR;
     return -1;
 }
 
-void spp_log(int level, const char *fmt, ...)
+void prs_log(int level, const char *fmt, ...)
 {
-    if (level < threshold || level >= SPP_NONE)
+    if (level < threshold || level >= PRS_NONE)
         return;
     char line[2048];
     int n = snprintf(line, sizeof line, "servprof parse: %s: ", names[level]);

@@ -19,14 +19,14 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void spp_progress_start(spp_progress *p, long long estimate, int mode)
+void prs_progress_start(prs_progress *p, long long estimate, int mode)
 {
     p->total = estimate > 0 ? estimate : 1;
     p->on = mode == 1 || (mode < 0 && estimate >= LARGE_INPUT && isatty(STDERR_FILENO));
     p->last = 0;
 }
 
-void spp_progress_tick(spp_progress *p, long long done)
+void prs_progress_tick(prs_progress *p, long long done)
 {
     if (!p->on)
         return;
@@ -45,7 +45,7 @@ void spp_progress_tick(spp_progress *p, long long done)
     fprintf(stderr, "\r[%s] %3d%%  %lld records", bar, (int)(f * 100), done);
 }
 
-void spp_progress_end(spp_progress *p)
+void prs_progress_end(prs_progress *p)
 {
     if (p->on)
         fputs("\r\033[K", stderr);

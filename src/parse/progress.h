@@ -3,13 +3,13 @@
 #ifndef SERVPROF_PARSE_PROGRESS_H
 #define SERVPROF_PARSE_PROGRESS_H
 /* One parse's bar. */
-typedef struct spp_progress {
+typedef struct prs_progress {
     long long total;      /* the estimate, at least 1 */
     int on;
     double last;          /* when it was last drawn (monotonic s) */
-} spp_progress;
+} prs_progress;
 /* mode: -1 auto (TTY and large input), 0 off, 1 on. */
-void spp_progress_start(spp_progress *p, long long estimate, int mode);
-void spp_progress_tick(spp_progress *p, long long done);
-void spp_progress_end(spp_progress *p);
+void prs_progress_start(prs_progress *p, long long estimate, int mode);
+void prs_progress_tick(prs_progress *p, long long done);
+void prs_progress_end(prs_progress *p);
 #endif

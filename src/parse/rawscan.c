@@ -17,17 +17,17 @@
  * prefix on the leaf and the rest on a chain of overflow pages.
  *
  * Consistency: SQLite opens the store and holds its read transaction while
- * we read (store.c); we read only when the database FILE is that snapshot
+ * we read (storeread.c); we read only when the database FILE is that snapshot
  * (no WAL frames), through SQLite's own file handle (readvfs.c), so nothing
  * here takes or drops a lock.
  *
  * What is read here and what is not: values of the usual types (integers or
  * NULL for the numbers, text or NULL for the strings) are decoded here;
  * anything else — a REAL timestamp, an INTEGER name, a BLOB, a malformed
- * record — ends the scan with SPP_RAW_HANDOFF at that rowid and SQLite
+ * record — ends the scan with PRS_RAW_HANDOFF at that rowid and SQLite
  * reads the rest, so its conversions are never reimplemented. A damaged
  * page (bad type, cell out of the page, page number beyond the file, rowids
- * not increasing: a loop) ends it with SPP_RAW_CORRUPT and a message. Every
+ * not increasing: a loop) ends it with PRS_RAW_CORRUPT and a message. Every
  * access is bounds-checked against the page; the work is bounded by the
  * page count (each page is entered at most once, rowids strictly increase).
  *
@@ -70,7 +70,7 @@ typedef struct level {
     int ncells, idx;     /* idx: the child being walked, ncells = the right child */
 } level;
 
-struct spp_rawscan {
+struct prs_rawscan {
     int *nopen;           /* scans open now in this parse (its context's count; not owned) */
     sqlite3_file *f;      /* SQLite's file: read only, never locked or closed here */
     uint32_t psz, usable; /* page size, usable bytes per page (U) */
@@ -141,26 +141,26 @@ static inline int varint(const unsigned char *p, const unsigned char *end, uint6
     return varint_slow(p, end, v);
 }
 
-static int bad(spp_rawscan *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(spp_rawscan *rs, const char *fmt, ...)
+static int bad(prs_rawscan *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(prs_rawscan *rs, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rs->err, sizeof rs->err, fmt, ap);
     va_end(ap);
-    rs->state = SPP_RAW_CORRUPT;
-    return SPP_RAW_CORRUPT;
+    rs->state = PRS_RAW_CORRUPT;
+    return PRS_RAW_CORRUPT;
 }
 
-static int handoff(spp_rawscan *rs, spp_rawrow *row, int64_t rowid, const char *why, int col)
+static int handoff(prs_rawscan *rs, prs_rawrow *row, int64_t rowid, const char *why, int col)
 {
     snprintf(rs->err, sizeof rs->err, "%s%s%s", col >= 0 ? col_names[col] : "", col >= 0 ? " " : "", why);
     row->rowid = rowid;
-    rs->state = SPP_RAW_HANDOFF;
-    return SPP_RAW_HANDOFF;
+    rs->state = PRS_RAW_HANDOFF;
+    return PRS_RAW_HANDOFF;
 }
 
-static int pgno_ok(spp_rawscan *rs, uint32_t pgno, const char *what)
+static int pgno_ok(prs_rawscan *rs, uint32_t pgno, const char *what)
 {
     if (pgno == 0 || pgno > rs->npages)
         return bad(rs, "%s page %u is beyond the file (%u pages)", what, pgno, rs->npages) == 0;
@@ -169,7 +169,7 @@ static int pgno_ok(spp_rawscan *rs, uint32_t pgno, const char *what)
     return 1;
 }
 
-static int rd(spp_rawscan *rs, unsigned char *dst, uint32_t pgno, uint32_t n)
+static int rd(prs_rawscan *rs, unsigned char *dst, uint32_t pgno, uint32_t n)
 {
     int rc = rs->f->pMethods->xRead(rs->f, dst, (int)(n * rs->psz), (sqlite3_int64)(pgno - 1) * rs->psz);
     if (rc != SQLITE_OK)
@@ -177,7 +177,7 @@ static int rd(spp_rawscan *rs, unsigned char *dst, uint32_t pgno, uint32_t n)
     return 1;
 }
 
-static size_t chunk_target(const spp_rawscan *rs)
+static size_t chunk_target(const prs_rawscan *rs)
 {
     size_t t = CHUNK_BUDGET / (size_t)(*rs->nopen > 0 ? *rs->nopen : 1);
     t = t < CHUNK_MIN ? CHUNK_MIN : t > CHUNK_MAX ? CHUNK_MAX : t;
@@ -186,7 +186,7 @@ static size_t chunk_target(const spp_rawscan *rs)
 
 /* Page pgno through the chunk, reading from pgno on when it is not there.
  * Pointers into the chunk are invalid afterwards. */
-static unsigned char *chunk_page(spp_rawscan *rs, uint32_t pgno)
+static unsigned char *chunk_page(prs_rawscan *rs, uint32_t pgno)
 {
     if (pgno - rs->cfirst < rs->cn)
         return rs->chunk + (size_t)(pgno - rs->cfirst) * rs->psz;
@@ -213,10 +213,10 @@ static unsigned char *chunk_page(spp_rawscan *rs, uint32_t pgno)
     return rs->chunk;
 }
 
-static int in_chunk(const spp_rawscan *rs, uint32_t pgno) { return pgno - rs->cfirst < rs->cn; }
+static int in_chunk(const prs_rawscan *rs, uint32_t pgno) { return pgno - rs->cfirst < rs->cn; }
 
 /* Child i of interior level L (i == ncells: the right child); 0 if bad. */
-static uint32_t child(spp_rawscan *rs, const level *L)
+static uint32_t child(prs_rawscan *rs, const level *L)
 {
     const unsigned char *pg = L->page;
     if (L->idx == L->ncells)
@@ -230,11 +230,11 @@ static uint32_t child(spp_rawscan *rs, const level *L)
 }
 
 /* From page pgno down to the leftmost leaf under it. */
-static int descend(spp_rawscan *rs, uint32_t pgno)
+static int descend(prs_rawscan *rs, uint32_t pgno)
 {
     for (;;) {
         if (!pgno_ok(rs, pgno, "b-tree"))
-            return SPP_RAW_CORRUPT;
+            return PRS_RAW_CORRUPT;
         if (++rs->visited > rs->npages)
             return bad(rs, "more b-tree pages than the file has (a loop)");
         if (rs->depth >= MAX_DEPTH)
@@ -246,10 +246,10 @@ static int descend(spp_rawscan *rs, uint32_t pgno)
         unsigned char *pg;
         if (in_chunk(rs, pgno) || rs->depth == rs->leaf_depth) {
             if (!(pg = chunk_page(rs, pgno)))
-                return SPP_RAW_CORRUPT;
+                return PRS_RAW_CORRUPT;
         } else { /* most likely an interior page: read it alone */
             if (!rd(rs, L->page, pgno, 1))
-                return SPP_RAW_CORRUPT;
+                return PRS_RAW_CORRUPT;
             pg = L->page;
         }
         unsigned type = pg[hdr];
@@ -263,7 +263,7 @@ static int descend(spp_rawscan *rs, uint32_t pgno)
             rs->ncell = (int)n;
             rs->icell = 0;
             rs->leaf_depth = rs->depth;
-            return SPP_RAW_ROW;
+            return PRS_RAW_ROW;
         }
         if (type != 0x05)
             return bad(rs, "page %u is not a table b-tree page (type %u)", pgno, type);
@@ -276,12 +276,12 @@ static int descend(spp_rawscan *rs, uint32_t pgno)
             return bad(rs, "interior page %u: %d cells do not fit", pgno, L->ncells);
         rs->depth++;
         if (!(pgno = child(rs, L)))
-            return SPP_RAW_CORRUPT;
+            return PRS_RAW_CORRUPT;
     }
 }
 
-/* The next leaf in key order; SPP_RAW_END after the last. */
-static int next_leaf(spp_rawscan *rs)
+/* The next leaf in key order; PRS_RAW_END after the last. */
+static int next_leaf(prs_rawscan *rs)
 {
     rs->leaf = NULL;
     if (!rs->started) {
@@ -292,16 +292,16 @@ static int next_leaf(spp_rawscan *rs)
         level *L = &rs->lv[rs->depth - 1];
         if (++L->idx <= L->ncells) {
             uint32_t c = child(rs, L);
-            return c ? descend(rs, c) : SPP_RAW_CORRUPT;
+            return c ? descend(rs, c) : PRS_RAW_CORRUPT;
         }
         rs->depth--;
     }
-    rs->state = SPP_RAW_END;
-    return SPP_RAW_END;
+    rs->state = PRS_RAW_END;
+    return PRS_RAW_END;
 }
 
 /* The whole payload into rs->ov: the local part, then the overflow chain. */
-static const unsigned char *assemble(spp_rawscan *rs, const unsigned char *local, uint32_t nlocal, uint64_t plen,
+static const unsigned char *assemble(prs_rawscan *rs, const unsigned char *local, uint32_t nlocal, uint64_t plen,
                                      uint32_t pgno)
 {
     if (plen + 1 > rs->ovcap) {
@@ -338,9 +338,9 @@ static const unsigned char *assemble(spp_rawscan *rs, const unsigned char *local
 
 /* Decodes the wanted fields of a record into row; HANDOFF on anything
  * unusual. */
-static int put_strings(spp_rawscan *rs, spp_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL]);
+static int put_strings(prs_rawscan *rs, prs_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL]);
 
-static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t len)
+static int record(prs_rawscan *rs, prs_rawrow *row, unsigned char *buf, uint64_t len)
 {
     const unsigned char *end = buf + len;
     uint64_t hsz;
@@ -404,8 +404,8 @@ static int record(spp_rawscan *rs, spp_rawrow *row, unsigned char *buf, uint64_t
 }
 
 /* name and cat copied, args NUL-terminated where it lies (the byte after
- * it is put back by the next spp_rawscan_next); NULL ones: "", "", "{}". */
-static int put_strings(spp_rawscan *rs, spp_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL])
+ * it is put back by the next prs_rawscan_next); NULL ones: "", "", "{}". */
+static int put_strings(prs_rawscan *rs, prs_rawrow *row, unsigned char *const s[NCOL], const uint32_t slen[NCOL])
 {
     size_t need = (size_t)slen[C_NAME] + slen[C_CAT] + 2;
     if (need > rs->strcap) {
@@ -436,11 +436,11 @@ static int put_strings(spp_rawscan *rs, spp_rawrow *row, unsigned char *const s[
         row->args = "{}";
         row->args_len = 2;
     }
-    return SPP_RAW_ROW;
+    return PRS_RAW_ROW;
 }
 
 /* The cell icell of the current leaf. */
-static int cell(spp_rawscan *rs, spp_rawrow *row)
+static int cell(prs_rawscan *rs, prs_rawrow *row)
 {
     unsigned char *pg = rs->leaf, *end = pg + rs->usable;
     uint32_t ptr = be16(pg + rs->lhdr + 8 + 2 * rs->icell);
@@ -475,11 +475,11 @@ static int cell(spp_rawscan *rs, spp_rawrow *row)
         return bad(rs, "leaf cell at %u runs past the page", ptr);
     const unsigned char *buf = assemble(rs, p, local, plen, be32(p + local));
     if (!buf)
-        return SPP_RAW_CORRUPT;
+        return PRS_RAW_CORRUPT;
     return record(rs, row, rs->ov, plen);
 }
 
-int spp_rawscan_next(spp_rawscan *rs, spp_rawrow *row)
+int prs_rawscan_next(prs_rawscan *rs, prs_rawrow *row)
 {
     if (rs->patch) {
         *rs->patch = rs->saved;
@@ -491,14 +491,14 @@ int spp_rawscan_next(spp_rawscan *rs, spp_rawrow *row)
         if (rs->leaf && rs->icell < rs->ncell)
             return cell(rs, row);
         int rc = next_leaf(rs);
-        if (rc != SPP_RAW_ROW)
+        if (rc != PRS_RAW_ROW)
             return rc;
     }
 }
 
-const char *spp_rawscan_error(const spp_rawscan *rs) { return rs->err; }
+const char *prs_rawscan_error(const prs_rawscan *rs) { return rs->err; }
 
-void spp_rawscan_close(spp_rawscan *rs)
+void prs_rawscan_close(prs_rawscan *rs)
 {
     if (!rs)
         return;
@@ -516,7 +516,7 @@ void spp_rawscan_close(spp_rawscan *rs)
 /* ------------------------------------------------------------------ open */
 
 /* Maps the needed columns to record fields (PRAGMA table_xinfo). */
-static const char *map_columns(spp_rawscan *rs, sqlite3 *db)
+static const char *map_columns(prs_rawscan *rs, sqlite3 *db)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT cid, name, type, dflt_value IS NOT NULL, pk, hidden "
@@ -541,14 +541,14 @@ static const char *map_columns(spp_rawscan *rs, sqlite3 *db)
         for (int c = 0; !why && c < NCOL; c++) {
             if (strcasecmp(name, col_names[c]) != 0)
                 continue;
-            char a = spp_affinity(type);
+            char a = prs_affinity(type);
             cid_of[c] = cid;
             if (sqlite3_column_int(st, 4))
                 why = "a column it reads is part of the primary key";
             else if (sqlite3_column_int(st, 3))
                 why = "a column it reads has a default value";
-            else if (c != C_NAME && c != C_CAT && c != C_ARGS && a != SPP_AFF_INTEGER && a != SPP_AFF_NUMERIC &&
-                     a != SPP_AFF_BLOB)
+            else if (c != C_NAME && c != C_CAT && c != C_ARGS && a != PRS_AFF_INTEGER && a != PRS_AFF_NUMERIC &&
+                     a != PRS_AFF_BLOB)
                 why = "a number column has REAL or TEXT affinity";
         }
     }
@@ -572,7 +572,7 @@ static const char *map_columns(spp_rawscan *rs, sqlite3 *db)
     return NULL;
 }
 
-static const char *find_root(spp_rawscan *rs, sqlite3 *db)
+static const char *find_root(prs_rawscan *rs, sqlite3 *db)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT rootpage, sql FROM sqlite_schema WHERE type = 'table' AND "
@@ -601,7 +601,7 @@ static const char *find_root(spp_rawscan *rs, sqlite3 *db)
 }
 
 /* The database header and file size: page size, usable size, page count. */
-static const char *read_header(spp_rawscan *rs)
+static const char *read_header(prs_rawscan *rs)
 {
     unsigned char h[100];
     sqlite3_int64 size;
@@ -647,9 +647,9 @@ static const char *check_snapshot(sqlite3 *db)
     return NULL;
 }
 
-spp_rawscan *spp_rawscan_open(sqlite3 *db, int *nopen, const char **why)
+prs_rawscan *prs_rawscan_open(sqlite3 *db, int *nopen, const char **why)
 {
-    spp_rawscan *rs = calloc(1, sizeof *rs);
+    prs_rawscan *rs = calloc(1, sizeof *rs);
     if (!rs) {
         *why = "out of memory";
         return NULL;
@@ -658,17 +658,17 @@ spp_rawscan *spp_rawscan_open(sqlite3 *db, int *nopen, const char **why)
     (*nopen)++;
     rs->leaf_depth = -1;
     if ((*why = check_snapshot(db)) || (*why = find_root(rs, db)) || (*why = map_columns(rs, db))) {
-        spp_rawscan_close(rs);
+        prs_rawscan_close(rs);
         return NULL;
     }
-    if (!(rs->f = spp_readvfs_main_file(db, 0)) || !rs->f->pMethods) {
+    if (!(rs->f = prs_readvfs_main_file(db, 0)) || !rs->f->pMethods) {
         *why = "its file is not reachable";
-        spp_rawscan_close(rs);
+        prs_rawscan_close(rs);
         return NULL;
     }
     if ((*why = read_header(rs))) {
-        spp_readvfs_main_file(db, 1);
-        spp_rawscan_close(rs);
+        prs_readvfs_main_file(db, 1);
+        prs_rawscan_close(rs);
         return NULL;
     }
     /* the other levels' pages are allocated as the tree is walked */
@@ -683,8 +683,8 @@ spp_rawscan *spp_rawscan_open(sqlite3 *db, int *nopen, const char **why)
     if (!*why && rs->lv[0].page[0] != 0x05 && rs->lv[0].page[0] != 0x0D)
         *why = "slice is not a rowid table b-tree";
     if (*why) {
-        spp_readvfs_main_file(db, 1);
-        spp_rawscan_close(rs);
+        prs_readvfs_main_file(db, 1);
+        prs_rawscan_close(rs);
         return NULL;
     }
     rs->err[0] = 0;

@@ -3,7 +3,7 @@
  * readvfs.c — a read-ahead layer under SQLite for the raw stores.
  *
  * A store is read in rowid order (twice: the timestamp pass, then the rows;
- * see store.c), and SQLite asks the OS for one page at a time: a 2 GB store
+ * see storeread.c), and SQLite asks the OS for one page at a time: a 2 GB store
  * with 4 KiB pages costs a million pread() calls, and on the VMs we run on a
  * system call costs microseconds (perf: ~8% of a full parse in pread). This
  * VFS wraps the default one and, for main database files opened read-only,
@@ -23,7 +23,7 @@
  * Memory: one chunk per open store (128 KiB), allocated on first read.
  *
  * rawscan.c reads the `slice` pages itself, through the wrapped file
- * (spp_readvfs_main_file): SQLite's own descriptor, so that closing it can
+ * (prs_readvfs_main_file): SQLite's own descriptor, so that closing it can
  * never drop the POSIX locks SQLite holds on the file. While it does,
  * SQLite's own reads of that file go unbuffered (no chunk held per store);
  * a store handed back to SQLite turns the chunk on again.
@@ -218,13 +218,13 @@ static void do_register(void)
     registered = sqlite3_vfs_register(&ra_vfs, 0) == SQLITE_OK;
 }
 
-const char *spp_readvfs_name(void)
+const char *prs_readvfs_name(void)
 {
     pthread_once(&once, do_register);
     return registered ? ra_vfs.zName : NULL;
 }
 
-sqlite3_file *spp_readvfs_main_file(sqlite3 *db, int buffered)
+sqlite3_file *prs_readvfs_main_file(sqlite3 *db, int buffered)
 {
     sqlite3_file *f = NULL;
     if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods)

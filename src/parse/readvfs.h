@@ -11,13 +11,13 @@
 
 /* The read-ahead VFS for raw stores (readvfs.c); NULL if it could not be
  * registered (then SQLite's default is used). */
-const char *spp_readvfs_name(void);
+const char *prs_readvfs_name(void);
 
 /* The file SQLite reads for the main database of db, under any wrapping
  * VFS of ours (readvfs.c): reading through it shares SQLite's descriptor,
  * so no descriptor of ours can drop SQLite's POSIX locks by closing.
  * buffered: whether SQLite's own reads of it keep using the read-ahead
  * chunk (0 while the raw scan reads the rows: the chunk is freed). */
-sqlite3_file *spp_readvfs_main_file(sqlite3 *db, int buffered);
+sqlite3_file *prs_readvfs_main_file(sqlite3 *db, int buffered);
 
 #endif

@@ -6,7 +6,7 @@
  * different moments, so a store's rowid order is its time order except that
  * some rows come "late". Reading the table in rowid order (a sequential
  * scan, about 10x cheaper than SQLite's ORDER BY sort of whole rows), the
- * caller (store.c) releases the earliest buffered row once it is older than
+ * caller (storeread.c) releases the earliest buffered row once it is older than
  * the window it keeps (largest timestamp read − window); the output order is
  * ORDER BY timestamp, id.
  *
@@ -36,7 +36,7 @@ typedef struct blk {
 
 #define NCLS 24
 
-struct spp_reorder {
+struct prs_reorder {
     blk **heap;      /* late rows, min-heap on (ts, rowid) */
     long long n, cap, peak;
     blk **fifo;      /* rows in order: a ring, head .. head + nfifo */
@@ -47,9 +47,9 @@ struct spp_reorder {
     blk *out;   /* the record last popped, alive until the next pop */
 };
 
-spp_reorder *spp_reorder_new(void)
+prs_reorder *prs_reorder_new(void)
 {
-    return calloc(1, sizeof(spp_reorder));
+    return calloc(1, sizeof(prs_reorder));
 }
 
 static int cls_of(size_t need)
@@ -63,7 +63,7 @@ static int cls_of(size_t need)
     return c;
 }
 
-static blk *get_blk(spp_reorder *b, size_t data)
+static blk *get_blk(prs_reorder *b, size_t data)
 {
     size_t need = sizeof(blk) + data;
     int c = cls_of(need);
@@ -83,7 +83,7 @@ static blk *get_blk(spp_reorder *b, size_t data)
     return k;
 }
 
-static void put_blk(spp_reorder *b, blk *k)
+static void put_blk(prs_reorder *b, blk *k)
 {
     if (!k)
         return;
@@ -100,7 +100,7 @@ static int less(const blk *x, const blk *y)
     return x->ts != y->ts ? x->ts < y->ts : x->rowid < y->rowid;
 }
 
-static void fifo_push(spp_reorder *b, blk *k)
+static void fifo_push(prs_reorder *b, blk *k)
 {
     if (b->nfifo == b->fcap) {
         long long nc = b->fcap ? b->fcap * 2 : 256;
@@ -117,7 +117,7 @@ static void fifo_push(spp_reorder *b, blk *k)
     b->ftail = k;
 }
 
-static void heap_push(spp_reorder *b, blk *k)
+static void heap_push(prs_reorder *b, blk *k)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 256;
@@ -134,7 +134,7 @@ static void heap_push(spp_reorder *b, blk *k)
     b->heap[i] = k;
 }
 
-void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid)
+void prs_reorder_push(prs_reorder *b, const prs_rec *r, int64_t rowid)
 {
     int nl = (int)strlen(r->name), cl = (int)strlen(r->cat);
     size_t data = (size_t)nl + (size_t)cl + (size_t)r->args_len + 3;
@@ -161,7 +161,7 @@ void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid)
 }
 
 /* The earliest buffered block, or NULL; *from_heap says where it is. */
-static blk *earliest(spp_reorder *b, int *from_heap)
+static blk *earliest(prs_reorder *b, int *from_heap)
 {
     blk *f = b->nfifo ? b->fifo[b->fhead] : NULL;
     blk *h = b->n ? b->heap[0] : NULL;
@@ -169,7 +169,7 @@ static blk *earliest(spp_reorder *b, int *from_heap)
     return *from_heap ? h : f;
 }
 
-int spp_reorder_min(spp_reorder *b, int64_t *ts)
+int prs_reorder_min(prs_reorder *b, int64_t *ts)
 {
     int from_heap;
     blk *k = earliest(b, &from_heap);
@@ -179,7 +179,7 @@ int spp_reorder_min(spp_reorder *b, int64_t *ts)
     return 1;
 }
 
-static void heap_pop(spp_reorder *b)
+static void heap_pop(prs_reorder *b)
 {
     blk *last = b->heap[--b->n];
     long long i = 0;
@@ -198,7 +198,7 @@ static void heap_pop(spp_reorder *b)
         b->heap[i] = last;
 }
 
-int spp_reorder_pop(spp_reorder *b, spp_rec *out)
+int prs_reorder_pop(prs_reorder *b, prs_rec *out)
 {
     int from_heap;
     blk *k = earliest(b, &from_heap);
@@ -225,11 +225,11 @@ int spp_reorder_pop(spp_reorder *b, spp_rec *out)
     return 1;
 }
 
-long long spp_reorder_count(spp_reorder *b) { return b->n + b->nfifo; }
-size_t spp_reorder_bytes(spp_reorder *b) { return b->bytes; }
-long long spp_reorder_peak(spp_reorder *b) { return b->peak; }
+long long prs_reorder_count(prs_reorder *b) { return b->n + b->nfifo; }
+size_t prs_reorder_bytes(prs_reorder *b) { return b->bytes; }
+long long prs_reorder_peak(prs_reorder *b) { return b->peak; }
 
-void spp_reorder_free(spp_reorder *b)
+void prs_reorder_free(prs_reorder *b)
 {
     if (!b)
         return;

@@ -9,19 +9,19 @@
 #include "storeread.h"
 
 
-typedef struct spp_reorder spp_reorder;
+typedef struct prs_reorder prs_reorder;
 
-spp_reorder *spp_reorder_new(void);
+prs_reorder *prs_reorder_new(void);
 /* Copies r (its strings too). */
-void spp_reorder_push(spp_reorder *b, const spp_rec *r, int64_t rowid);
+void prs_reorder_push(prs_reorder *b, const prs_rec *r, int64_t rowid);
 /* Timestamp of the earliest buffered record; 0 if empty. */
-int spp_reorder_min(spp_reorder *b, int64_t *ts);
+int prs_reorder_min(prs_reorder *b, int64_t *ts);
 /* Moves the earliest record out into *out; its strings stay valid until the
- * next pop or spp_reorder_free. 0 if empty. */
-int spp_reorder_pop(spp_reorder *b, spp_rec *out);
-long long spp_reorder_count(spp_reorder *b);
-size_t spp_reorder_bytes(spp_reorder *b); /* buffered, for a memory cap */
-long long spp_reorder_peak(spp_reorder *b);
-void spp_reorder_free(spp_reorder *b);
+ * next pop or prs_reorder_free. 0 if empty. */
+int prs_reorder_pop(prs_reorder *b, prs_rec *out);
+long long prs_reorder_count(prs_reorder *b);
+size_t prs_reorder_bytes(prs_reorder *b); /* buffered, for a memory cap */
+long long prs_reorder_peak(prs_reorder *b);
+void prs_reorder_free(prs_reorder *b);
 
 #endif

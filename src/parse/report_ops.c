@@ -32,12 +32,12 @@
 #include "report_ops.h"
 #include "torch_trace.h"
 
-/* Column col of the current row of st as one CSV field (spp_csv_field:
+/* Column col of the current row of st as one CSV field (prs_csv_field:
  * quoted when it holds a comma, quote or newline). */
 static void column_csv(FILE *f, sqlite3_stmt *st, int col)
 {
     const char *s = (const char *)sqlite3_column_text(st, col);
-    spp_csv_field(f, s ? s : "", s ? sqlite3_column_bytes(st, col) : 0);
+    prs_csv_field(f, s ? s : "", s ? sqlite3_column_bytes(st, col) : 0);
 }
 
 /* Copies one store's Kernel rows into table k of db. Returns rows copied, or
@@ -98,7 +98,7 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
         fprintf(stderr, "servprof parse: %s: %s\n", final, strerror(-how));
         return NULL;
     }
-    snprintf(path, len, "%s%s", target, how == SP_OUT_IN_PLACE ? "" : SPP_DW_PARTIAL);
+    snprintf(path, len, "%s%s", target, how == SP_OUT_IN_PLACE ? "" : PRS_DW_PARTIAL);
     FILE *f = fopen(path, "w");
     if (!f)
         perror(path);
@@ -106,21 +106,21 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 }
 
 /* After the fclose: the file is queued for its rename, or removed. */
-static void close_out(spp_dw_stage *stage, const char *path, int bad)
+static void close_out(prs_dw_stage *stage, const char *path, int bad)
 {
-    size_t n = strlen(path), suffix = strlen(SPP_DW_PARTIAL);
-    if (n < suffix || strcmp(path + n - suffix, SPP_DW_PARTIAL) != 0)
+    size_t n = strlen(path), suffix = strlen(PRS_DW_PARTIAL);
+    if (n < suffix || strcmp(path + n - suffix, PRS_DW_PARTIAL) != 0)
         return; /* written in place: nothing to rename, not ours to remove */
     if (bad) {
         unlink(path);
         return;
     }
     char final[4200];
-    snprintf(final, sizeof final, "%.*s", (int)(strlen(path) - strlen(SPP_DW_PARTIAL)), path);
-    spp_dw_stage_add(stage, path, final);
+    snprintf(final, sizeof final, "%.*s", (int)(strlen(path) - strlen(PRS_DW_PARTIAL)), path);
+    prs_dw_stage_add(stage, path, final);
 }
 
-static int write_summary(sqlite3 *db, const char *dir, spp_dw_stage *stage)
+static int write_summary(sqlite3 *db, const char *dir, prs_dw_stage *stage)
 {
     char path[4200];
     FILE *f = open_out(dir, "op_summary.csv", path, sizeof path);
@@ -156,7 +156,7 @@ static int write_summary(sqlite3 *db, const char *dir, spp_dw_stage *stage)
     return bad ? -1 : 0;
 }
 
-static int write_statistic(sqlite3 *db, const char *dir, spp_dw_stage *stage)
+static int write_statistic(sqlite3 *db, const char *dir, prs_dw_stage *stage)
 {
     char path[4200];
     FILE *f = open_out(dir, "op_statistic.csv", path, sizeof path);
@@ -193,13 +193,13 @@ static int write_statistic(sqlite3 *db, const char *dir, spp_dw_stage *stage)
     return bad ? -1 : 0;
 }
 
-int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir)
+int prs_report_ops(const char *const *activity_paths, int n, const char *out_dir)
 {
-    return sp_report_ops_all(activity_paths, n, NULL, 0, out_dir, NULL);
+    return prs_report_ops_all(activity_paths, n, NULL, 0, out_dir, NULL);
 }
 
-int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
-                      int ntorch, const char *out_dir, spp_dw_stage *stage)
+int prs_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
+                      int ntorch, const char *out_dir, prs_dw_stage *stage)
 {
     if (n <= 0 && ntorch <= 0)
         return 0;
@@ -223,7 +223,7 @@ int sp_report_ops_all(const char *const *activity_paths, int n, const char *cons
             rows += got;
     }
     for (int i = 0; i < ntorch; i++) { /* torch profiler ops (acl_task_time 3) */
-        int64_t got = spp_torch_import_ops(db, torch_paths[i], n + i);
+        int64_t got = prs_torch_import_ops(db, torch_paths[i], n + i);
         if (got > 0)
             rows += got;
     }

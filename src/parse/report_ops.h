@@ -12,10 +12,10 @@
  * or -1 after printing what went wrong on stderr. The files are renamed
  * to their names through stage (the parse's, dwrite.c), or at once when
  * stage is NULL. */
-struct spp_dw_stage;
-int sp_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
-                      int ntorch, const char *out_dir, struct spp_dw_stage *stage);
+struct prs_dw_stage;
+int prs_report_ops_all(const char *const *activity_paths, int n, const char *const *torch_paths,
+                      int ntorch, const char *out_dir, struct prs_dw_stage *stage);
 /* The same from activity stores only, renamed at once. */
-int sp_report_ops(const char *const *activity_paths, int n, const char *out_dir);
+int prs_report_ops(const char *const *activity_paths, int n, const char *out_dir);
 
 #endif

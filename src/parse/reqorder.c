@@ -29,10 +29,10 @@
 typedef struct held {
     int64_t key, key2;   /* start (INT64_MAX: none), then first record */
     long long seq;
-    spp_pending *row;
+    prs_pending *row;
 } held;
 
-struct spp_reqorder {
+struct prs_reqorder {
     held *h;
     int n, cap;
     long long seq;
@@ -82,52 +82,52 @@ static void sift_down(held *h, int n, int i)
     }
 }
 
-static void pop_write(spp_model *m)
+static void pop_write(prs_model *m)
 {
-    spp_reqorder *o = m->reqorder;
-    spp_pending *p = o->h[0].row;
+    prs_reqorder *o = m->reqorder;
+    prs_pending *p = o->h[0].row;
     o->h[0] = o->h[--o->n];
     sift_down(o->h, o->n, 0);
-    spp_table_row(&m->out, &m->t_request, p->vals);
-    spp_pending_free(p);
+    prs_table_row(&m->out, &m->t_request, p->vals);
+    prs_pending_free(p);
 }
 
-void spp_reqorder_push(spp_model *m, int64_t key, int64_t key2, const spp_val *vals, int n)
+void prs_reqorder_push(prs_model *m, int64_t key, int64_t key2, const prs_val *vals, int n)
 {
     if (!m->reqorder)
         m->reqorder = calloc(1, sizeof *m->reqorder);
-    spp_reqorder *o = m->reqorder;
+    prs_reqorder *o = m->reqorder;
     if (o->n == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 256;
         o->h = realloc(o->h, (size_t)o->cap * sizeof *o->h);
     }
-    o->h[o->n] = (held){key, key2, o->seq++, spp_pending_new(vals, n)};
+    o->h[o->n] = (held){key, key2, o->seq++, prs_pending_new(vals, n)};
     sift_up(o->h, o->n++);
     if (o->n > MAX_HELD)
         pop_write(m);
 }
 
-void spp_reqorder_release(spp_model *m, int64_t bound)
+void prs_reqorder_release(prs_model *m, int64_t bound)
 {
-    spp_reqorder *o = m->reqorder;
+    prs_reqorder *o = m->reqorder;
     while (o && o->n && o->h[0].key < bound)
         pop_write(m);
 }
 
-void spp_reqorder_release_all(spp_model *m)
+void prs_reqorder_release_all(prs_model *m)
 {
-    spp_reqorder *o = m->reqorder;
+    prs_reqorder *o = m->reqorder;
     while (o && o->n)
         pop_write(m);
 }
 
-void spp_reqorder_free(spp_model *m)
+void prs_reqorder_free(prs_model *m)
 {
-    spp_reqorder *o = m->reqorder;
+    prs_reqorder *o = m->reqorder;
     if (!o)
         return;
     for (int i = 0; i < o->n; i++)
-        spp_pending_free(o->h[i].row);
+        prs_pending_free(o->h[i].row);
     free(o->h);
     free(o);
     m->reqorder = NULL;

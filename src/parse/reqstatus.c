@@ -22,7 +22,7 @@
 #include "fmt.h"
 #include "model.h"
 
-static const spp_col cols[] = {
+static const prs_col cols[] = {
     {"hostuid", "TEXT"}, {"pid", "INTEGER"}, {"start_datetime", "TEXT"},
     {"relative_timestamp(ms)", "REAL"}, {"waiting", "INTEGER"}, {"running", "INTEGER"},
     {"swapped", "INTEGER"}, {"timestamp(ms)", "REAL"},
@@ -31,13 +31,13 @@ static const spp_col cols[] = {
 };
 #define NCSV 8 /* the CSV's columns: the first 8 */
 
-void spp_reqstatus_init(spp_model *m)
+void prs_reqstatus_init(prs_model *m)
 {
     /* Why the report may be empty when records with QueueSize= did come:
      * their queue names (the first one shown) are none of the three columns. */
     m->reqstatus_unknown_why[0] = 0;
     m->reqstatus_unknown_n = 0;
-    spp_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
+    prs_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
                    sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
     m->t_reqstatus.ncsv = NCSV;
@@ -48,15 +48,15 @@ void spp_reqstatus_init(spp_model *m)
     }
 }
 
-static spp_val n(double d) { return isnan(d) ? spp_v_null() : spp_v_int(llround(d)); }
+static prs_val n(double d) { return isnan(d) ? prs_v_null() : prs_v_int(llround(d)); }
 
-void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+void prs_reqstatus_record(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    const spp_args *a = &m->args;
+    const prs_args *a = &m->args;
     if (isnan(a->queue_size))
         return;
-    spp_str q = a->queue_name.p ? a->queue_name : a->status;
-    spp_store_state *st = &m->st[r->store->index];
+    prs_str q = a->queue_name.p ? a->queue_name : a->status;
+    prs_store_state *st = &m->st[r->store->index];
     const char *status;
     if (!q.p || (q.n == 7 && !memcmp(q.p, "WAITING", 7))) {
         st->waiting = a->queue_size;
@@ -74,7 +74,7 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
          * other row comes (the skip line would claim no QueueSize=). */
         if (!m->reqstatus_unknown_n++) {
             char name[64];
-            spp_str_copy(q, name, sizeof name);
+            prs_str_copy(q, name, sizeof name);
             snprintf(m->reqstatus_unknown_why, sizeof m->reqstatus_unknown_why,
                      "records with QueueSize= were found, but for no queue it "
                      "reports (WAITING, RUNNING, SWAPPED): the first named '%s' (%s)", name,
@@ -84,17 +84,17 @@ void spp_reqstatus_record(spp_model *m, const spp_rec *r, enum spp_kind k)
         return;
     }
     char dt[40], ts[32];
-    spp_fmt_datetime(r->ts, dt);
+    prs_fmt_datetime(r->ts, dt);
     if (st->rs_first < 0)
         st->rs_first = r->ts;
     ts[0] = 0;
     if (m->out.db)
-        spp_dbcompat_time(r->ts, ts);
-    spp_val v[12] = {
-        spp_v_text(r->store->hostname, -1), spp_v_int(r->pid), spp_v_text(dt, -1),
-        spp_v_ns(r->ts - st->rs_first), n(st->waiting), n(st->running), n(st->swapped),
-        spp_v_ns(r->ts),
-        spp_v_text(ts, -1), n(a->queue_size), spp_v_text(status, -1), n(st->pending),
+        prs_dbcompat_time(r->ts, ts);
+    prs_val v[12] = {
+        prs_v_text(r->store->hostname, -1), prs_v_int(r->pid), prs_v_text(dt, -1),
+        prs_v_ns(r->ts - st->rs_first), n(st->waiting), n(st->running), n(st->swapped),
+        prs_v_ns(r->ts),
+        prs_v_text(ts, -1), n(a->queue_size), prs_v_text(status, -1), n(st->pending),
     };
-    spp_table_row(&m->out, &m->t_reqstatus, v);
+    prs_table_row(&m->out, &m->t_reqstatus, v);
 }

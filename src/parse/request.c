@@ -36,7 +36,7 @@
 
 #define GRACE_NS 10000000000LL /* 10 s of stream time */
 
-struct spp_req {
+struct prs_req {
     int root;
     int64_t first_seen, start, end, first_step_start;
     int64_t iter0_end;   /* latest end of a step that ran it with iter 0 */
@@ -49,14 +49,14 @@ struct spp_req {
     int nflow;
     int flow_pid, flow_tid;
     int64_t flow_ts;
-    spp_req *next;          /* done list */
-    spp_req *older, *newer; /* live list (creation order) */
+    prs_req *next;          /* done list */
+    prs_req *older, *newer; /* live list (creation order) */
 };
 
 static const int tombstone; /* only its address is used */
 #define DONE ((void *)&tombstone)
 
-static const spp_col cols[] = {
+static const prs_col cols[] = {
     {"http_rid", "TEXT"}, {"start_datetime", "TEXT"}, {"recv_token_size", "INTEGER"},
     {"reply_token_size", "INTEGER"}, {"execution_time(ms)", "REAL"}, {"queue_wait_time(ms)", "REAL"},
     {"first_token_latency(ms)", "REAL"}, {"cache_hit_rate", "REAL"}, {"start_time(ms)", "REAL"},
@@ -65,26 +65,26 @@ static const spp_col cols[] = {
 };
 #define NCOLS ((int)(sizeof cols / sizeof *cols))
 
-void spp_request_init(spp_model *m)
+void prs_request_init(prs_model *m)
 {
-    spp_table_init(&m->out, &m->t_request, "request.csv", "request", cols, NCOLS,
+    prs_table_init(&m->out, &m->t_request, "request.csv", "request", cols, NCOLS,
                    "no request records (domain Request: httpReq/httpRes) were found");
 }
 
-static spp_req *get(spp_model *m, int root)
+static prs_req *get(prs_model *m, int root)
 {
-    void *d = spp_ids_data(m->ids, root);
+    void *d = prs_ids_data(m->ids, root);
     if (d == DONE)
         return NULL;
     if (d)
         return d;
-    spp_req *q = calloc(1, sizeof *q);
+    prs_req *q = calloc(1, sizeof *q);
     q->root = root;
     q->first_seen = m->now_ns;
     q->start = q->end = q->first_step_start = q->iter0_end = q->tok_end = q->send_end = -1;
     q->wait_since = -1;
     q->recv = q->reply = q->hit = NAN;
-    spp_ids_set_data(m->ids, root, q);
+    prs_ids_set_data(m->ids, root, q);
     q->older = m->live_tail; /* first_seen is the stream's time: the list stays ordered */
     if (m->live_tail)
         m->live_tail->newer = q;
@@ -94,7 +94,7 @@ static spp_req *get(spp_model *m, int root)
     return q;
 }
 
-static void live_remove(spp_model *m, spp_req *q)
+static void live_remove(prs_model *m, prs_req *q)
 {
     if (q->older)
         q->older->newer = q->newer;
@@ -109,7 +109,7 @@ static void live_remove(spp_model *m, spp_req *q)
 
 /* Puts k where a is in the live list (a leaves it): k takes a's earlier
  * first_seen, and the list must stay ordered by it. */
-static void live_replace(spp_model *m, spp_req *a, spp_req *k)
+static void live_replace(prs_model *m, prs_req *a, prs_req *k)
 {
     live_remove(m, k);
     k->older = a->older;
@@ -127,7 +127,7 @@ static void live_replace(spp_model *m, spp_req *a, spp_req *k)
 
 /* The first token: the latest of the request's iter-0 step ends, its first
  * detokenize / decode and its first sendResponse (-1: none seen). */
-static int64_t first_token(const spp_req *q)
+static int64_t first_token(const prs_req *q)
 {
     int64_t t = q->iter0_end;
     if (q->tok_end > t)
@@ -139,40 +139,40 @@ static int64_t first_token(const spp_req *q)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-/* A duration known as integer ns (printed exactly, see spp_v_ns), or
+/* A duration known as integer ns (printed exactly, see prs_v_ns), or
  * empty when `known` is NAN. */
-static spp_val ns_or_null(double known, int64_t ns)
+static prs_val ns_or_null(double known, int64_t ns)
 {
-    return isnan(known) ? spp_v_null() : spp_v_ns(ns);
+    return isnan(known) ? prs_v_null() : prs_v_ns(ns);
 }
 
 static int64_t min_set(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : a < b ? a : b; }
 static int64_t max_set(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static void flow_end(spp_model *m, spp_req *q)
+static void flow_end(prs_model *m, prs_req *q)
 {
     if (m->tl && q->nflow >= 2)
-        spp_timeline_flow(m->tl, 'f', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
+        prs_timeline_flow(m->tl, 'f', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
     q->nflow = 0;
 }
 
-static void flow_step(spp_model *m, spp_req *q, const spp_rec *r)
+static void flow_step(prs_model *m, prs_req *q, const prs_rec *r)
 {
     if (!m->tl)
         return;
-    int pid = spp_timeline_pid(r->store);
+    int pid = prs_timeline_pid(r->store);
     int tid = m->cur_lane;
     if (q->nflow == 1)
-        spp_timeline_flow(m->tl, 's', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
+        prs_timeline_flow(m->tl, 's', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
     else if (q->nflow >= 2)
-        spp_timeline_flow(m->tl, 't', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
+        prs_timeline_flow(m->tl, 't', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
     q->nflow++;
     q->flow_pid = pid;
     q->flow_tid = tid;
     q->flow_ts = r->ts;
 }
 
-static void write_row(spp_model *m, spp_req *q)
+static void write_row(prs_model *m, prs_req *q)
 {
     int have_start = q->start >= 0, have_end = q->end >= 0;
     int complete = have_start && have_end;
@@ -192,23 +192,23 @@ static void write_row(spp_model *m, spp_req *q)
     double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
     char dt[40];
     if (have_start)
-        spp_fmt_datetime(start, dt);
-    const char *name = spp_req_name(m, q->root);
-    spp_val v[NCOLS] = {
-        spp_v_text(name, -1), have_start ? spp_v_text(dt, -1) : spp_v_null(),
-        isnan(q->recv) ? spp_v_null() : spp_v_int((long long)q->recv),
-        isnan(q->reply) ? spp_v_null() : spp_v_int((long long)q->reply),
+        prs_fmt_datetime(start, dt);
+    const char *name = prs_req_name(m, q->root);
+    prs_val v[NCOLS] = {
+        prs_v_text(name, -1), have_start ? prs_v_text(dt, -1) : prs_v_null(),
+        isnan(q->recv) ? prs_v_null() : prs_v_int((long long)q->recv),
+        isnan(q->reply) ? prs_v_null() : prs_v_int((long long)q->reply),
         ns_or_null(exec, q->end - start), ns_or_null(wait, q->queue_wait), ns_or_null(ttft, ft - start),
-        isnan(q->hit) ? spp_v_text("N/A", 3) : spp_v_real(q->hit),
-        have_start ? spp_v_ns(start) : spp_v_null(), spp_v_ms(tpot), ns_or_null(prefill, ft - q->first_step_start),
-        ns_or_null(decode, q->end - ft), spp_v_int(q->preempted), spp_v_int(complete),
+        isnan(q->hit) ? prs_v_text("N/A", 3) : prs_v_real(q->hit),
+        have_start ? prs_v_ns(start) : prs_v_null(), prs_v_ms(tpot), ns_or_null(prefill, ft - q->first_step_start),
+        ns_or_null(decode, q->end - ft), prs_v_int(q->preempted), prs_v_int(complete),
     };
-    spp_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
+    prs_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
     if (m->nfin == m->capfin) {
         m->capfin = m->capfin ? m->capfin * 2 : 1024;
         m->fin = realloc(m->fin, (size_t)m->capfin * sizeof *m->fin);
     }
-    spp_reqsum *s = &m->fin[m->nfin++];
+    prs_reqsum *s = &m->fin[m->nfin++];
     s->start = have_start ? start : q->first_seen;
     s->end = q->end;
     s->first_token = ft;
@@ -230,19 +230,19 @@ static void write_row(spp_model *m, spp_req *q)
         m->out_tokens += q->reply;
 }
 
-static void finalize(spp_model *m, spp_req *q)
+static void finalize(prs_model *m, prs_req *q)
 {
     flow_end(m, q);
     write_row(m, q);
-    spp_ids_set_data(m->ids, q->root, DONE);
+    prs_ids_set_data(m->ids, q->root, DONE);
     live_remove(m, q);
     free(q);
 }
 
 /* Takes q off the done list (it is absorbed into another request). */
-static void done_unlink(spp_model *m, spp_req *q)
+static void done_unlink(prs_model *m, prs_req *q)
 {
-    spp_req **pp = &m->done_head, *prev = NULL;
+    prs_req **pp = &m->done_head, *prev = NULL;
     while (*pp && *pp != q) {
         prev = *pp;
         pp = &(*pp)->next;
@@ -254,13 +254,13 @@ static void done_unlink(spp_model *m, spp_req *q)
     }
 }
 
-void spp_request_link(spp_model *m, int kept, int absorbed)
+void prs_request_link(prs_model *m, int kept, int absorbed)
 {
-    spp_req *a = spp_ids_data(m->ids, absorbed);
+    prs_req *a = prs_ids_data(m->ids, absorbed);
     if (!a || a == DONE)
         return;
-    spp_ids_set_data(m->ids, absorbed, NULL);
-    spp_req *k = spp_ids_data(m->ids, kept);
+    prs_ids_set_data(m->ids, absorbed, NULL);
+    prs_req *k = prs_ids_data(m->ids, kept);
     if (k == DONE) {
         /* rare: the request already ended under its other id */
         if (a->queued)
@@ -272,7 +272,7 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     }
     if (!k) {
         a->root = kept;
-        spp_ids_set_data(m->ids, kept, a);
+        prs_ids_set_data(m->ids, kept, a);
         return;
     }
     /* Both ids had state: fold the absorbed one into the kept one. */
@@ -312,23 +312,23 @@ void spp_request_link(spp_model *m, int kept, int absorbed)
     free(a);
 }
 
-static int waiting_queue(const spp_args *a)
+static int waiting_queue(const prs_args *a)
 {
-    spp_str q = a->queue_name.p ? a->queue_name : a->status;
+    prs_str q = a->queue_name.p ? a->queue_name : a->status;
     if (!q.p)
         return 1; /* no queue named: the waiting queue */
     return q.n == 7 && !memcmp(q.p, "WAITING", 7);
 }
 
-static int swapped_queue(const spp_args *a)
+static int swapped_queue(const prs_args *a)
 {
-    spp_str q = a->queue_name.p ? a->queue_name : a->status;
+    prs_str q = a->queue_name.p ? a->queue_name : a->status;
     return q.p && q.n == 7 && !memcmp(q.p, "SWAPPED", 7);
 }
 
-static void apply(spp_model *m, spp_req *q, const spp_rec *r, enum spp_kind k, int entry)
+static void apply(prs_model *m, prs_req *q, const prs_rec *r, enum prs_kind k, int entry)
 {
-    const spp_args *a = &m->args;
+    const prs_args *a = &m->args;
     int64_t end = r->ts + r->dur;
     if (!isnan(a->recv_tokens))
         q->recv = a->recv_tokens;
@@ -359,7 +359,7 @@ static void apply(spp_model *m, spp_req *q, const spp_rec *r, enum spp_kind k, i
     case K_BATCH: case K_EXEC: case K_FORWARD: {
         if (q->first_step_start < 0)
             q->first_step_start = r->ts;
-        const spp_rident *e = entry >= 0 ? &a->rids[entry] : NULL;
+        const prs_rident *e = entry >= 0 ? &a->rids[entry] : NULL;
         /* A schedule entry with no token scheduled did not run the prefill
          * (the reference leaves such entries out too). */
         int ran = !e || k != K_BATCH || isnan(e->sched_tokens) || e->sched_tokens > 0;
@@ -396,12 +396,12 @@ static void apply(spp_model *m, spp_req *q, const spp_rec *r, enum spp_kind k, i
 }
 
 /* Whether this slice is a step of the request's flow (see the top). */
-static int flow_key(const spp_model *m, const spp_req *q, const spp_rec *r, enum spp_kind k, int entry)
+static int flow_key(const prs_model *m, const prs_req *q, const prs_rec *r, enum prs_kind k, int entry)
 {
     if (m->opts->flows_all)
         return 1;
     if (entry >= 0) {
-        const spp_rident *e = &m->args.rids[entry];
+        const prs_rident *e = &m->args.rids[entry];
         int decode = e->iter > 0 || (e->iter < 0 && e->type == 1);
         return !decode;
     }
@@ -412,10 +412,10 @@ static int flow_key(const spp_model *m, const spp_req *q, const spp_rec *r, enum
     return 1;
 }
 
-void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+void prs_request_record(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
     for (int i = 0; i < m->nroots; i++) {
-        spp_req *q = get(m, m->roots[i]);
+        prs_req *q = get(m, m->roots[i]);
         if (!q)
             continue;
         int entry = m->args.rid_kind == 2 ? i : -1;
@@ -426,27 +426,27 @@ void spp_request_record(spp_model *m, const spp_rec *r, enum spp_kind k)
     }
 }
 
-void spp_request_flush(spp_model *m, int all)
+void prs_request_flush(prs_model *m, int all)
 {
     while (m->done_head && (all || m->done_head->end + GRACE_NS < m->now_ns)) {
-        spp_req *q = m->done_head;
+        prs_req *q = m->done_head;
         m->done_head = q->next;
         if (!m->done_head)
             m->done_tail = NULL;
         finalize(m, q);
     }
     if (!all) {
-        spp_reqorder_release(m, m->live_head && m->live_head->first_seen < m->now_ns ? m->live_head->first_seen
+        prs_reqorder_release(m, m->live_head && m->live_head->first_seen < m->now_ns ? m->live_head->first_seen
                                                                                      : m->now_ns);
         return;
     }
     /* Requests that never ended (a store cut short, a run still going). */
-    int n = spp_ids_count(m->ids);
+    int n = prs_ids_count(m->ids);
     for (int i = 0; i < n; i++) {
-        void *d = spp_ids_data(m->ids, i);
+        void *d = prs_ids_data(m->ids, i);
         if (d && d != DONE)
             finalize(m, d);
     }
-    spp_reqorder_release_all(m);
-    spp_reqorder_free(m);
+    prs_reqorder_release_all(m);
+    prs_reqorder_free(m);
 }

@@ -38,16 +38,16 @@ static void session_name(const char *path, const char *input, char *out, size_t 
     snprintf(out, len, "%.255s", *base ? base : "/");
 }
 
-static int find_or_add(spp_sessions *ss, const char *name)
+static int find_or_add(prs_sessions *ss, const char *name)
 {
     for (int i = 0; i < ss->n; i++)
         if (!strcmp(ss->s[i].name, name))
             return i;
-    spp_session_range *s = realloc(ss->s, (size_t)(ss->n + 1) * sizeof *s);
+    prs_session_range *s = realloc(ss->s, (size_t)(ss->n + 1) * sizeof *s);
     if (!s)
         return -1;
     ss->s = s;
-    spp_session_range *r = &ss->s[ss->n];
+    prs_session_range *r = &ss->s[ss->n];
     snprintf(r->name, sizeof r->name, "%s", name);
     r->first = INT64_MAX;
     r->last = INT64_MIN;
@@ -64,7 +64,7 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
-int spp_sessions_find(spp_paths *paths, const char *input, const char *only, spp_sessions *out)
+int prs_sessions_find(prs_paths *paths, const char *input, const char *only, prs_sessions *out)
 {
     memset(out, 0, sizeof *out);
     out->of_store = calloc((size_t)(paths->nraw ? paths->nraw : 1), sizeof *out->of_store);
@@ -89,7 +89,7 @@ int spp_sessions_find(spp_paths *paths, const char *input, const char *only, spp
         }
         paths->nraw = kept;
         if (!kept) {
-            spp_log(SPP_ERROR, "--session '%s': no such session under %s (sessions: %s)", only,
+            prs_log(PRS_ERROR, "--session '%s': no such session under %s (sessions: %s)", only,
                     input, used ? names : "none");
             return -1;
         }
@@ -103,7 +103,7 @@ int spp_sessions_find(spp_paths *paths, const char *input, const char *only, spp
     return 0;
 }
 
-void spp_sessions_note(spp_sessions *ss, int i, int64_t ts, int64_t end)
+void prs_sessions_note(prs_sessions *ss, int i, int64_t ts, int64_t end)
 {
     if (i < 0 || i >= ss->n)
         return;
@@ -113,7 +113,7 @@ void spp_sessions_note(spp_sessions *ss, int i, int64_t ts, int64_t end)
         ss->s[i].last = end;
 }
 
-double spp_sessions_on_s(const spp_sessions *ss)
+double prs_sessions_on_s(const prs_sessions *ss)
 {
     double on = 0;
     for (int i = 0; i < ss->n; i++)
@@ -122,7 +122,7 @@ double spp_sessions_on_s(const spp_sessions *ss)
     return on;
 }
 
-int spp_sessions_at(const spp_sessions *ss, int64_t t)
+int prs_sessions_at(const prs_sessions *ss, int64_t t)
 {
     for (int i = 0; i < ss->n; i++)
         if (t >= ss->s[i].first && t <= ss->s[i].last)
@@ -130,7 +130,7 @@ int spp_sessions_at(const spp_sessions *ss, int64_t t)
     return -1;
 }
 
-void spp_sessions_free(spp_sessions *ss)
+void prs_sessions_free(prs_sessions *ss)
 {
     free(ss->s);
     free(ss->of_store);

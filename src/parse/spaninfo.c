@@ -12,12 +12,12 @@
 #include "model.h"
 #include "stats.h"
 
-static const spp_col cols[] = {
+static const prs_col cols[] = {
     {"span_name", "TEXT"}, {"start_datetime", "TEXT"}, {"end_datetime", "TEXT"},
     {"during_time(ms)", "REAL"}, {"hostname", "TEXT"}, {"pid", "INTEGER"},
 };
 
-static void add_name(spp_model *m, const char *name)
+static void add_name(prs_model *m, const char *name)
 {
     for (int i = 0; i < m->nspan_names; i++)
         if (!strcmp(m->span_names[i], name))
@@ -26,7 +26,7 @@ static void add_name(spp_model *m, const char *name)
     m->span_names[m->nspan_names++] = name;
 }
 
-void spp_spaninfo_init(spp_model *m)
+void prs_spaninfo_init(prs_model *m)
 {
     if (m->opts->nspans == 0)
         return;
@@ -37,7 +37,7 @@ void spp_spaninfo_init(spp_model *m)
         add_name(m, m->opts->spans[i]);
     m->t_spans = calloc((size_t)m->nspan_names, sizeof *m->t_spans);
     m->span_csv = calloc((size_t)m->nspan_names, sizeof *m->span_csv);
-    m->stats = spp_stats_new(m->nspan_names);
+    m->stats = prs_stats_new(m->nspan_names);
     for (int i = 0; i < m->nspan_names; i++) {
         char csv[512];
         snprintf(csv, sizeof csv, "span_info/%s.csv", m->span_names[i]);
@@ -45,30 +45,30 @@ void spp_spaninfo_init(spp_model *m)
             if (*p == '/' || *p == '\\')
                 *p = '_';
         m->span_csv[i] = strdup(csv);
-        spp_table_init(&m->out, &m->t_spans[i], m->span_csv[i], NULL, cols, 6, NULL);
+        prs_table_init(&m->out, &m->t_spans[i], m->span_csv[i], NULL, cols, 6, NULL);
     }
 }
 
-void spp_spaninfo_record(spp_model *m, const spp_rec *r, enum spp_kind k)
+void prs_spaninfo_record(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
     (void)k;
     for (int i = 0; i < m->nspan_names; i++) {
         if (strcmp(r->name, m->span_names[i]) != 0)
             continue;
         char sdt[40], edt[40];
-        spp_fmt_datetime(r->ts, sdt);
-        spp_fmt_datetime(r->ts + r->dur, edt);
-        spp_val v[6] = {
-            spp_v_text(r->name, -1), spp_v_text(sdt, -1), spp_v_text(edt, -1),
-            spp_v_ns(r->dur), spp_v_text(r->store->hostname, -1), spp_v_int(r->pid),
+        prs_fmt_datetime(r->ts, sdt);
+        prs_fmt_datetime(r->ts + r->dur, edt);
+        prs_val v[6] = {
+            prs_v_text(r->name, -1), prs_v_text(sdt, -1), prs_v_text(edt, -1),
+            prs_v_ns(r->dur), prs_v_text(r->store->hostname, -1), prs_v_int(r->pid),
         };
-        spp_table_row(&m->out, &m->t_spans[i], v);
-        spp_stats_add(m->stats, i, (double)r->dur / 1e6);
+        prs_table_row(&m->out, &m->t_spans[i], v);
+        prs_stats_add(m->stats, i, (double)r->dur / 1e6);
         return;
     }
 }
 
-void spp_spaninfo_finish(spp_model *m)
+void prs_spaninfo_finish(prs_model *m)
 {
     (void)m;
 }

@@ -10,17 +10,17 @@
 #include "stats.h"
 
 typedef struct series { double *v; long long n, cap; } series;
-struct spp_stats { series *s; int n; };
+struct prs_stats { series *s; int n; };
 
-spp_stats *spp_stats_new(int n)
+prs_stats *prs_stats_new(int n)
 {
-    spp_stats *s = calloc(1, sizeof *s);
+    prs_stats *s = calloc(1, sizeof *s);
     s->s = calloc((size_t)n, sizeof *s->s);
     s->n = n;
     return s;
 }
 
-void spp_stats_add(spp_stats *st, int i, double v)
+void prs_stats_add(prs_stats *st, int i, double v)
 {
     if (!st || i < 0 || i >= st->n || isnan(v))
         return;
@@ -38,7 +38,7 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-long long spp_sort_values(double *v, long long n)
+long long prs_sort_values(double *v, long long n)
 {
     long long o = 0;
     for (long long i = 0; i < n; i++)
@@ -49,7 +49,7 @@ long long spp_sort_values(double *v, long long n)
     return o;
 }
 
-double spp_percentile(const double *v, long long n, double p)
+double prs_percentile(const double *v, long long n, double p)
 {
     if (n <= 0)
         return NAN;
@@ -60,10 +60,10 @@ double spp_percentile(const double *v, long long n, double p)
     return v[lo] + (v[hi] - v[lo]) * f;
 }
 
-void spp_stats_get(spp_stats *st, int i, spp_summary_row *o)
+void prs_stats_get(prs_stats *st, int i, prs_summary_row *o)
 {
     series *s = &st->s[i];
-    o->n = spp_sort_values(s->v, s->n);
+    o->n = prs_sort_values(s->v, s->n);
     s->n = o->n;
     o->total = 0;
     for (long long k = 0; k < o->n; k++)
@@ -71,12 +71,12 @@ void spp_stats_get(spp_stats *st, int i, spp_summary_row *o)
     o->min = o->n ? s->v[0] : NAN;
     o->max = o->n ? s->v[o->n - 1] : NAN;
     o->avg = o->n ? o->total / (double)o->n : NAN;
-    o->p50 = spp_percentile(s->v, o->n, 50);
-    o->p90 = spp_percentile(s->v, o->n, 90);
-    o->p99 = spp_percentile(s->v, o->n, 99);
+    o->p50 = prs_percentile(s->v, o->n, 50);
+    o->p90 = prs_percentile(s->v, o->n, 90);
+    o->p99 = prs_percentile(s->v, o->n, 99);
 }
 
-void spp_stats_free(spp_stats *st)
+void prs_stats_free(prs_stats *st)
 {
     if (!st)
         return;

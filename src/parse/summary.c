@@ -16,13 +16,13 @@
 
 static void line(const char *what, double *v, long long n)
 {
-    n = spp_sort_values(v, n);
+    n = prs_sort_values(v, n);
     if (!n) {
         printf("  %-22s -\n", what);
         return;
     }
-    printf("  %-22s P50 %10.3f ms   P99 %10.3f ms   (n=%lld)\n", what, spp_percentile(v, n, 50),
-           spp_percentile(v, n, 99), n);
+    printf("  %-22s P50 %10.3f ms   P99 %10.3f ms   (n=%lld)\n", what, prs_percentile(v, n, 50),
+           prs_percentile(v, n, 99), n);
 }
 
 /* Was out/name (re)written by this parse? A file left by an earlier parse,
@@ -49,12 +49,12 @@ static void clock_text(int64_t ns, char *out, size_t len)
 }
 
 /* Several sessions: their names and ranges, and how long collection was on. */
-static void print_sessions(const spp_sessions *ss, double span_s)
+static void print_sessions(const prs_sessions *ss, double span_s)
 {
     printf("  %d sessions (rates below count the %.3f s collection was on, not the %.3f s "
-           "spanned):\n", ss->n, spp_sessions_on_s(ss), span_s);
+           "spanned):\n", ss->n, prs_sessions_on_s(ss), span_s);
     for (int i = 0; i < ss->n; i++) {
-        const spp_session_range *r = &ss->s[i];
+        const prs_session_range *r = &ss->s[i];
         if (r->first == INT64_MAX) {
             printf("    %-16s no records\n", r->name);
             continue;
@@ -68,7 +68,7 @@ static void print_sessions(const spp_sessions *ss, double span_s)
 
 /* Output tokens per second over the time requests were being served: from
  * the first request's start to the last one's end, within each session. */
-static double tokens_per_s(const spp_model *m, const spp_sessions *ss)
+static double tokens_per_s(const prs_model *m, const prs_sessions *ss)
 {
     int n = ss && ss->n > 1 ? ss->n : 1;
     int64_t *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
@@ -78,7 +78,7 @@ static double tokens_per_s(const spp_model *m, const spp_sessions *ss)
     for (int k = 0; k < n; k++)
         first[k] = -1, last[k] = -1;
     for (long long i = 0; i < m->nfin; i++) {
-        int k = n > 1 ? spp_sessions_at(ss, m->fin[i].start) : 0;
+        int k = n > 1 ? prs_sessions_at(ss, m->fin[i].start) : 0;
         if (k < 0 || m->fin[i].start < 0)
             continue;
         if (first[k] < 0 || m->fin[i].start < first[k])
@@ -95,8 +95,8 @@ out:
     return on > 0 ? m->out_tokens / on : 0;
 }
 
-void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, double seconds,
-                       const spp_sessions *ss, int64_t started_ns)
+void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, double seconds,
+                       const prs_sessions *ss, int64_t started_ns)
 {
     double span_s = m->nrec ? (double)(m->last_ns - m->origin_ns) / 1e9 : 0;
     printf("servprof parse: read %d store%s", nstores, nstores == 1 ? "" : "s");
@@ -112,7 +112,7 @@ void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, d
         print_sessions(ss, span_s);
     /* Only what this parse wrote; what it could not write is in the messages. */
     const char *out = m->opts->output;
-    const spp_table *all[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
+    const prs_table *all[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
     char wrote[1024] = "";
     size_t w = 0;
 #define WROTE(name) \
@@ -141,7 +141,7 @@ void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, d
     else
         printf("  wrote nothing to %s\n", out);
     /* Report rows: what went into the CSV files and/or profiler.db. */
-    const spp_table *ts[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
+    const prs_table *ts[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
     const char *names[] = {"request", "batch", "forward", "kvcache", "request_status"};
     if (m->opts->csv || m->opts->db) {
         printf("  rows%s:", m->opts->csv ? "" : " (in profiler.db)");
@@ -174,8 +174,8 @@ void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, d
         printf("  %-26s %8s %10s %10s %10s %10s %10s %10s %12s\n", "span (ms)", "count", "min", "avg", "P50",
                "P90", "P99", "max", "total");
         for (int i = 0; i < m->nspan_names; i++) {
-            spp_summary_row r;
-            spp_stats_get(m->stats, i, &r);
+            prs_summary_row r;
+            prs_stats_get(m->stats, i, &r);
             if (!r.n) {
                 printf("  %-26s %8d\n", m->span_names[i], 0);
                 continue;

@@ -7,6 +7,6 @@
 /* started_ns: wall clock when the parse began; only files written since are
  * named as written. ss: the sessions read (listed when more than one; rates
  * then count only the time collection was on). */
-void spp_summary_print(spp_model *m, int nstores, int nskipped, int nactivity, double seconds,
-                       const spp_sessions *ss, int64_t started_ns);
+void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, double seconds,
+                       const prs_sessions *ss, int64_t started_ns);
 #endif

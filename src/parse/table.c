@@ -8,7 +8,7 @@
  * read; the rows here never carry them).
  *
  * CSV files are opened on the first row, so a report whose data never came
- * leaves no empty file behind; spp_table_close() then prints the one line
+ * leaves no empty file behind; prs_table_close() then prints the one line
  * saying which report was skipped and what was missing. profiler.db tables
  * are created up front (empty tables keep dashboards' queries valid).
  *
@@ -79,7 +79,7 @@ static int mkdir_p(const char *dir)
  * such as /dev/null) is not written: a database is built by pages and
  * indexes, not streamed, and renaming over it would replace the node.
  * Says so (once) and returns 1; 0 when profiler.db can be written. */
-static int db_target_is_special(spp_out *o, const char *dir)
+static int db_target_is_special(prs_out *o, const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/profiler.db", dir);
@@ -88,22 +88,22 @@ static int db_target_is_special(spp_out *o, const char *dir)
         snprintf(o->db_partial, sizeof o->db_partial, "%s" DB_PARTIAL, o->db_final);
         return 0;
     }
-    spp_log(SPP_ERROR, "profiler.db: %s %s; profiler.db is not written", path,
+    prs_log(PRS_ERROR, "profiler.db: %s %s; profiler.db is not written", path,
             how < 0 ? strerror(-how) : "exists and is not a regular file (a FIFO or a device)");
     return 1;
 }
 
-int spp_out_open(spp_out *o, const char *dir, int csv, int db)
+int prs_out_open(prs_out *o, const char *dir, int csv, int db)
 {
     memset(o, 0, sizeof *o);
     o->dir = dir;
     o->csv = csv;
     o->db = db;
     if (mkdir_p(dir) != 0) {
-        spp_log(SPP_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
+        prs_log(PRS_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
         return -1;
     }
-    spp_dw_stage_begin(&o->stage); /* every output under a temporary name until spp_out_close */
+    prs_dw_stage_begin(&o->stage); /* every output under a temporary name until prs_out_close */
     if (db && db_target_is_special(o, dir)) {
         o->db = db = 0;
         o->failed = 1; /* an output not written: exit status 1 */
@@ -116,28 +116,28 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
          * previous profiler.db as it was, never one that looks complete. */
         unlink(path);
         char why[512];
-        if (spp_db_writer_is_sqlite()) {
-            o->sq = spp_dbsql_open(path, why, sizeof why);
+        if (prs_db_writer_is_sqlite()) {
+            o->sq = prs_dbsql_open(path, why, sizeof why);
             if (!o->sq)
-                spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, why);
+                prs_log(PRS_ERROR, "cannot create %s: %s; profiler.db is not written", path, why);
         } else {
-            o->bt = spp_bt_open(path, DB_PAGE);
+            o->bt = prs_bt_open(path, DB_PAGE);
             if (!o->bt)
-                spp_log(SPP_ERROR, "cannot create %s: %s; profiler.db is not written", path, strerror(errno));
+                prs_log(PRS_ERROR, "cannot create %s: %s; profiler.db is not written", path, strerror(errno));
         }
         if ((o->bt || o->sq) &&
             sqlite3_open_v2(":memory:", &o->db_conn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-            spp_log(SPP_ERROR, "profiler.db: cannot open SQLite in memory: %s; profiler.db is not written",
+            prs_log(PRS_ERROR, "profiler.db: cannot open SQLite in memory: %s; profiler.db is not written",
                     sqlite3_errmsg(o->db_conn));
             if (o->bt)
-                spp_bt_abort(o->bt, 1);
+                prs_bt_abort(o->bt, 1);
         }
         if ((!o->bt && !o->sq) || !o->db_conn) {
             sqlite3_close(o->db_conn);
             o->db_conn = NULL;
-            spp_dbsql_free(o->sq);
+            prs_dbsql_free(o->sq);
             o->sq = NULL;
-            spp_bt_free(o->bt);
+            prs_bt_free(o->bt);
             o->bt = NULL;
             o->db = 0;
             o->failed = 1;
@@ -148,18 +148,18 @@ int spp_out_open(spp_out *o, const char *dir, int csv, int db)
 
 /* profiler.db cannot be completed: one ERROR, the partial file removed at
  * once (the disk space may be what the other outputs need), rows ignored. */
-static void db_fail(spp_out *o, const char *why)
+static void db_fail(prs_out *o, const char *why)
 {
     if (o->db_lost)
         return;
     o->db_lost = 1;
     o->failed = 1;
-    spp_log(SPP_ERROR, "profiler.db: writing %s failed: %s; it is removed and profiler.db is not written",
+    prs_log(PRS_ERROR, "profiler.db: writing %s failed: %s; it is removed and profiler.db is not written",
             o->db_partial, why);
     if (o->bt) {
-        spp_bt_abort(o->bt, 1);
+        prs_bt_abort(o->bt, 1);
     } else {
-        spp_dbsql_free(o->sq);
+        prs_dbsql_free(o->sq);
         o->sq = NULL;
         unlink(o->db_partial);
     }
@@ -181,10 +181,10 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 /* The page writer's table for a table just created in the in-memory
  * database: affinities from the declared types as SQLite read them, and
  * the column that is the rowid (a lone INTEGER PRIMARY KEY, not DESC). */
-static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *cols, int ncols)
+static struct prs_bt_tab *bt_table(prs_out *o, const char *name, const prs_col *cols, int ncols)
 {
     char *aff = malloc((size_t)ncols);
-    memset(aff, SPP_AFF_BLOB, (size_t)ncols);
+    memset(aff, PRS_AFF_BLOB, (size_t)ncols);
     int ipk = -1, npk = 0;
     /* PRAGMA table_info, not sqlite3_table_column_metadata (that one needs
      * SQLITE_ENABLE_COLUMN_METADATA): cid, name, type, notnull, dflt, pk. */
@@ -196,7 +196,7 @@ static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *
             const char *decl = (const char *)sqlite3_column_text(st, 2);
             if (i < 0 || i >= ncols)
                 continue;
-            aff[i] = spp_affinity(decl);
+            aff[i] = prs_affinity(decl);
             if (sqlite3_column_int(st, 5)) {
                 npk++;
                 if (decl && sqlite3_stricmp(decl, "INTEGER") == 0 && !strstr(cols[i].sqltype, "DESC") &&
@@ -207,13 +207,13 @@ static struct spp_bt_tab *bt_table(spp_out *o, const char *name, const spp_col *
         sqlite3_finalize(st);
     }
     sqlite3_free(q);
-    struct spp_bt_tab *bt = spp_bt_table(o->bt, name, ncols, aff, npk == 1 ? ipk : -1);
+    struct prs_bt_tab *bt = prs_bt_table(o->bt, name, ncols, aff, npk == 1 ? ipk : -1);
     free(aff);
     return bt;
 }
 
-void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *db_name,
-                    const spp_col *cols, int ncols, const char *needs)
+void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *db_name,
+                    const prs_col *cols, int ncols, const char *needs)
 {
     memset(t, 0, sizeof *t);
     t->key = db_name ? db_name : csv_name;
@@ -228,7 +228,7 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
     /* The reference's names for columns we hold under other names:
      * virtual generated columns (dbcompat.c), computed when read, so the
      * page writer never sees them (they come after the stored ones). */
-    char *extra = spp_dbcompat_columns(db_name, cols, ncols);
+    char *extra = prs_dbcompat_columns(db_name, cols, ncols);
     size_t cap = 256 + (size_t)ncols * 96 + (extra ? strlen(extra) : 0);
     char *create = malloc(cap), *ins = malloc(cap);
     char q[160];
@@ -245,22 +245,22 @@ void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *
     snprintf(ins + m, cap - m, ")");
     if (sqlite3_exec(o->db_conn, create, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(o->db_conn, ins, -1, &t->ins, NULL) != SQLITE_OK) {
-        spp_log(SPP_ERROR, "profiler.db: cannot create table %s: %s", db_name, sqlite3_errmsg(o->db_conn));
+        prs_log(PRS_ERROR, "profiler.db: cannot create table %s: %s", db_name, sqlite3_errmsg(o->db_conn));
         t->db_name = NULL;
         o->failed = 1;
     } else if (o->sq) {
-        int id = spp_dbsql_table(o->sq, create, db_name, ncols);
+        int id = prs_dbsql_table(o->sq, create, db_name, ncols);
         t->sq_tab = id >= 0 ? id + 1 : 0;
     } else {
         t->bt = bt_table(o, db_name, cols, ncols);
         if (t->bt)
-            spp_dbout_declare_indexes(t, t->bt);
+            prs_dbout_declare_indexes(t, t->bt);
     }
     free(create);
     free(ins);
 }
 
-static int open_csv(spp_out *o, spp_table *t)
+static int open_csv(prs_out *o, prs_table *t)
 {
     size_t len = strlen(o->dir) + strlen(t->csv_name) + 2;
     t->csv_path = malloc(len);
@@ -273,28 +273,28 @@ static int open_csv(spp_out *o, spp_table *t)
     }
     /* Through dwrite.c (O_DIRECT from a writer thread): a buffered write
      * costs a new page-cache page per 4 KiB (docs/parse.md). */
-    t->csv = spp_dw_fopen(&o->stage, t->csv_path);
+    t->csv = prs_dw_fopen(&o->stage, t->csv_path);
     if (!t->csv) {
-        spp_log(SPP_ERROR, "cannot write %s: %s; that report is not written", t->csv_path, strerror(errno));
+        prs_log(PRS_ERROR, "cannot write %s: %s; that report is not written", t->csv_path, strerror(errno));
         t->failed = 1;
         o->failed = 1;
         return -1;
     }
     /* glibc ignores the size when setvbuf gets no buffer (4 KiB writes). */
-    t->csv_buf = malloc(SPP_OUT_BUF);
-    setvbuf(t->csv, t->csv_buf, _IOFBF, SPP_OUT_BUF);
+    t->csv_buf = malloc(PRS_OUT_BUF);
+    setvbuf(t->csv, t->csv_buf, _IOFBF, PRS_OUT_BUF);
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
     for (int i = 0; i < t->ncsv; i++) {
         if (i)
             putc_unlocked(',', t->csv);
-        spp_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
+        prs_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
     }
     putc_unlocked('\n', t->csv);
     return 0;
 }
 
 /* Milliseconds with microsecond precision, exactly: integer arithmetic. */
-static void put_ms(FILE *f, const spp_val *v)
+static void put_ms(FILE *f, const prs_val *v)
 {
     long long us;
     if (v->n == 1) /* exact nanoseconds: round half away from zero in integers */
@@ -305,7 +305,7 @@ static void put_ms(FILE *f, const spp_val *v)
         putc_unlocked('-', f);
         us = -us;
     }
-    spp_put_int(f, us / 1000);
+    prs_put_int(f, us / 1000);
     putc_unlocked('.', f);
     putc_unlocked('0' + (int)(us % 1000 / 100), f);
     putc_unlocked('0' + (int)(us % 100 / 10), f);
@@ -313,26 +313,26 @@ static void put_ms(FILE *f, const spp_val *v)
 }
 
 /* "%.6g" without printf (1.8k instructions a call): integers below 1e6
- * print as their digits, other values through spp_fmt_g6. */
+ * print as their digits, other values through prs_fmt_g6. */
 static void put_real(FILE *f, double d)
 {
     if (d > -1e6 && d < 1e6 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
-        spp_put_int(f, (long long)d);
+        prs_put_int(f, (long long)d);
     } else {
         char b[32];
-        int n = spp_fmt_g6(d, b);
+        int n = prs_fmt_g6(d, b);
         for (int i = 0; i < n; i++)
             putc_unlocked(b[i], f);
     }
 }
 
-static void bind_row(sqlite3_stmt *st, const spp_val *v, int ncols)
+static void bind_row(sqlite3_stmt *st, const prs_val *v, int ncols)
 {
     for (int i = 0; i < ncols; i++) {
         switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
+        case PRS_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
+        case PRS_REAL: case PRS_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
+        case PRS_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
         default: sqlite3_bind_null(st, i + 1); break;
         }
     }
@@ -340,8 +340,8 @@ static void bind_row(sqlite3_stmt *st, const spp_val *v, int ncols)
 
 /* A row with a value that needs SQLite's conversion: inserted into the
  * in-memory table, read back as SQLite stored it, written as is, deleted.
- * Returns spp_bt_row's result, or -1 (with the reason in why). */
-static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, size_t cap)
+ * Returns prs_bt_row's result, or -1 (with the reason in why). */
+static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, size_t cap)
 {
     sqlite3 *db = o->db_conn;
     bind_row(t->ins, v, t->ncols);
@@ -360,22 +360,22 @@ static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, si
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(db));
         if (sqlite3_step(st) == SQLITE_ROW) {
-            spp_val *cv = calloc((size_t)t->ncols, sizeof *cv);
+            prs_val *cv = calloc((size_t)t->ncols, sizeof *cv);
             for (int i = 0; i < t->ncols; i++) {
                 switch (sqlite3_column_type(st, i)) {
-                case SQLITE_INTEGER: cv[i] = spp_v_int(sqlite3_column_int64(st, i)); break;
-                case SQLITE_FLOAT: cv[i].kind = SPP_REAL; cv[i].d = sqlite3_column_double(st, i); break;
+                case SQLITE_INTEGER: cv[i] = prs_v_int(sqlite3_column_int64(st, i)); break;
+                case SQLITE_FLOAT: cv[i].kind = PRS_REAL; cv[i].d = sqlite3_column_double(st, i); break;
                 case SQLITE_NULL: break;
                 default: /* text (a blob is never bound) */
-                    cv[i].kind = SPP_TEXT;
+                    cv[i].kind = PRS_TEXT;
                     cv[i].s = (const char *)sqlite3_column_text(st, i);
                     cv[i].n = sqlite3_column_bytes(st, i);
                     break;
                 }
             }
-            rc = spp_bt_row(t->bt, cv, 1);
+            rc = prs_bt_row(t->bt, cv, 1);
             if (rc < 0)
-                snprintf(why, cap, "%s", spp_bt_error(o->bt));
+                snprintf(why, cap, "%s", prs_bt_error(o->bt));
             free(cv);
         }
     }
@@ -386,45 +386,45 @@ static int convert_row(spp_out *o, spp_table *t, const spp_val *v, char *why, si
 }
 
 /* The calling thread's tap: the one parse running on a thread sees only
- * its own consumer (parse.h, "tap"). */
-_Thread_local spp_tap spp_tap_now;
+ * its own consumer (tap.h). */
+_Thread_local prs_tap prs_tap_now;
 
-void spp_set_tap(const spp_tap *tap)
+void prs_set_tap(const prs_tap *tap)
 {
     if (tap)
-        spp_tap_now = *tap;
+        prs_tap_now = *tap;
     else
-        memset(&spp_tap_now, 0, sizeof spp_tap_now);
+        memset(&prs_tap_now, 0, sizeof prs_tap_now);
 }
 
-void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
+void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
 {
     t->rows++;
-    if (spp_tap_now.row)
-        spp_tap_now.row(spp_tap_now.ctx, t, v);
+    if (prs_tap_now.row)
+        prs_tap_now.row(prs_tap_now.ctx, t, v);
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
         for (int i = 0; i < t->ncsv; i++) {
             if (i)
                 putc_unlocked(',', f);
             switch (v[i].kind) {
-            case SPP_INT: spp_put_int(f, v[i].i); break;
-            case SPP_REAL: put_real(f, v[i].d); break;
-            case SPP_MS: put_ms(f, &v[i]); break;
-            case SPP_TEXT: spp_csv_field(f, v[i].s, v[i].n); break;
+            case PRS_INT: prs_put_int(f, v[i].i); break;
+            case PRS_REAL: put_real(f, v[i].d); break;
+            case PRS_MS: put_ms(f, &v[i]); break;
+            case PRS_TEXT: prs_csv_field(f, v[i].s, v[i].n); break;
             default: break;
             }
         }
         putc_unlocked('\n', f);
     }
     if (t->sq_tab && o->sq && !o->db_lost) {
-        spp_dbsql_row(o->sq, t->sq_tab - 1, v, t->ncols);
+        prs_dbsql_row(o->sq, t->sq_tab - 1, v, t->ncols);
     } else if (t->bt && !o->db_lost) {
-        int rc = spp_bt_row(t->bt, v, 0);
+        int rc = prs_bt_row(t->bt, v, 0);
         if (rc == 0)
             return;
         char why[512];
-        snprintf(why, sizeof why, "%s", spp_bt_error(o->bt));
+        snprintf(why, sizeof why, "%s", prs_bt_error(o->bt));
         if (rc > 0)
             rc = convert_row(o, t, v, why, sizeof why);
         if (rc != 0)
@@ -432,28 +432,28 @@ void spp_table_row(spp_out *o, spp_table *t, const spp_val *v)
     }
 }
 
-void spp_table_close(spp_out *o, spp_table *t)
+void prs_table_close(prs_out *o, prs_table *t)
 {
     if (t->csv) {
         if (fclose(t->csv) != 0) {
             /* Half a report would pass for a short run: it goes. */
-            spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
+            prs_log(PRS_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
                     strerror(errno));
-            spp_dw_stage_add(&o->stage, NULL, t->csv_path); /* nor an earlier run's under its name */
+            prs_dw_stage_add(&o->stage, NULL, t->csv_path); /* nor an earlier run's under its name */
             o->failed = 1;
         }
         t->csv = NULL;
     } else if (t->rows == 0 && t->csv_name) {
         /* A file of that name from an earlier run would pass for this
-         * run's: removed at the commit (spp_out_close). */
+         * run's: removed at the commit (prs_out_close). */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", o->dir, t->csv_name);
-        spp_dw_stage_add(&o->stage, NULL, path);
+        prs_dw_stage_add(&o->stage, NULL, path);
         if (t->needs)
-            spp_log(SPP_WARNING, "%s skipped: %s", t->csv_name, t->needs);
+            prs_log(PRS_WARNING, "%s skipped: %s", t->csv_name, t->needs);
     }
-    if (t->bt && !o->db_lost && spp_bt_table_end(t->bt) != 0)
-        db_fail(o, spp_bt_error(o->bt));
+    if (t->bt && !o->db_lost && prs_bt_table_end(t->bt) != 0)
+        db_fail(o, prs_bt_error(o->bt));
     t->bt = NULL; /* owned by o->bt */
     if (t->ins)
         sqlite3_finalize(t->ins);
@@ -468,7 +468,7 @@ void spp_table_close(spp_out *o, spp_table *t)
  * tables, views and the indexes btindex.c laid out written by btwrite.c;
  * other indexes collected in *idx to be created by SQLite on the finished
  * file. 0 or -1 (why). */
-static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t cap)
+static int write_schema(prs_out *o, char ***idx, int *nidx, char *why, size_t cap)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(o->db_conn, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1,
@@ -476,7 +476,7 @@ static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t ca
         snprintf(why, cap, "reading the schema: %s", sqlite3_errmsg(o->db_conn));
         return -1;
     }
-    spp_bt_schema *rows = NULL;
+    prs_bt_schema *rows = NULL;
     int n = 0, rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *f[4];
@@ -488,19 +488,19 @@ static int write_schema(spp_out *o, char ***idx, int *nidx, char *why, size_t ca
             break;
         }
         uint32_t root;
-        const char *not_built = strcmp(f[0], "index") == 0 ? spp_bt_index_status(o->bt, f[1], &root) : NULL;
+        const char *not_built = strcmp(f[0], "index") == 0 ? prs_bt_index_status(o->bt, f[1], &root) : NULL;
         if (not_built) {
-            spp_log(SPP_DEBUG, "profiler.db: index %s built by SQLite (%s)", f[1], not_built);
+            prs_log(PRS_DEBUG, "profiler.db: index %s built by SQLite (%s)", f[1], not_built);
             *idx = realloc(*idx, (size_t)(*nidx + 1) * sizeof **idx);
             (*idx)[(*nidx)++] = strdup(f[3]);
             continue;
         }
         rows = realloc(rows, (size_t)(n + 1) * sizeof *rows);
-        rows[n++] = (spp_bt_schema){strdup(f[0]), strdup(f[1]), strdup(f[2]), strdup(f[3])};
+        rows[n++] = (prs_bt_schema){strdup(f[0]), strdup(f[1]), strdup(f[2]), strdup(f[3])};
     }
     sqlite3_finalize(st);
-    if (rc == 0 && spp_bt_finish(o->bt, rows, n) != 0) {
-        snprintf(why, cap, "%s", spp_bt_error(o->bt));
+    if (rc == 0 && prs_bt_finish(o->bt, rows, n) != 0) {
+        snprintf(why, cap, "%s", prs_bt_error(o->bt));
         rc = -1;
     }
     for (int i = 0; i < n; i++) {
@@ -540,7 +540,7 @@ static int create_indexes(const char *path, char **idx, int nidx, char *why, siz
 
 /* The SQLite writer's end: the in-memory twin's views and indexes, in
  * its order, run on the file after the rows; then the rename. */
-static void close_sqlite_writer(spp_out *o)
+static void close_sqlite_writer(prs_out *o)
 {
     const char *partial = o->db_partial, *path = o->db_final;
     char why[4400] = "";
@@ -558,7 +558,7 @@ static void close_sqlite_writer(spp_out *o)
         }
         sqlite3_finalize(st);
     }
-    if (!o->db_lost && spp_dbsql_finish(o->sq, sql, n, why, sizeof why) != 0)
+    if (!o->db_lost && prs_dbsql_finish(o->sq, sql, n, why, sizeof why) != 0)
         db_fail(o, why);
     for (int i = 0; i < n; i++)
         free(sql[i]);
@@ -567,11 +567,11 @@ static void close_sqlite_writer(spp_out *o)
         snprintf(why, sizeof why, "cannot rename it to %s: %s", path, strerror(errno));
         db_fail(o, why);
     }
-    spp_dbsql_free(o->sq);
+    prs_dbsql_free(o->sq);
     o->sq = NULL;
 }
 
-int spp_out_close(spp_out *o)
+int prs_out_close(prs_out *o)
 {
     if (o->sq)
         close_sqlite_writer(o);
@@ -586,8 +586,8 @@ int spp_out_close(spp_out *o)
         for (int i = 0; i < nidx; i++)
             free(idx[i]);
         free(idx);
-        spp_dw_stage_add(&o->stage, o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
-        spp_bt_free(o->bt);
+        prs_dw_stage_add(&o->stage, o->db_lost ? NULL : partial, path); /* renamed with the rest, or an old one removed */
+        prs_bt_free(o->bt);
         o->bt = NULL;
     }
     if (o->db_conn) {
@@ -597,8 +597,8 @@ int spp_out_close(spp_out *o)
     sqlite3_free(o->curve_sql); /* a run that ended before its views (abandoned) */
     o->curve_sql = NULL;
     if (o->discard)
-        spp_dw_stage_discard(&o->stage);
-    else if (spp_dw_stage_commit(&o->stage) != 0)
+        prs_dw_stage_discard(&o->stage);
+    else if (prs_dw_stage_commit(&o->stage) != 0)
         o->failed = 1;
     return o->failed ? -1 : 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table.h — one row sink per report (table.c): a CSV file and/or a table
- * of profiler.db, fed typed values; spp_out is the run's set of outputs.
+ * of profiler.db, fed typed values; prs_out is the run's set of outputs.
  */
 #ifndef SERVPROF_PARSE_TABLE_H
 #define SERVPROF_PARSE_TABLE_H
@@ -13,42 +13,42 @@
 
 #include "dwrite.h"
 
-enum { SPP_NULL = 0, SPP_INT, SPP_REAL, SPP_MS, SPP_TEXT };
-typedef struct spp_val {
+enum { PRS_NULL = 0, PRS_INT, PRS_REAL, PRS_MS, PRS_TEXT };
+typedef struct prs_val {
     int kind;
     long long i;
     double d;
     const char *s; int n;
-} spp_val;
-static inline spp_val spp_v_null(void) { spp_val v = {0}; return v; }
-static inline spp_val spp_v_int(long long i) { spp_val v = {0}; v.kind = SPP_INT; v.i = i; return v; }
-static inline spp_val spp_v_real(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_REAL; v.d = d; return v; }
-static inline spp_val spp_v_ms(double d) { spp_val v = {0}; v.kind = isnan(d) ? SPP_NULL : SPP_MS; v.d = d; return v; }
+} prs_val;
+static inline prs_val prs_v_null(void) { prs_val v = {0}; return v; }
+static inline prs_val prs_v_int(long long i) { prs_val v = {0}; v.kind = PRS_INT; v.i = i; return v; }
+static inline prs_val prs_v_real(double d) { prs_val v = {0}; v.kind = isnan(d) ? PRS_NULL : PRS_REAL; v.d = d; return v; }
+static inline prs_val prs_v_ms(double d) { prs_val v = {0}; v.kind = isnan(d) ? PRS_NULL : PRS_MS; v.d = d; return v; }
 /* A `(ms)` value known as integer nanoseconds: the CSV prints it correctly
  * rounded to the microsecond from the integer (n = 1 marks it; a double of
  * epoch milliseconds cannot hold every microsecond exactly), profiler.db
  * gets the nearest double of milliseconds. */
-static inline spp_val spp_v_ns(int64_t ns)
+static inline prs_val prs_v_ns(int64_t ns)
 {
-    spp_val v = {0};
-    v.kind = SPP_MS;
+    prs_val v = {0};
+    v.kind = PRS_MS;
     v.i = ns;
     v.n = 1;
     v.d = (double)(ns / 1000000) + (double)(ns % 1000000) / 1e6;
     return v;
 }
-static inline spp_val spp_v_text(const char *s, int n) { spp_val v = {0}; v.kind = s ? SPP_TEXT : SPP_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
+static inline prs_val prs_v_text(const char *s, int n) { prs_val v = {0}; v.kind = s ? PRS_TEXT : PRS_NULL; v.s = s; v.n = n < 0 && s ? (int)strlen(s) : n; return v; }
 
 /* stdio buffer of each output file: one write() per this many bytes. */
-#define SPP_OUT_BUF (1 << 20)
-typedef struct spp_col { const char *name; const char *sqltype; } spp_col;
-typedef struct spp_table {
+#define PRS_OUT_BUF (1 << 20)
+typedef struct prs_col { const char *name; const char *sqltype; } prs_col;
+typedef struct prs_table {
     const char *csv_name;   /* e.g. "request.csv" or "span_info/forward.csv"; NULL: db only */
     const char *db_name;    /* e.g. "request"; NULL: csv only */
-    const spp_col *cols;
+    const prs_col *cols;
     int ncols;
     int ncsv;               /* the first ncsv columns go to the CSV, the rest to profiler.db only
-                             * (spp_table_init sets ncols; a report lowers it after the init) */
+                             * (prs_table_init sets ncols; a report lowers it after the init) */
     const char *needs;      /* what the report needs, for the skip line */
     FILE *csv;              /* opened on the first row */
     sqlite3_stmt *ins;      /* INSERT into the in-memory twin (table.c: values SQLite must convert) */
@@ -56,41 +56,41 @@ typedef struct spp_table {
     int failed;
     char *csv_path;
     char *csv_buf;          /* stdio buffer of csv (glibc ignores setvbuf's size without one) */
-    struct spp_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by spp_out.bt; NULL: no db */
+    struct prs_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by prs_out.bt; NULL: no db */
     const char *key;        /* db_name, else csv_name, even when that output is off: the tap's name */
-    int sq_tab;             /* its number in spp_out.sq + 1 (dbsql.c); 0: none */
-} spp_table;
+    int sq_tab;             /* its number in prs_out.sq + 1 (dbsql.c); 0: none */
+} prs_table;
 
-typedef struct spp_out {
+typedef struct prs_out {
     const char *dir;
     int csv, db;
     sqlite3 *db_conn;       /* profiler.db */
     int failed;
     /* profiler.db's pages are written by btwrite.c; db_conn is then an
      * in-memory database holding its schema (the CREATE texts, views and
-     * indexes, which are created on the file at spp_out_close) and
+     * indexes, which are created on the file at prs_out_close) and
      * converting the rare values that need SQLite's affinity rules. */
-    struct spp_bt *bt;
-    struct spp_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
+    struct prs_bt *bt;
+    struct prs_dbsql *sq;   /* instead of bt: SQLite's INSERT on its own thread (dbsql.c) */
     int db_lost;            /* profiler.db failed (reported once, file removed) */
-    int discard;            /* spp_out_close removes this run's outputs instead of committing them */
+    int discard;            /* prs_out_close removes this run's outputs instead of committing them */
     char *curve_sql;        /* the Coordinator_curve view's CREATE, pending (dbcompat.c); sqlite3_malloc'd */
-    spp_dw_stage stage;     /* the outputs' renames, done at spp_out_close (dwrite.c) */
+    prs_dw_stage stage;     /* the outputs' renames, done at prs_out_close (dwrite.c) */
     char db_final[4096];    /* OUT/profiler.db, or the file that link names (table.c) */
     char db_partial[4104];  /* db_final + ".partial": profiler.db while it is built */
-} spp_out;
+} prs_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
-int spp_out_open(spp_out *o, const char *dir, int csv, int db);
+int prs_out_open(prs_out *o, const char *dir, int csv, int db);
 /* Creates the table in profiler.db (when on) and prepares its insert. */
-void spp_table_init(spp_out *o, spp_table *t, const char *csv_name, const char *db_name,
-                    const spp_col *cols, int ncols, const char *needs);
-void spp_table_row(spp_out *o, spp_table *t, const spp_val *vals);
+void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *db_name,
+                    const prs_col *cols, int ncols, const char *needs);
+void prs_table_row(prs_out *o, prs_table *t, const prs_val *vals);
 /* Closes the CSV; a report with no rows prints its skip line. */
-void spp_table_close(spp_out *o, spp_table *t);
+void prs_table_close(prs_out *o, prs_table *t);
 /* Finishes profiler.db, then renames every output of the run from its
  * temporary name to its own (dwrite.c, staging); with o->discard set the
  * temporary files are removed instead. 0, or -1 if anything failed. */
-int spp_out_close(spp_out *o);
+int prs_out_close(prs_out *o);
 
 #endif

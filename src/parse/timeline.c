@@ -52,23 +52,23 @@ typedef struct lane { int store; long long tid; char *cat; int id; char *name; s
  * (stdio cost a call per fputs/fwrite plus its own checks: ~5% of a
  * json-only parse; a buffered write() a new page-cache page per 4 KiB). */
 typedef struct wout {
-    spp_dw *dw;
-    char *b;             /* SPP_DW_BUF bytes, from dwrite */
+    prs_dw *dw;
+    char *b;             /* PRS_DW_BUF bytes, from dwrite */
     size_t n;            /* bytes in b */
     unsigned long handovers;
 } wout;
 
 static void w_flush(wout *f)
 {
-    f->b = spp_dw_submit(f->dw);
+    f->b = prs_dw_submit(f->dw);
     f->n = 0;
     f->handovers++;
 }
 
 static inline void w_put(wout *f, const char *p, size_t n)
 {
-    while (n > SPP_DW_BUF - f->n) {
-        size_t k = SPP_DW_BUF - f->n;
+    while (n > PRS_DW_BUF - f->n) {
+        size_t k = PRS_DW_BUF - f->n;
         memcpy(f->b + f->n, p, k);
         f->n += k;
         p += k;
@@ -81,7 +81,7 @@ static inline void w_put(wout *f, const char *p, size_t n)
 
 static inline void w_c(wout *f, int c)
 {
-    if (f->n == SPP_DW_BUF)
+    if (f->n == PRS_DW_BUF)
         w_flush(f);
     f->b[f->n++] = (char)c;
 }
@@ -120,7 +120,7 @@ static void w_int(wout *f, long long v)
  * scheduling runs ahead of execution. */
 #define ARGS_RECENT 4
 
-struct spp_timeline {
+struct prs_timeline {
     wout *f;             /* chrome_tracing.json; NULL when not written */
     char *path;
     int64_t origin;
@@ -136,9 +136,9 @@ struct spp_timeline {
     struct lane_prefix { char *b; int n; } *prefix;
     int nprefix;
     long long next_flow;
-    spp_out *o;
+    prs_out *o;
     int counters_only;   /* no output: counter rows for the tap, nothing else (tap_counters) */
-    spp_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
+    prs_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
     long long events;
     /* The last ARGS_RECENT long args texts stored in slice_args: a long
      * text equal to one of them is referenced instead of stored again. */
@@ -147,14 +147,14 @@ struct spp_timeline {
     long long args_ids;     /* ids given in slice_args */
 };
 
-static const spp_col c_process[] = {{"pid", "INTEGER"}, {"process_name", "TEXT"}, {"label", "TEXT"},
+static const prs_col c_process[] = {{"pid", "INTEGER"}, {"process_name", "TEXT"}, {"label", "TEXT"},
                                     {"hostname", "TEXT"}, {"prof_id", "TEXT"}, {"dp_rank", "INTEGER"}};
-static const spp_col c_thread[] = {{"pid", "INTEGER"}, {"tid", "INTEGER"}, {"thread_name", "TEXT"},
+static const prs_col c_thread[] = {{"pid", "INTEGER"}, {"tid", "INTEGER"}, {"thread_name", "TEXT"},
                                    {"domain", "TEXT"}, {"os_tid", "INTEGER"}};
-static const spp_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGER"}, {"name", "TEXT"},
+static const prs_col c_slice[] = {{"timestamp", "INTEGER"}, {"duration", "INTEGER"}, {"name", "TEXT"},
                                   {"cat", "TEXT"}, {"args", "TEXT"}, {"args_id", "INTEGER"},
                                   {"pid", "INTEGER"}, {"tid", "INTEGER"}};
-static const spp_col c_args[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
+static const prs_col c_args[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
 /* The columns of docs/parse.md's `slice`, in its order, then the reference's
  * `id` (insertion order = time order) and `track_id` (our lane: tid). */
 static const char slice_view[] =
@@ -166,18 +166,18 @@ static const char slice_view[] =
  * kilobytes; events' args are tens of bytes). */
 #define LONG_ARGS 512
 /* counter and flow: `id` (the rowid, in time order) as the reference has it. */
-static const spp_col c_counter[] = {{"id", "INTEGER PRIMARY KEY"}, {"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
+static const prs_col c_counter[] = {{"id", "INTEGER PRIMARY KEY"}, {"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
                                     {"series", "TEXT"}, {"value", "REAL"}};
-static const spp_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
+static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
                                  {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t origin)
+prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t origin)
 {
     if (!json && !o->db && !tap_counters)
         return NULL;
-    spp_timeline *t = calloc(1, sizeof *t);
+    prs_timeline *t = calloc(1, sizeof *t);
     t->counters_only = !json && !o->db;
     t->origin = origin;
     t->first = 1;
@@ -188,14 +188,14 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t 
         size_t len = strlen(o->dir) + 32;
         t->path = malloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
-        spp_dw *dw = spp_dw_open(&o->stage, t->path, SPP_DW_BUF);
+        prs_dw *dw = prs_dw_open(&o->stage, t->path, PRS_DW_BUF);
         if (!dw) {
-            spp_log(SPP_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
+            prs_log(PRS_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;
         } else {
             t->f = malloc(sizeof *t->f);
             t->f->dw = dw;
-            t->f->b = spp_dw_buf(dw);
+            t->f->b = prs_dw_buf(dw);
             t->f->n = 0;
             t->f->handovers = 0;
             W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
@@ -204,16 +204,16 @@ spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t 
                         "\"traceEvents\":[\n");
         }
     }
-    spp_table_init(o, &t->t_process, NULL, "process", c_process, NCOLS(c_process), NULL);
-    spp_table_init(o, &t->t_thread, NULL, "thread", c_thread, NCOLS(c_thread), NULL);
-    spp_table_init(o, &t->t_slice, NULL, "slice_data", c_slice, NCOLS(c_slice), NULL);
-    spp_table_init(o, &t->t_args, NULL, "slice_args", c_args, NCOLS(c_args), NULL);
+    prs_table_init(o, &t->t_process, NULL, "process", c_process, NCOLS(c_process), NULL);
+    prs_table_init(o, &t->t_thread, NULL, "thread", c_thread, NCOLS(c_thread), NULL);
+    prs_table_init(o, &t->t_slice, NULL, "slice_data", c_slice, NCOLS(c_slice), NULL);
+    prs_table_init(o, &t->t_args, NULL, "slice_args", c_args, NCOLS(c_args), NULL);
     if (t->t_slice.ins && t->t_args.ins && sqlite3_exec(o->db_conn, slice_view, NULL, NULL, NULL) != SQLITE_OK) {
-        spp_log(SPP_ERROR, "profiler.db: cannot create view slice: %s", sqlite3_errmsg(o->db_conn));
+        prs_log(PRS_ERROR, "profiler.db: cannot create view slice: %s", sqlite3_errmsg(o->db_conn));
         o->failed = 1;
     }
-    spp_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
-    spp_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
+    prs_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
+    prs_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
     return t;
 }
 
@@ -243,7 +243,7 @@ static void json_str(wout *f, const char *s, int n)
             continue;
         }
         if (c >= 0x80) {
-            int k = spp_utf8_len(s + i, s + n);
+            int k = prs_utf8_len(s + i, s + n);
             if (k) {
                 i += k;
                 continue;
@@ -296,7 +296,7 @@ static void put_ts(wout *f, int64_t ns)
     w_put(f, frac, 4);
 }
 
-static void begin(spp_timeline *t)
+static void begin(prs_timeline *t)
 {
     if (!t->first)
         W_LIT(t->f, ",\n");
@@ -304,7 +304,7 @@ static void begin(spp_timeline *t)
     t->events++;
 }
 
-static void meta(spp_timeline *t, const char *what, int pid, int tid, const char *key, const char *val,
+static void meta(prs_timeline *t, const char *what, int pid, int tid, const char *key, const char *val,
                  long long ival)
 {
     if (!t->f)
@@ -336,15 +336,15 @@ static unsigned lane_hash(int store, long long tid, const char *cat)
     return h;
 }
 
-static void thread_row(spp_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
+static void thread_row(prs_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
 {
     meta(t, "thread_name", pid, id, "name", name, 0);
     meta(t, "thread_sort_index", pid, id, "sort_index", NULL, id);
-    spp_val v[5] = {spp_v_int(pid), spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1), spp_v_int(tid)};
-    spp_table_row(t->o, &t->t_thread, v);
+    prs_val v[5] = {prs_v_int(pid), prs_v_int(id), prs_v_text(name, -1), prs_v_text(cat, -1), prs_v_int(tid)};
+    prs_table_row(t->o, &t->t_thread, v);
 }
 
-static lane *find_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid)
+static lane *find_lane(prs_timeline *t, const prs_store *s, const char *cat, long long tid)
 {
     unsigned h = lane_hash(s->index, tid, cat) & (t->nslots - 1);
     while (t->lane_hash[h]) {
@@ -378,7 +378,7 @@ static lane *find_lane(spp_timeline *t, const spp_store *s, const char *cat, lon
         t->nslots = ns;
     }
     char name[256];
-    const char *tname = spp_store_thread_name(s, tid);
+    const char *tname = prs_store_thread_name(s, tid);
     if (tname)
         snprintf(name, sizeof name, "%s (%s %lld)", *cat ? cat : "(no domain)", tname, tid);
     else
@@ -387,7 +387,7 @@ static lane *find_lane(spp_timeline *t, const spp_store *s, const char *cat, lon
     l->subs = calloc(MAX_SUBLANES, sizeof *l->subs);
     l->subs[0].id = l->id;
     l->nsub = 1;
-    thread_row(t, spp_timeline_pid(s), l->id, name, cat, tid);
+    thread_row(t, prs_timeline_pid(s), l->id, name, cat, tid);
     return l;
 }
 
@@ -400,7 +400,7 @@ static void push_end(sublane *sl, int64_t end)
     sl->ends[sl->n++] = end;
 }
 
-int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid, int64_t ts,
+int prs_timeline_lane(prs_timeline *t, const prs_store *s, const char *cat, long long tid, int64_t ts,
                       int64_t dur)
 {
     if (!t || t->counters_only)
@@ -426,14 +426,14 @@ int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long
     sl->id = ++t->next_lane_id;
     char name[300];
     snprintf(name, sizeof name, "%s #%d", l->name, l->nsub);
-    thread_row(t, spp_timeline_pid(s), sl->id, name, cat, tid);
+    thread_row(t, prs_timeline_pid(s), sl->id, name, cat, tid);
     push_end(sl, end);
     return sl->id;
 }
 
 /* The id in slice_args of a long args text: a recent one's when equal,
  * else a new row. */
-static long long long_args_id(spp_timeline *t, const char *text, int len)
+static long long long_args_id(prs_timeline *t, const char *text, int len)
 {
     for (int i = 0; i < ARGS_RECENT; i++) {
         const struct recent_args *e = &t->recent[i];
@@ -450,26 +450,26 @@ static long long long_args_id(spp_timeline *t, const char *text, int len)
     memcpy(e->text, text, (size_t)len);
     e->len = len;
     e->id = ++t->args_ids;
-    spp_val v[2] = {spp_v_int(e->id), spp_v_text(text, len)};
-    spp_table_row(t->o, &t->t_args, v);
+    prs_val v[2] = {prs_v_int(e->id), prs_v_text(text, len)};
+    prs_table_row(t->o, &t->t_args, v);
     return e->id;
 }
 
-static void slice_row(spp_timeline *t, const spp_rec *r, int pid, int lane_id)
+static void slice_row(prs_timeline *t, const prs_rec *r, int pid, int lane_id)
 {
-    spp_val args = spp_v_text(r->args, r->args_len), args_id = spp_v_null();
+    prs_val args = prs_v_text(r->args, r->args_len), args_id = prs_v_null();
     if (r->args_len >= LONG_ARGS && t->t_args.ins) {
-        args_id = spp_v_int(long_args_id(t, r->args, r->args_len));
-        args = spp_v_null();
+        args_id = prs_v_int(long_args_id(t, r->args, r->args_len));
+        args = prs_v_null();
     }
-    spp_val v[8] = {spp_v_int(r->ts), spp_v_int(r->dur), spp_v_text(r->name, -1), spp_v_text(r->cat, -1),
-                    args, args_id, spp_v_int(pid), spp_v_int(lane_id)};
-    spp_table_row(t->o, &t->t_slice, v);
+    prs_val v[8] = {prs_v_int(r->ts), prs_v_int(r->dur), prs_v_text(r->name, -1), prs_v_text(r->cat, -1),
+                    args, args_id, prs_v_int(pid), prs_v_int(lane_id)};
+    prs_table_row(t->o, &t->t_slice, v);
 }
 
 /* Writes `,"cat":...,"pid":P,"tid":T,"ts":` of lane lane_id, kept from
  * the first time (when it did not straddle a buffer hand-over). */
-static void lane_prefix(spp_timeline *t, const char *cat, int pid, int lane_id)
+static void lane_prefix(prs_timeline *t, const char *cat, int pid, int lane_id)
 {
     wout *f = t->f;
     if (lane_id >= 0 && lane_id < t->nprefix && t->prefix[lane_id].b) {
@@ -498,11 +498,11 @@ static void lane_prefix(spp_timeline *t, const char *cat, int pid, int lane_id)
     memcpy(t->prefix[lane_id].b, f->b + at, f->n - at);
 }
 
-void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane_id)
+void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, int lane_id)
 {
     if (!t || t->counters_only)
         return;
-    int pid = spp_timeline_pid(r->store);
+    int pid = prs_timeline_pid(r->store);
     if (t->f) {
         wout *f = t->f;
         begin(t);
@@ -540,11 +540,11 @@ static void put_num(wout *f, double d)
         w_int(f, (long long)d);
     } else {
         char b[32];
-        w_put(f, b, (size_t)spp_fmt_g6(d, b));
+        w_put(f, b, (size_t)prs_fmt_g6(d, b));
     }
 }
 
-void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts,
+void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts,
                           const char *const *series, const double *vals, int n)
 {
     if (!t)
@@ -579,13 +579,13 @@ void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
             continue;
-        spp_val v[6] = {spp_v_int(t->t_counter.rows + 1), spp_v_text(name, -1), spp_v_int(pid), spp_v_int(ts),
-                        spp_v_text(series[i], -1), spp_v_real(vals[i])};
-        spp_table_row(t->o, &t->t_counter, v);
+        prs_val v[6] = {prs_v_int(t->t_counter.rows + 1), prs_v_text(name, -1), prs_v_int(pid), prs_v_int(ts),
+                        prs_v_text(series[i], -1), prs_v_real(vals[i])};
+        prs_table_row(t->o, &t->t_counter, v);
     }
 }
 
-static void flow_event(spp_timeline *t, char ph, long long id, const char *name, const char *cat, int pid,
+static void flow_event(prs_timeline *t, char ph, long long id, const char *name, const char *cat, int pid,
                        int tid, int64_t ts)
 {
     if (t->f) {
@@ -608,12 +608,12 @@ static void flow_event(spp_timeline *t, char ph, long long id, const char *name,
         W_LIT(t->f, ",\"bp\":\"e\"}");
     }
     char type[2] = {ph, 0};
-    spp_val v[8] = {spp_v_int(t->t_flow.rows + 1), spp_v_int(id), spp_v_text(name, -1), spp_v_text(cat, -1),
-                    spp_v_int(pid), spp_v_int(tid), spp_v_int(ts), spp_v_text(type, 1)};
-    spp_table_row(t->o, &t->t_flow, v);
+    prs_val v[8] = {prs_v_int(t->t_flow.rows + 1), prs_v_int(id), prs_v_text(name, -1), prs_v_text(cat, -1),
+                    prs_v_int(pid), prs_v_int(tid), prs_v_int(ts), prs_v_text(type, 1)};
+    prs_table_row(t->o, &t->t_flow, v);
 }
 
-void spp_timeline_flow(spp_timeline *t, char ph, long long id, int pid, int tid, int64_t ts)
+void prs_timeline_flow(prs_timeline *t, char ph, long long id, int pid, int tid, int64_t ts)
 {
     if (!t || t->counters_only)
         return;
@@ -622,7 +622,7 @@ void spp_timeline_flow(spp_timeline *t, char ph, long long id, int pid, int tid,
     flow_event(t, ph, id, "request", "request", pid, tid, ts);
 }
 
-static const char *role_of(const spp_store *s)
+static const char *role_of(const prs_store *s)
 {
     if (s->has_forward)
         return "forward";
@@ -635,28 +635,28 @@ static const char *role_of(const spp_store *s)
     return "process";
 }
 
-static void process_meta(spp_timeline *t, int pid, const char *name, const char *label, const char *host,
+static void process_meta(prs_timeline *t, int pid, const char *name, const char *label, const char *host,
                          const char *prof, int dp)
 {
     meta(t, "process_name", pid, 0, "name", name, 0);
     if (label && *label)
         meta(t, "process_labels", pid, 0, "labels", label, 0);
     meta(t, "process_sort_index", pid, 0, "sort_index", NULL, pid);
-    spp_val v[6] = {spp_v_int(pid), spp_v_text(name, -1), spp_v_text(label ? label : "", -1),
-                    spp_v_text(host ? host : "", -1), spp_v_text(prof ? prof : "", -1),
-                    dp >= 0 ? spp_v_int(dp) : spp_v_null()};
-    spp_table_row(t->o, &t->t_process, v);
+    prs_val v[6] = {prs_v_int(pid), prs_v_text(name, -1), prs_v_text(label ? label : "", -1),
+                    prs_v_text(host ? host : "", -1), prs_v_text(prof ? prof : "", -1),
+                    dp >= 0 ? prs_v_int(dp) : prs_v_null()};
+    prs_table_row(t->o, &t->t_process, v);
 }
 
 /* ------------------------------------------------------ device activity */
 
-static void activity_store(spp_timeline *t, const char *path, int idx)
+static void activity_store(prs_timeline *t, const char *path, int idx)
 {
     char uri[4200];
     snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
     sqlite3 *db;
     if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
-        spp_log(SPP_WARNING, "activity store %s: cannot open (%s); skipped", path, sqlite3_errmsg(db));
+        prs_log(PRS_WARNING, "activity store %s: cannot open (%s); skipped", path, sqlite3_errmsg(db));
         sqlite3_close(db);
         return;
     }
@@ -746,7 +746,7 @@ static void activity_store(spp_timeline *t, const char *path, int idx)
     sqlite3_close(db);
 }
 
-void spp_timeline_activity(spp_timeline *t, char *const *paths, int n)
+void prs_timeline_activity(prs_timeline *t, char *const *paths, int n)
 {
     if (!t || t->counters_only)
         return;
@@ -756,37 +756,37 @@ void spp_timeline_activity(spp_timeline *t, char *const *paths, int n)
         activity_store(t, paths[i], i);
 }
 
-int spp_timeline_close(spp_timeline *t, spp_store **stores, int n)
+int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
 {
     if (!t)
         return 0;
     for (int i = 0; i < n; i++) {
-        const spp_store *s = stores[i];
+        const prs_store *s = stores[i];
         char label[512];
         if (s->dp_rank >= 0)
             snprintf(label, sizeof label, "%s dp%d (%s)", s->hostname, s->dp_rank, s->prof_id);
         else
             snprintf(label, sizeof label, "%s (%s)", s->hostname, s->prof_id);
-        process_meta(t, spp_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
+        process_meta(t, prs_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
     }
     int rc = 0;
     if (t->f) {
         W_LIT(t->f, "\n]}\n");
-        int err = spp_dw_close(t->f->dw, t->f->n);
+        int err = prs_dw_close(t->f->dw, t->f->n);
         if (err) {
-            spp_log(SPP_ERROR, "writing %s failed: %s; the incomplete file is removed", t->path, strerror(err));
-            spp_dw_remove(t->path); /* a cut-off trace does not load anyway */
+            prs_log(PRS_ERROR, "writing %s failed: %s; the incomplete file is removed", t->path, strerror(err));
+            prs_dw_remove(t->path); /* a cut-off trace does not load anyway */
             rc = -1;
         }
         free(t->f);
         t->f = NULL;
     }
-    spp_table_close(t->o, &t->t_process);
-    spp_table_close(t->o, &t->t_thread);
-    spp_table_close(t->o, &t->t_slice);
-    spp_table_close(t->o, &t->t_args);
-    spp_table_close(t->o, &t->t_counter);
-    spp_table_close(t->o, &t->t_flow);
+    prs_table_close(t->o, &t->t_process);
+    prs_table_close(t->o, &t->t_thread);
+    prs_table_close(t->o, &t->t_slice);
+    prs_table_close(t->o, &t->t_args);
+    prs_table_close(t->o, &t->t_counter);
+    prs_table_close(t->o, &t->t_flow);
     for (int i = 0; i < t->nlanes; i++) {
         for (int k = 0; k < t->lanes[i].nsub; k++)
             free(t->lanes[i].subs[k].ends);

@@ -11,24 +11,24 @@
  * tap_counters: with neither, still make the counter rows, for the parse's
  * tap only (servprof report's charts): lanes, slices and flows are skipped.
  * Returns NULL when nothing is wanted. */
-spp_timeline *spp_timeline_open(spp_out *o, int json, int tap_counters, int64_t origin_ns);
+prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t origin_ns);
 /* The trace thread id for a record of (store, domain, thread) spanning
  * [ts, ts + dur): the lane of that thread, or a sub-lane of it when the span
  * would overlap another without nesting. Call once per record, in time order. */
-int spp_timeline_lane(spp_timeline *t, const spp_store *s, const char *cat, long long tid, int64_t ts,
+int prs_timeline_lane(prs_timeline *t, const prs_store *s, const char *cat, long long tid, int64_t ts,
                       int64_t dur);
 /* One span ("X") or event ("i") with every attribute in args. */
-void spp_timeline_slice(spp_timeline *t, const spp_rec *r, const spp_args *a, int lane);
+void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, int lane);
 /* A counter sample ("C") of process pid, one or more series. */
-void spp_timeline_counter(spp_timeline *t, int pid, const char *name, int64_t ts_ns,
+void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts_ns,
                           const char *const *series, const double *vals, int n);
 /* A flow step: ph 's', 't' or 'f', bound to the enclosing slice (bp "e"). */
-void spp_timeline_flow(spp_timeline *t, char ph, long long id, int pid, int tid, int64_t ts_ns);
+void prs_timeline_flow(prs_timeline *t, char ph, long long id, int pid, int tid, int64_t ts_ns);
 /* Device activity stores: kernels/API lanes and correlation flows. */
-void spp_timeline_activity(spp_timeline *t, char *const *paths, int n);
+void prs_timeline_activity(prs_timeline *t, char *const *paths, int n);
 /* Process names/labels, closes the file. Returns 0 or -1. */
-int spp_timeline_close(spp_timeline *t, spp_store **stores, int n);
+int prs_timeline_close(prs_timeline *t, prs_store **stores, int n);
 /* Trace pid of a store. */
-static inline int spp_timeline_pid(const spp_store *s) { return s->index + 1; }
+static inline int prs_timeline_pid(const prs_store *s) { return s->index + 1; }
 
 #endif

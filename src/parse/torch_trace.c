@@ -10,17 +10,17 @@
  * number) and "kernel" (device work, tid = device index).
  *
  * Three jobs, each called from one small hook elsewhere:
- *   spp_torch_select()     (parse.c) keeps the traces whose process store is
+ *   prs_torch_select()     (parse.c) keeps the traces whose process store is
  *                          among the stores parsed (the same folder and
  *                          stem); the others are named and dropped, so
  *                          --session and unreadable stores apply to them too.
- *   spp_torch_timeline()   (parse.c, beside spp_timeline_activity) writes
+ *   prs_torch_timeline()   (parse.c, beside prs_timeline_activity) writes
  *                          the ops as lanes of their process, "torch cpu_op
  *                          (thread N)" / "torch kernel (thread D)", through
  *                          the timeline's own lane and slice calls: the same
  *                          origin (rebased like every record), nesting into
  *                          sub-lanes, and rows in profiler.db's slice table.
- *   spp_torch_import_ops() (report_ops.c) adds the ops to the op reports'
+ *   prs_torch_import_ops() (report_ops.c) adds the ops to the op reports'
  *                          temporary table: Device_id -1 for host ops.
  *
  * Design. A trace is read whole with jansson (torch writes it whole, and
@@ -87,13 +87,13 @@ static int trace_load(const char *path, trace *t)
     json_error_t err;
     t->root = json_load_file(path, 0, &err);
     if (!t->root) {
-        spp_log(SPP_WARNING, "torch trace %s: not JSON (%s, line %d); skipped", path, err.text, err.line);
+        prs_log(PRS_WARNING, "torch trace %s: not JSON (%s, line %d); skipped", path, err.text, err.line);
         return -1;
     }
     json_t *evs = json_object_get(t->root, "traceEvents");
     json_t *base = json_object_get(t->root, "baseTimeNanoseconds");
     if (!json_is_array(evs) || !json_is_integer(base)) {
-        spp_log(SPP_WARNING, "torch trace %s: no traceEvents list or baseTimeNanoseconds; skipped", path);
+        prs_log(PRS_WARNING, "torch trace %s: no traceEvents list or baseTimeNanoseconds; skipped", path);
         trace_free(t);
         return -1;
     }
@@ -128,7 +128,7 @@ static int trace_load(const char *path, trace *t)
         o->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : strdup("{}");
     }
     if (bad)
-        spp_log(SPP_WARNING, "torch trace %s: %lld event(s) without ph X, name, ts or dur skipped", path, bad);
+        prs_log(PRS_WARNING, "torch trace %s: %lld event(s) without ph X, name, ts or dur skipped", path, bad);
     qsort(t->ops, (size_t)t->n, sizeof *t->ops, cmp_op);
     return 0;
 }
@@ -150,7 +150,7 @@ static int stem_of(const char *path, const char *prefix, const char *suffix, con
 }
 
 /* The store of the process that wrote torch trace path, or NULL. */
-static spp_store *store_of(const char *path, spp_store **stores, int n)
+static prs_store *store_of(const char *path, prs_store **stores, int n)
 {
     const char *ts, *ss;
     size_t tl, sl, td, sd;
@@ -164,14 +164,14 @@ static spp_store *store_of(const char *path, spp_store **stores, int n)
     return NULL;
 }
 
-int spp_torch_select(spp_paths *p, spp_store **stores, int n)
+int prs_torch_select(prs_paths *p, prs_store **stores, int n)
 {
     int kept = 0;
     for (int i = 0; i < p->ntorch; i++) {
         if (store_of(p->torch[i], stores, n)) {
             p->torch[kept++] = p->torch[i];
         } else {
-            spp_log(SPP_INFO, "torch trace %s: its process's raw store is not among those parsed; skipped",
+            prs_log(PRS_INFO, "torch trace %s: its process's raw store is not among those parsed; skipped",
                     p->torch[i]);
             free(p->torch[i]);
         }
@@ -180,15 +180,15 @@ int spp_torch_select(spp_paths *p, spp_store **stores, int n)
     return kept;
 }
 
-void spp_torch_timeline(spp_timeline *t, char *const *paths, int n, spp_store **stores, int nstores)
+void prs_torch_timeline(prs_timeline *t, char *const *paths, int n, prs_store **stores, int nstores)
 {
     if (!t)
         return;
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     a.valid = 1; /* every args text below is jansson's own output */
     for (int i = 0; i < n; i++) {
-        spp_store *s = store_of(paths[i], stores, nstores);
+        prs_store *s = store_of(paths[i], stores, nstores);
         trace tr;
         if (!s || trace_load(paths[i], &tr) != 0)
             continue;
@@ -196,21 +196,21 @@ void spp_torch_timeline(spp_timeline *t, char *const *paths, int n, spp_store **
             const op *o = &tr.ops[k];
             char cat[32];
             snprintf(cat, sizeof cat, "torch %s", o->cat);
-            spp_rec r = {.ts = o->ts, .dur = o->dur, .name = o->name, .cat = cat,
+            prs_rec r = {.ts = o->ts, .dur = o->dur, .name = o->name, .cat = cat,
                          .args = o->args ? o->args : "{}", .pid = 0, .tid = o->tid, .store = s};
             r.args_len = (int)strlen(r.args);
             /* A zero-length op would become an instant: give it 1 ns. */
             if (r.dur <= 0)
                 r.dur = 1;
-            int lane = spp_timeline_lane(t, s, cat, o->tid, r.ts, r.dur);
-            spp_timeline_slice(t, &r, &a, lane);
+            int lane = prs_timeline_lane(t, s, cat, o->tid, r.ts, r.dur);
+            prs_timeline_slice(t, &r, &a, lane);
         }
         trace_free(&tr);
     }
-    spp_args_free(&a);
+    prs_args_free(&a);
 }
 
-int64_t spp_torch_import_ops(sqlite3 *db, const char *path, int src)
+int64_t prs_torch_import_ops(sqlite3 *db, const char *path, int src)
 {
     trace tr;
     if (trace_load(path, &tr) != 0)

@@ -15,13 +15,13 @@
 /* Keeps in p->torch the traces whose process's raw store is among the n
  * stores (same folder, same <host>-<pid>); frees and names the others.
  * Returns how many are kept. */
-int spp_torch_select(spp_paths *p, spp_store **stores, int n);
+int prs_torch_select(prs_paths *p, prs_store **stores, int n);
 /* Writes the ops of the n traces as lanes of their processes (and rows of
  * profiler.db's slice table). Unreadable traces are named and skipped. */
-void spp_torch_timeline(spp_timeline *t, char *const *paths, int n, spp_store **stores, int nstores);
+void prs_torch_timeline(prs_timeline *t, char *const *paths, int n, prs_store **stores, int nstores);
 /* Adds the ops of the trace at path to table k of db (report_ops.c's
  * schema), src = its source number. Returns the rows added, or -1 after a
  * message. */
-int64_t spp_torch_import_ops(sqlite3 *db, const char *path, int src);
+int64_t prs_torch_import_ops(sqlite3 *db, const char *path, int src);
 
 #endif

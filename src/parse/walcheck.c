@@ -98,7 +98,7 @@ static long long rows_in(FILE *f, uint32_t psz, long long from, long long to, un
     return cells;
 }
 
-int spp_wal_check(const char *db_path, uint32_t main_psz, spp_wal_info *w)
+int prs_wal_check(const char *db_path, uint32_t main_psz, prs_wal_info *w)
 {
     memset(w, 0, sizeof *w);
     char path[4096];

@@ -6,7 +6,7 @@
 #define SERVPROF_PARSE_WALCHECK_H
 #include <stdint.h>
 
-typedef struct spp_wal_info {
+typedef struct prs_wal_info {
     int present;          /* a non-empty <store>-wal exists */
     long long size;       /* its bytes */
     int header_ok;        /* magic, version, page size and checksum right */
@@ -17,10 +17,10 @@ typedef struct spp_wal_info {
     long long after;      /* frames of the same generation after that one */
     int damaged;          /* committed data SQLite will not read: a bad header with frames, or frames after a break */
     long long lost_rows;  /* about how many rows (table-leaf cells) the unread frames hold */
-} spp_wal_info;
+} prs_wal_info;
 
 /* Checks db_path's WAL; main_psz (the main file's page size) counts the
  * frames when the WAL header is damaged. Returns w->damaged. Never fails:
  * an unreadable WAL is reported as absent. */
-int spp_wal_check(const char *db_path, uint32_t main_psz, spp_wal_info *w);
+int prs_wal_check(const char *db_path, uint32_t main_psz, prs_wal_info *w);
 #endif

@@ -19,9 +19,9 @@
 
 #include "report.h"
 
-spr_series *spr_series_new(int ncols)
+rpt_series *rpt_series_new(int ncols)
 {
-    spr_series *s = calloc(1, sizeof *s);
+    rpt_series *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->ncols = ncols;
@@ -33,7 +33,7 @@ spr_series *spr_series_new(int ncols)
     return s;
 }
 
-void spr_series_free(spr_series *s)
+void rpt_series_free(rpt_series *s)
 {
     if (!s)
         return;
@@ -44,7 +44,7 @@ void spr_series_free(spr_series *s)
     free(s);
 }
 
-static int grow(spr_series *s, size_t need)
+static int grow(rpt_series *s, size_t need)
 {
     if (need <= s->cap)
         return 0;
@@ -65,7 +65,7 @@ static int grow(spr_series *s, size_t need)
     return 0;
 }
 
-int spr_series_add(spr_series *s, double t, const double *vals)
+int rpt_series_add(rpt_series *s, double t, const double *vals)
 {
     if (grow(s, s->n + 1) != 0)
         return -1;
@@ -82,13 +82,13 @@ static double fmin_nan(double a, double b) { return isnan(a) ? b : isnan(b) ? a 
 static double fmax_nan(double a, double b) { return isnan(a) ? b : isnan(b) ? a : (b > a ? b : a); }
 
 /* Appends the reduction of rows [from, to) of s to out. */
-static int reduce_bucket(const spr_series *s, size_t from, size_t to, spr_series *out, double *lo, double *hi)
+static int reduce_bucket(const rpt_series *s, size_t from, size_t to, rpt_series *out, double *lo, double *hi)
 {
     if (to - from <= 2) {
         for (size_t i = from; i < to; i++) {
             for (int c = 0; c < s->ncols; c++)
                 lo[c] = s->v[c][i];
-            if (spr_series_add(out, s->t[i], lo) != 0)
+            if (rpt_series_add(out, s->t[i], lo) != 0)
                 return -1;
         }
         return 0;
@@ -100,14 +100,14 @@ static int reduce_bucket(const spr_series *s, size_t from, size_t to, spr_series
             lo[c] = fmin_nan(lo[c], s->v[c][i]);
             hi[c] = fmax_nan(hi[c], s->v[c][i]);
         }
-    if (spr_series_add(out, s->t[from], lo) != 0)
+    if (rpt_series_add(out, s->t[from], lo) != 0)
         return -1;
-    return spr_series_add(out, s->t[to - 1], hi);
+    return rpt_series_add(out, s->t[to - 1], hi);
 }
 
-spr_series *spr_downsample(const spr_series *s, int buckets)
+rpt_series *rpt_downsample(const rpt_series *s, int buckets)
 {
-    spr_series *out = spr_series_new(s->ncols);
+    rpt_series *out = rpt_series_new(s->ncols);
     if (!out)
         return NULL;
     if (buckets < 1)
@@ -121,7 +121,7 @@ spr_series *spr_downsample(const spr_series *s, int buckets)
         for (size_t i = 0; i < s->n; i++) {
             for (int c = 0; c < s->ncols; c++)
                 lo[c] = s->v[c][i];
-            if (spr_series_add(out, s->t[i], lo) != 0)
+            if (rpt_series_add(out, s->t[i], lo) != 0)
                 goto fail;
         }
     } else {
@@ -150,7 +150,7 @@ spr_series *spr_downsample(const spr_series *s, int buckets)
 fail:
     free(lo);
     free(hi);
-    spr_series_free(out);
+    rpt_series_free(out);
     return NULL;
 }
 
@@ -168,7 +168,7 @@ static json_t *rounded(double v, int digits)
     return json_real(strtod(b, NULL));
 }
 
-json_t *spr_series_json(const spr_series *s, const char *const *names, int digits)
+json_t *rpt_series_json(const rpt_series *s, const char *const *names, int digits)
 {
     json_t *o = json_object();
     json_t *t = json_array();

@@ -31,13 +31,13 @@ typedef struct run {
     const char *input;
     char db[4096];  /* its profiler.db, "" when the input is raw stores */
     char dir[4096]; /* what analyze reads: the raw stores or the profiler.db's folder */
-    spr_rows *rows; /* the charts' rows */
+    rpt_rows *rows; /* the charts' rows */
     json_t *analyze;
 } run;
 
 static void run_cleanup(run *r)
 {
-    spr_rows_free(r->rows);
+    rpt_rows_free(r->rows);
     r->rows = NULL;
     json_decref(r->analyze);
     r->analyze = NULL;
@@ -47,15 +47,15 @@ static void run_cleanup(run *r)
  * with every output off, the rows through the tap. */
 static int parse_rows(run *r)
 {
-    spp_tap tap = spr_rows_tap(r->rows);
-    spp_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1};
-    int level = spp_log_level();
-    if (level < SPP_WARNING)
-        spp_log_set_level(SPP_WARNING);
-    spp_set_tap(&tap);
-    int rc = spp_run(&po);
-    spp_set_tap(NULL);
-    spp_log_set_level(level);
+    prs_tap tap = rpt_rows_tap(r->rows);
+    prs_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1};
+    int level = prs_log_level();
+    if (level < PRS_WARNING)
+        prs_log_set_level(PRS_WARNING);
+    prs_set_tap(&tap);
+    int rc = prs_run(&po);
+    prs_set_tap(NULL);
+    prs_log_set_level(level);
     if (rc != 0) {
         fprintf(stderr, "servprof report: no raw store under %s could be read; no report written\n", r->input);
         return rc == 2 ? 2 : 1;
@@ -87,9 +87,9 @@ static int find_input(run *r)
     r->db[0] = 0;
     /* Raw stores: say at once when there are none (rather than through
      * analyze's and the parser's messages). */
-    spp_paths paths = {0};
-    int nraw = spp_discover(r->input, &paths) == 0 ? paths.nraw : -1;
-    spp_paths_free(&paths);
+    prs_paths paths = {0};
+    int nraw = prs_discover(r->input, &paths) == 0 ? paths.nraw : -1;
+    prs_paths_free(&paths);
     if (nraw == 0)
         fprintf(stderr, "servprof report: no raw store (ms_service_*.db) and no profiler.db under %s; no report "
                         "written\n", r->input);
@@ -101,10 +101,10 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
     int rc = find_input(r);
     if (rc != 0)
         return rc;
-    r->rows = spr_rows_new();
+    r->rows = rpt_rows_new();
     if (!r->rows)
         return 1;
-    if (r->db[0] && spr_db_read(r->db, r->rows) != 0)
+    if (r->db[0] && rpt_db_read(r->db, r->rows) != 0)
         return 1;
     if (analyze_json) {
         json_error_t e;
@@ -115,11 +115,11 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
             return 1;
         }
     } else {
-        r->analyze = spr_analyze(r->input, r->dir, r->db[0] ? NULL : r->rows);
+        r->analyze = rpt_analyze(r->input, r->dir, r->db[0] ? NULL : r->rows);
         if (!r->analyze && !r->db[0]) {
             /* Its parse may have stopped half way: start the rows again. */
-            spr_rows_free(r->rows);
-            r->rows = spr_rows_new();
+            rpt_rows_free(r->rows);
+            r->rows = rpt_rows_new();
             if (!r->rows)
                 return 1;
             return parse_rows(r);
@@ -168,7 +168,7 @@ static void attach_breakdown(json_t *db, json_t *analyze)
 
 static json_t *run_json(run *r, const char *label, int buckets)
 {
-    json_t *db = spr_rows_json(r->rows, buckets);
+    json_t *db = rpt_rows_json(r->rows, buckets);
     if (!db)
         return NULL;
     attach_breakdown(db, r->analyze);
@@ -192,7 +192,7 @@ static const char *short_name(const char *p, int parts, char *b, size_t cap)
     return b;
 }
 
-int spr_run(const spr_opts *o)
+int rpt_run(const rpt_opts *o)
 {
     run a = {.input = o->input}, b = {.input = o->compare};
     json_t *doc = NULL, *runs = NULL, *cmp = NULL;
@@ -219,7 +219,7 @@ int spr_run(const spr_opts *o)
                 goto out;
             }
         } else {
-            cmp = spr_compare(a.input, a.dir, b.input, b.dir);
+            cmp = rpt_compare(a.input, a.dir, b.input, b.dir);
         }
     }
     char title[1100], na[512], nb[512];
@@ -234,10 +234,10 @@ int spr_run(const spr_opts *o)
         snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 2, na, sizeof na));
     }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
-                    spr_asset_uplot_version ? spr_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
+                    rpt_asset_uplot_version ? rpt_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
                     "compare", cmp);
     runs = NULL;
-    if (!doc || spr_html_write(o->output, doc) != 0)
+    if (!doc || rpt_html_write(o->output, doc) != 0)
         goto out;
     rc = 0;
     if (!o->quiet) {

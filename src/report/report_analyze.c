@@ -15,14 +15,14 @@
 #include "compare.h"
 #include "report_analyze.h"
 
-json_t *spr_analyze(const char *input, const char *dir, spr_rows *rows)
+json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows)
 {
     sa_opts o;
     sa_opts_init(&o);
     o.input = dir;
-    spp_tap tap;
+    prs_tap tap;
     if (rows) {
-        tap = spr_rows_tap(rows);
+        tap = rpt_rows_tap(rows);
         o.also = &tap;
         o.tap_counters = 1;
     }
@@ -36,7 +36,7 @@ json_t *spr_analyze(const char *input, const char *dir, spr_rows *rows)
     return doc;
 }
 
-json_t *spr_compare(const char *input_a, const char *dir_a, const char *input_b, const char *dir_b)
+json_t *rpt_compare(const char *input_a, const char *dir_a, const char *input_b, const char *dir_b)
 {
     sa_opts a, b;
     sa_opts_init(&a);

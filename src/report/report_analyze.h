@@ -17,11 +17,11 @@
  * (through the parser's tap) by the very parse analyze runs: one parse for
  * both. Returns a new reference, or NULL with a message on stderr (the page
  * then shows the charts without analyze's part; rows may then be partial). */
-json_t *spr_analyze(const char *input, const char *dir, spr_rows *rows);
+json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows);
 
 /* analyze's compare document of runs A and B (inputs and dirs as for
- * spr_analyze). Returns a new reference, or NULL with a message on
+ * rpt_analyze). Returns a new reference, or NULL with a message on
  * stderr (the page then has no compare table; the charts still overlay). */
-json_t *spr_compare(const char *input_a, const char *dir_a, const char *input_b, const char *dir_b);
+json_t *rpt_compare(const char *input_a, const char *dir_a, const char *input_b, const char *dir_b);
 
 #endif

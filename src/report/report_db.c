@@ -4,7 +4,7 @@
  * The input is a parse output folder (or its profiler.db): the tables the
  * charts need (request, batch, forward, counter) are read back in rowid
  * order, every column, and handed over as the parser's own rows would be
- * (spp_val values, columns named as in the file), so the page is the same
+ * (prs_val values, columns named as in the file), so the page is the same
  * whether the report parses raw stores itself or reads the parse's output.
  */
 #include <stdio.h>
@@ -24,17 +24,17 @@ static int has_table(sqlite3 *db, const char *name)
     return yes;
 }
 
-static spp_val value_of(sqlite3_stmt *st, int c)
+static prs_val value_of(sqlite3_stmt *st, int c)
 {
     switch (sqlite3_column_type(st, c)) {
-    case SQLITE_INTEGER: return spp_v_int(sqlite3_column_int64(st, c));
-    case SQLITE_FLOAT: return spp_v_real(sqlite3_column_double(st, c));
-    case SQLITE_TEXT: return spp_v_text((const char *)sqlite3_column_text(st, c), sqlite3_column_bytes(st, c));
-    default: return spp_v_null();
+    case SQLITE_INTEGER: return prs_v_int(sqlite3_column_int64(st, c));
+    case SQLITE_FLOAT: return prs_v_real(sqlite3_column_double(st, c));
+    case SQLITE_TEXT: return prs_v_text((const char *)sqlite3_column_text(st, c), sqlite3_column_bytes(st, c));
+    default: return prs_v_null();
     }
 }
 
-static int feed_table(sqlite3 *db, const char *path, const char *table, spr_rows *r)
+static int feed_table(sqlite3 *db, const char *path, const char *table, rpt_rows *r)
 {
     if (!has_table(db, table))
         return 0;
@@ -46,15 +46,15 @@ static int feed_table(sqlite3 *db, const char *path, const char *table, spr_rows
         return -1;
     }
     int n = sqlite3_column_count(st);
-    spp_col *cols = calloc((size_t)n + 1, sizeof *cols);
-    spp_val *v = calloc((size_t)n + 1, sizeof *v);
+    prs_col *cols = calloc((size_t)n + 1, sizeof *cols);
+    prs_val *v = calloc((size_t)n + 1, sizeof *v);
     int rc = cols && v ? SQLITE_ROW : SQLITE_NOMEM;
     for (int c = 0; cols && c < n; c++)
         cols[c].name = sqlite3_column_name(st, c);
     while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         for (int c = 0; c < n; c++)
             v[c] = value_of(st, c);
-        spr_rows_add(r, table, cols, n, v);
+        rpt_rows_add(r, table, cols, n, v);
     }
     if (rc != SQLITE_DONE)
         fprintf(stderr, "servprof report: %s: reading table %s: %s\n", path, table,
@@ -65,7 +65,7 @@ static int feed_table(sqlite3 *db, const char *path, const char *table, spr_rows
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int spr_db_read(const char *profiler_db, spr_rows *r)
+int rpt_db_read(const char *profiler_db, rpt_rows *r)
 {
     sqlite3 *db = NULL;
     char uri[4200];

@@ -60,15 +60,15 @@ static int put_placeholder(FILE *f, const char *name, size_t len, const char *js
 {
 #define IS(lit) (len == sizeof lit - 1 && memcmp(name, lit, len) == 0)
     if (IS("UPLOT_CSS"))
-        fputs(spr_asset_uplot_css, f);
+        fputs(rpt_asset_uplot_css, f);
     else if (IS("UPLOT_JS"))
-        fputs(spr_asset_uplot_js, f);
+        fputs(rpt_asset_uplot_js, f);
     else if (IS("UPLOT_LICENCE"))
-        fputs(spr_asset_uplot_licence, f);
+        fputs(rpt_asset_uplot_licence, f);
     else if (IS("UPLOT_VERSION"))
-        fputs(spr_asset_uplot_version, f);
+        fputs(rpt_asset_uplot_version, f);
     else if (IS("APP_JS"))
-        fputs(spr_asset_app_js, f);
+        fputs(rpt_asset_app_js, f);
     else if (IS("DATA"))
         put_json_safe(f, json);
     else if (IS("TITLE")) {
@@ -80,9 +80,9 @@ static int put_placeholder(FILE *f, const char *name, size_t len, const char *js
 #undef IS
 }
 
-int spr_html_write(const char *path, const json_t *data)
+int rpt_html_write(const char *path, const json_t *data)
 {
-    if (!spr_asset_uplot_js) {
+    if (!rpt_asset_uplot_js) {
         fprintf(stderr, "servprof report: this servprof was built without its charting library (uPlot): run "
                         "scripts/install-deps.sh (npm ci in src/report) and rebuild\n");
         return -1;
@@ -118,7 +118,7 @@ int spr_html_write(const char *path, const json_t *data)
         return -1;
     }
     int rc = 0;
-    for (const char *p = spr_asset_template; *p;) {
+    for (const char *p = rpt_asset_template; *p;) {
         const char *open = strstr(p, "{{");
         const char *close = open ? strstr(open + 2, "}}") : NULL;
         if (!close) {

@@ -17,14 +17,14 @@
  *            per counter name, one column per (process, series); per-core CPU
  *            counters are left out (the machine's total is there)
  *   request  the latency CDFs (TTFT, TPOT, e2e, queue wait) and the slowest
- *            requests by e2e (kept as a top-SPR_SLOWEST list while rows come)
+ *            requests by e2e (kept as a top-RPT_SLOWEST list while rows come)
  *
  * Rows arrive roughly in time order (the parser emits some late); each series
  * is sorted by time, then reduced by downsample.c. Times in the page are
  * seconds from the run's start t0 (the earliest time of any of these rows,
  * whole microseconds), so two runs overlay with --compare. Memory: the kept
  * columns of every step, forward and counter row (~40 bytes each) and four
- * numbers per request, until spr_rows_json.
+ * numbers per request, until rpt_rows_json.
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,8 +51,8 @@ static const char *const fw_cols[FW_N] = {"start_time(ms)", "during_time(ms)", "
 enum { CT_NAME, CT_PID, CT_TS, CT_SERIES, CT_VALUE, CT_N };
 static const char *const ct_cols[CT_N] = {"name", "pid", "timestamp", "series", "value"};
 
-#define MAXCOLS SPP_COLMAP_MAX
-typedef spp_colmap colmap;
+#define MAXCOLS PRS_COLMAP_MAX
+typedef prs_colmap colmap;
 
 typedef struct sample {
     double t;    /* ms since the epoch (counters: ns / 1e6) */
@@ -78,30 +78,30 @@ typedef struct req {
     double v[RQ_N];
 } req;
 
-struct spr_rows {
+struct rpt_rows {
     colmap rq, bt, fw, ct;
     samples steps, fwd, ctr;
     cgroup *groups;
     int ngroups;
     double *cdf[4]; /* ttft, tpot, e2e, queue */
     size_t ncdf[4], capcdf[4];
-    req slow[SPR_SLOWEST]; /* by e2e, slowest first */
+    req slow[RPT_SLOWEST]; /* by e2e, slowest first */
     int nslow;
     long long requests;
     double t0_ms, t1_ms;
     int oom;
 };
 
-spr_rows *spr_rows_new(void)
+rpt_rows *rpt_rows_new(void)
 {
-    spr_rows *r = calloc(1, sizeof *r);
+    rpt_rows *r = calloc(1, sizeof *r);
     if (r)
-        spr_rows_reset(r);
+        rpt_rows_reset(r);
     return r;
 }
 
 /* Frees what r owns; r itself stays. */
-static void rows_release(spr_rows *r)
+static void rows_release(rpt_rows *r)
 {
     free(r->steps.s);
     free(r->fwd.s);
@@ -118,7 +118,7 @@ static void rows_release(spr_rows *r)
         free(r->slow[i].rid);
 }
 
-void spr_rows_free(spr_rows *r)
+void rpt_rows_free(rpt_rows *r)
 {
     if (!r)
         return;
@@ -126,7 +126,7 @@ void spr_rows_free(spr_rows *r)
     free(r);
 }
 
-void spr_rows_reset(spr_rows *r)
+void rpt_rows_reset(rpt_rows *r)
 {
     rows_release(r);
     memset(r, 0, sizeof *r);
@@ -134,7 +134,7 @@ void spr_rows_reset(spr_rows *r)
     r->t1_ms = -INFINITY;
 }
 
-static sample *push(spr_rows *r, samples *a, double t)
+static sample *push(rpt_rows *r, samples *a, double t)
 {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 1024;
@@ -161,13 +161,13 @@ static int is_name(const char *s, int n, const char *lit)
     return (size_t)n == strlen(lit) && memcmp(s, lit, (size_t)n) == 0;
 }
 
-static void add_step(spr_rows *r, const spp_val *v)
+static void add_step(rpt_rows *r, const prs_val *v)
 {
     int n;
-    const char *name = spp_colmap_text(v, &r->bt, BT_NAME, &n);
+    const char *name = prs_colmap_text(v, &r->bt, BT_NAME, &n);
     int sched = is_name(name, n, "BatchSchedule") || is_name(name, n, "batchFrameworkProcessing");
     int exec = is_name(name, n, "modelExec") || is_name(name, n, "modelRunnerExec") || is_name(name, n, "Execute");
-    double t = spp_colmap_num(v, &r->bt, BT_START);
+    double t = prs_colmap_num(v, &r->bt, BT_START);
     if ((!sched && !exec) || isnan(t))
         return;
     sample *s = push(r, &r->steps, t);
@@ -175,27 +175,27 @@ static void add_step(spr_rows *r, const spp_val *v)
         return;
     s->group = sched;
     for (int k = 0; k < 7; k++)
-        s->v[k] = spp_colmap_num(v, &r->bt, BT_BS + k);
+        s->v[k] = prs_colmap_num(v, &r->bt, BT_BS + k);
     s->v[6] *= 100; /* KV usage as % */
 }
 
-static void add_forward(spr_rows *r, const spp_val *v)
+static void add_forward(rpt_rows *r, const prs_val *v)
 {
-    double t = spp_colmap_num(v, &r->fw, FW_START);
+    double t = prs_colmap_num(v, &r->fw, FW_START);
     if (isnan(t))
         return;
     sample *s = push(r, &r->fwd, t);
     if (!s)
         return;
     for (int k = 0; k < 3; k++)
-        s->v[k] = spp_colmap_num(v, &r->fw, FW_DUR + k);
+        s->v[k] = prs_colmap_num(v, &r->fw, FW_DUR + k);
     double end = t + s->v[0];
     if (end > r->t1_ms)
         r->t1_ms = end;
 }
 
 /* The group of a counter name (made on first sight); -1 when left out. */
-static int group_of(spr_rows *r, const char *name, int n)
+static int group_of(rpt_rows *r, const char *name, int n)
 {
     for (int g = 0; g < r->ngroups; g++)
         if (is_name(name, n, r->groups[g].name))
@@ -217,7 +217,7 @@ static int group_of(spr_rows *r, const char *name, int n)
     return r->ngroups++;
 }
 
-static int column_of(spr_rows *r, cgroup *g, long long pid, const char *series, int n)
+static int column_of(rpt_rows *r, cgroup *g, long long pid, const char *series, int n)
 {
     for (int c = 0; c < g->ncols; c++)
         if (g->pid[c] == pid && is_name(series, n, g->series[c]))
@@ -233,12 +233,12 @@ static int column_of(spr_rows *r, cgroup *g, long long pid, const char *series, 
     return g->ncols++;
 }
 
-static void add_counter(spr_rows *r, const spp_val *v)
+static void add_counter(rpt_rows *r, const prs_val *v)
 {
     int nn, ns;
-    const char *name = spp_colmap_text(v, &r->ct, CT_NAME, &nn);
-    const char *series = spp_colmap_text(v, &r->ct, CT_SERIES, &ns);
-    double ts = spp_colmap_num(v, &r->ct, CT_TS), val = spp_colmap_num(v, &r->ct, CT_VALUE), pid = spp_colmap_num(v, &r->ct, CT_PID);
+    const char *name = prs_colmap_text(v, &r->ct, CT_NAME, &nn);
+    const char *series = prs_colmap_text(v, &r->ct, CT_SERIES, &ns);
+    double ts = prs_colmap_num(v, &r->ct, CT_TS), val = prs_colmap_num(v, &r->ct, CT_VALUE), pid = prs_colmap_num(v, &r->ct, CT_PID);
     if (isnan(ts) || isnan(val))
         return;
     int g = group_of(r, name, nn);
@@ -254,7 +254,7 @@ static void add_counter(spr_rows *r, const spp_val *v)
     s->v[0] = val;
 }
 
-static void add_cdf(spr_rows *r, int k, double v)
+static void add_cdf(rpt_rows *r, int k, double v)
 {
     if (isnan(v))
         return;
@@ -271,22 +271,22 @@ static void add_cdf(spr_rows *r, int k, double v)
     r->cdf[k][r->ncdf[k]++] = v;
 }
 
-/* Keeps the SPR_SLOWEST longest requests, slowest first. */
-static void add_slow(spr_rows *r, const spp_val *v, const double *vals)
+/* Keeps the RPT_SLOWEST longest requests, slowest first. */
+static void add_slow(rpt_rows *r, const prs_val *v, const double *vals)
 {
     double e2e = vals[RQ_E2E];
-    if (isnan(e2e) || (r->nslow == SPR_SLOWEST && e2e <= r->slow[SPR_SLOWEST - 1].v[RQ_E2E]))
+    if (isnan(e2e) || (r->nslow == RPT_SLOWEST && e2e <= r->slow[RPT_SLOWEST - 1].v[RQ_E2E]))
         return;
     int n;
-    const char *rid = spp_colmap_text(v, &r->rq, RQ_RID, &n);
+    const char *rid = prs_colmap_text(v, &r->rq, RQ_RID, &n);
     char *copy = strndup(rid, (size_t)n);
     if (!copy) {
         r->oom = 1;
         return;
     }
     int at;
-    if (r->nslow == SPR_SLOWEST) { /* full: the fastest kept one makes room */
-        at = SPR_SLOWEST - 1;
+    if (r->nslow == RPT_SLOWEST) { /* full: the fastest kept one makes room */
+        at = RPT_SLOWEST - 1;
         free(r->slow[at].rid);
     } else {
         at = r->nslow++;
@@ -299,11 +299,11 @@ static void add_slow(spr_rows *r, const spp_val *v, const double *vals)
     memcpy(r->slow[at].v, vals, sizeof r->slow[at].v);
 }
 
-static void add_request(spr_rows *r, const spp_val *v)
+static void add_request(rpt_rows *r, const prs_val *v)
 {
     double vals[RQ_N];
     for (int k = 0; k < RQ_N; k++)
-        vals[k] = k == RQ_RID ? NAN : spp_colmap_num(v, &r->rq, k);
+        vals[k] = k == RQ_RID ? NAN : prs_colmap_num(v, &r->rq, k);
     r->requests++;
     if (!isnan(vals[RQ_START])) {
         if (vals[RQ_START] < r->t0_ms)
@@ -319,21 +319,21 @@ static void add_request(spr_rows *r, const spp_val *v)
     add_slow(r, v, vals);
 }
 
-void spr_rows_add(spr_rows *r, const char *key, const spp_col *cols, int ncols, const spp_val *v)
+void rpt_rows_add(rpt_rows *r, const char *key, const prs_col *cols, int ncols, const prs_val *v)
 {
     if (!key || ncols > MAXCOLS * 2)
         return;
     if (!strcmp(key, "batch")) {
-        spp_colmap_fit(&r->bt, cols, ncols, bt_cols, BT_N);
+        prs_colmap_fit(&r->bt, cols, ncols, bt_cols, BT_N);
         add_step(r, v);
     } else if (!strcmp(key, "forward")) {
-        spp_colmap_fit(&r->fw, cols, ncols, fw_cols, FW_N);
+        prs_colmap_fit(&r->fw, cols, ncols, fw_cols, FW_N);
         add_forward(r, v);
     } else if (!strcmp(key, "counter")) {
-        spp_colmap_fit(&r->ct, cols, ncols, ct_cols, CT_N);
+        prs_colmap_fit(&r->ct, cols, ncols, ct_cols, CT_N);
         add_counter(r, v);
     } else if (!strcmp(key, "request")) {
-        spp_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
+        prs_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
         add_request(r, v);
     }
 }
@@ -352,22 +352,22 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Samples (those of group `group` when group >= 0) as a reduced series set. */
-static json_t *series_json(spr_rows *r, samples *a, int group, int ncols, const char *const *names, int buckets)
+static json_t *series_json(rpt_rows *r, samples *a, int group, int ncols, const char *const *names, int buckets)
 {
-    spr_series *s = spr_series_new(ncols);
+    rpt_series *s = rpt_series_new(ncols);
     json_t *out = NULL;
     for (size_t i = 0; s && i < a->n; i++)
-        if ((group < 0 || a->s[i].group == group) && spr_series_add(s, (a->s[i].t - r->t0_ms) / 1e3, a->s[i].v) != 0)
+        if ((group < 0 || a->s[i].group == group) && rpt_series_add(s, (a->s[i].t - r->t0_ms) / 1e3, a->s[i].v) != 0)
             goto done;
-    spr_series *d = s ? spr_downsample(s, buckets) : NULL;
-    out = d ? spr_series_json(d, names, 6) : NULL;
-    spr_series_free(d);
+    rpt_series *d = s ? rpt_downsample(s, buckets) : NULL;
+    out = d ? rpt_series_json(d, names, 6) : NULL;
+    rpt_series_free(d);
 done:
-    spr_series_free(s);
+    rpt_series_free(s);
     return out;
 }
 
-static json_t *steps_json(spr_rows *r, int buckets)
+static json_t *steps_json(rpt_rows *r, int buckets)
 {
     static const char *const names[] = {"batch_size", "prefill_batch", "decode_batch", "tokens",
                                         "prefill_tokens", "decode_tokens", "kv_usage"};
@@ -384,7 +384,7 @@ static json_t *steps_json(spr_rows *r, int buckets)
 
 /* One counter group: rows at one timestamp merged into one row (a queue
  * event carries waiting, running and swapped). */
-static json_t *counter_json(spr_rows *r, int g, int buckets)
+static json_t *counter_json(rpt_rows *r, int g, int buckets)
 {
     cgroup *cg = &r->groups[g];
     char *names[MAXCOLS];
@@ -421,7 +421,7 @@ static json_t *counter_json(spr_rows *r, int g, int buckets)
         pos[order[k]] = k;
         sorted[k] = names[order[k]];
     }
-    spr_series *s = spr_series_new(cg->ncols);
+    rpt_series *s = rpt_series_new(cg->ncols);
     double row[MAXCOLS];
     double cur = NAN;
     int have = 0;
@@ -433,7 +433,7 @@ static json_t *counter_json(spr_rows *r, int g, int buckets)
         if (x && x->group != g)
             continue;
         if (have && (!x || x->t != cur)) {
-            if (spr_series_add(s, (cur - r->t0_ms) / 1e3, row) != 0)
+            if (rpt_series_add(s, (cur - r->t0_ms) / 1e3, row) != 0)
                 goto done;
             for (int c = 0; c < cg->ncols; c++)
                 row[c] = NAN;
@@ -445,9 +445,9 @@ static json_t *counter_json(spr_rows *r, int g, int buckets)
             have = 1;
         }
     }
-    spr_series *d = s ? spr_downsample(s, buckets) : NULL;
-    json_t *data = d ? spr_series_json(d, sorted, 6) : NULL;
-    spr_series_free(d);
+    rpt_series *d = s ? rpt_downsample(s, buckets) : NULL;
+    json_t *data = d ? rpt_series_json(d, sorted, 6) : NULL;
+    rpt_series_free(d);
     json_t *cols = json_array();
     for (int k = 0; k < cg->ncols; k++)
         json_array_append_new(cols, json_string(sorted[k]));
@@ -455,7 +455,7 @@ static json_t *counter_json(spr_rows *r, int g, int buckets)
     if (!out)
         json_decref(cols);
 done:
-    spr_series_free(s);
+    rpt_series_free(s);
     for (int c = 0; c < cg->ncols; c++)
         free(names[c]);
     return out;
@@ -467,7 +467,7 @@ static int cmp_group(const void *a, const void *b, void *ctx)
     return strcmp(g[*(const int *)a].name, g[*(const int *)b].name);
 }
 
-static json_t *counters_json(spr_rows *r, int buckets)
+static json_t *counters_json(rpt_rows *r, int buckets)
 {
     json_t *arr = json_array();
     int *idx = malloc((size_t)(r->ngroups + 1) * sizeof *idx);
@@ -490,31 +490,31 @@ fail:
     return NULL;
 }
 
-/* A CDF: SPR_CDF_POINTS evenly spaced ranks {x: value, p: share ≤ x, n}. */
+/* A CDF: RPT_CDF_POINTS evenly spaced ranks {x: value, p: share ≤ x, n}. */
 static json_t *cdf_json(double *v, size_t n)
 {
     if (n)
         qsort(v, n, sizeof *v, cmp_double);
-    spr_series *s = spr_series_new(1);
-    size_t pts = n < SPR_CDF_POINTS ? n : SPR_CDF_POINTS;
+    rpt_series *s = rpt_series_new(1);
+    size_t pts = n < RPT_CDF_POINTS ? n : RPT_CDF_POINTS;
     for (size_t k = 0; s && k < pts; k++) {
         size_t i = pts > 1 ? (size_t)((double)k * (double)(n - 1) / (double)(pts - 1) + 0.5) : 0;
         double p = (double)(i + 1) / (double)n;
-        spr_series_add(s, v[i], &p);
+        rpt_series_add(s, v[i], &p);
     }
     static const char *const nm[] = {"p"};
-    json_t *j = s ? spr_series_json(s, nm, 6) : NULL;
+    json_t *j = s ? rpt_series_json(s, nm, 6) : NULL;
     if (j) {
         /* A CDF's axis is the value, not time: "x" instead of "t". */
         json_object_set(j, "x", json_object_get(j, "t"));
         json_object_del(j, "t");
         json_object_set_new(j, "n", json_integer((json_int_t)n));
     }
-    spr_series_free(s);
+    rpt_series_free(s);
     return j;
 }
 
-static json_t *slowest_json(spr_rows *r)
+static json_t *slowest_json(rpt_rows *r)
 {
     json_t *arr = json_array();
     for (int i = 0; arr && i < r->nslow; i++) {
@@ -537,7 +537,7 @@ static json_t *slowest_json(spr_rows *r)
     return arr;
 }
 
-json_t *spr_rows_json(spr_rows *r, int buckets)
+json_t *rpt_rows_json(rpt_rows *r, int buckets)
 {
     if (r->oom) {
         fprintf(stderr, "servprof report: out of memory collecting the charts' rows\n");

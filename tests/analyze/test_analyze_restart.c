@@ -13,7 +13,7 @@
  *   - the same input through taps without restart (the parse starts in
  *     exact mode and never restarts: the reference);
  *   - the same rows with that span inserted first (one pass, no restart).
- * Analyze's JSON document and the report's charts data (spr_rows_json) are
+ * Analyze's JSON document and the report's charts data (rpt_rows_json) are
  * compared, the record count against the store's rows, and the number of
  * restarts each tap was told of. This happens for analyze with the report
  * riding on it (sa_opts.also, as `servprof report` runs it), analyze alone,
@@ -39,11 +39,11 @@ enum { NREQ = 1000, TOKENS = 6 };
 /* A tap around another (the report's rows, or none) that counts what it
  * is handed since the last restart, and the restarts. */
 typedef struct counting {
-    spp_tap inner;
+    prs_tap inner;
     long long rows, records, restarts;
 } counting;
 
-static void count_row(void *ctx, const spp_table *t, const spp_val *v)
+static void count_row(void *ctx, const prs_table *t, const prs_val *v)
 {
     counting *c = ctx;
     c->rows++;
@@ -51,7 +51,7 @@ static void count_row(void *ctx, const spp_table *t, const spp_val *v)
         c->inner.row(c->inner.ctx, t, v);
 }
 
-static void count_record(void *ctx, const spp_rec *r)
+static void count_record(void *ctx, const prs_rec *r)
 {
     counting *c = ctx;
     c->records++;
@@ -70,14 +70,14 @@ static void count_restart(void *ctx)
 
 /* The tap over rows (NULL: none); restartable 0 takes the restart away
  * from both, so the parse has to start in exact mode. */
-static spp_tap counting_tap(counting *c, spr_rows *rows, int restartable)
+static prs_tap counting_tap(counting *c, rpt_rows *rows, int restartable)
 {
     *c = (counting){0};
     if (rows)
-        c->inner = spr_rows_tap(rows);
+        c->inner = rpt_rows_tap(rows);
     if (!restartable)
         c->inner.restart = NULL;
-    return (spp_tap){.row = count_row, .record = count_record, .restart = restartable ? count_restart : NULL,
+    return (prs_tap){.row = count_row, .record = count_record, .restart = restartable ? count_restart : NULL,
                      .ctx = c};
 }
 
@@ -93,16 +93,16 @@ static void result_free(result *r)
     json_decref(r->charts);
 }
 
-static json_t *charts_of(spr_rows *rows)
+static json_t *charts_of(rpt_rows *rows)
 {
-    json_t *j = spr_rows_json(rows, SPR_DEFAULT_BUCKETS);
+    json_t *j = rpt_rows_json(rows, RPT_DEFAULT_BUCKETS);
     CHECK(j != NULL);
     return j;
 }
 
 /* sa_analyze on in; also (NULL: none) rides on its parse with the
  * timeline's counter rows, as report_analyze.c runs it. */
-static json_t *analyze(const char *in, const spp_tap *also)
+static json_t *analyze(const char *in, const prs_tap *also)
 {
     sa_opts o;
     sa_opts_init(&o);
@@ -120,15 +120,15 @@ static json_t *analyze(const char *in, const spp_tap *also)
 /* Analyze on in with the report's rows riding on its parse. */
 static result analyze_with_rows(const char *in, int restartable)
 {
-    spr_rows *rows = spr_rows_new();
+    rpt_rows *rows = rpt_rows_new();
     counting c;
-    spp_tap tap = counting_tap(&c, rows, restartable);
+    prs_tap tap = counting_tap(&c, rows, restartable);
     result r = {0};
     r.doc = analyze(in, &tap);
     r.charts = charts_of(rows);
     r.restarts = c.restarts;
     r.records = c.records;
-    spr_rows_free(rows);
+    rpt_rows_free(rows);
     return r;
 }
 
@@ -136,15 +136,15 @@ static result analyze_with_rows(const char *in, int restartable)
  * report.c runs it when analyze's JSON is given. */
 static result report_parse(const char *in, int restartable)
 {
-    spr_rows *rows = spr_rows_new();
+    rpt_rows *rows = rpt_rows_new();
     counting c;
-    spp_tap tap = counting_tap(&c, rows, restartable);
-    spp_opts po = {.input = in, .output = ".", .tap_counters = 1};
-    spp_set_tap(&tap);
-    CHECK_INT(spp_run(&po), 0);
-    spp_set_tap(NULL);
+    prs_tap tap = counting_tap(&c, rows, restartable);
+    prs_opts po = {.input = in, .output = ".", .tap_counters = 1};
+    prs_set_tap(&tap);
+    CHECK_INT(prs_run(&po), 0);
+    prs_set_tap(NULL);
     result r = {.charts = charts_of(rows), .restarts = c.restarts, .records = c.records};
-    spr_rows_free(rows);
+    rpt_rows_free(rows);
     return r;
 }
 
@@ -191,7 +191,7 @@ int main(void)
     serving_store(path, NREQ, TOKENS, LIFETIME_LAST);
     long long n = store_rows(path);
     CHECK(n > 16384);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
 
     /* analyze with the report riding on it */
     result restarted = analyze_with_rows(late, 1);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "check.h"
 #include "ext.h"
 #include "msgdec.h"

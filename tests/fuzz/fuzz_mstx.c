@@ -1,6 +1,6 @@
 /*
- * fuzz_mstx.c — the legacy `Mstx` message decoder (src/parse/store.c,
- * spp_legacy_decode): the reference's pseudo-JSON with `^` for `"`, turned
+ * fuzz_mstx.c — the legacy `Mstx` message decoder (src/parse/storeread.c,
+ * prs_legacy_decode): the reference's pseudo-JSON with `^` for `"`, turned
  * into a JSON object whose name and domain members name the record, then
  * decoded as args like every record.
  */
@@ -16,17 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > (1u << 20))
         return 0;
-    spp_store s;
+    prs_store s;
     memset(&s, 0, sizeof s);
-    spp_rec r;
+    prs_rec r;
     memset(&r, 0, sizeof r);
-    spp_legacy_decode(&s, (const char *)data, (int)size, &r);
+    prs_legacy_decode(&s, (const char *)data, (int)size, &r);
     if (!r.args || r.args_len < 0 || strlen(r.name) >= sizeof s.legacy_name || strlen(r.cat) >= sizeof s.legacy_cat)
         abort();
-    spp_args a;
-    spp_args_init(&a);
-    spp_args_decode(&a, r.args, r.args_len);
-    spp_args_free(&a);
+    prs_args a;
+    prs_args_init(&a);
+    prs_args_decode(&a, r.args, r.args_len);
+    prs_args_free(&a);
     free(s.legacy_buf);
     return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * fuzz_store.c — the store reader (src/parse/store.c, rawscan.c,
+ * fuzz_store.c — the store reader (src/parse/storeread.c, rawscan.c,
  * readvfs.c): the input is a whole store file, read three ways as the
  * parser may read it — one pass through the raw b-tree scan, exact mode
  * (a first pass over the timestamps), and SQLite alone
@@ -19,7 +19,7 @@
 
 
 /* the parse context the stores under test belong to */
-static spp_parse_ctx test_ctx;
+static prs_parse_ctx test_ctx;
 
 static char path[96];
 
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!path[0]) {
         const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(path, sizeof path, "%s/spp-fuzz-store-%d.db", dir, (int)getpid());
-        spp_log_set_level(SPP_NONE);
+        prs_log_set_level(PRS_NONE);
     }
     if (size > (4u << 20))
         return 0;
@@ -48,17 +48,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     fwrite(data, 1, size, f);
     fclose(f);
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     for (int run = 0; run < 3; run++) {
         if (run == 2)
             setenv("SERVPROF_RAWSCAN", "0", 1);
-        spp_store_exact(&test_ctx, run == 1);
-        spp_store *s = spp_store_open(&test_ctx, path, 0);
-        spp_rec r;
+        prs_store_exact(&test_ctx, run == 1);
+        prs_store *s = prs_store_open(&test_ctx, path, 0);
+        prs_rec r;
         int64_t last = INT64_MIN;
-        for (long n = 0; s && n < 200000 && spp_store_peek(s, &r); n++) {
-            if (r.ts < last || r.dur < 0 || r.dur > SPP_MAX_DUR_NS || r.ts > INT64_MAX - r.dur) {
+        for (long n = 0; s && n < 200000 && prs_store_peek(s, &r); n++) {
+            if (r.ts < last || r.dur < 0 || r.dur > PRS_MAX_DUR_NS || r.ts > INT64_MAX - r.dur) {
                 /* out of time order, or a duration the reports cannot add */
                 fprintf(stderr, "run %d record %ld: ts %lld after %lld, dur %lld (mode %d, raw path %d)\n", run, n,
                         (long long)r.ts, (long long)last, (long long)r.dur, s->mode, s->raw_path);
@@ -66,14 +66,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             if (!s->violated)
                 last = r.ts;
-            spp_args_decode(&a, r.args, r.args_len);
-            spp_store_next(s);
+            prs_args_decode(&a, r.args, r.args_len);
+            prs_store_next(s);
         }
-        spp_store_close(s);
+        prs_store_close(s);
         unsetenv("SERVPROF_RAWSCAN");
     }
-    spp_store_exact(&test_ctx, 0);
-    spp_args_free(&a);
+    prs_store_exact(&test_ctx, 0);
+    prs_args_free(&a);
     remove_all();
     return 0;
 }

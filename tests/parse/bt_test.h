@@ -2,7 +2,7 @@
 /*
  * bt_test.h — what the page writer's differential tests share
  * (test_btwrite.c, test_btbytes.c): texts of any length in valid UTF-8,
- * and binding a row of spp_val to an SQLite INSERT as table.c's rows come.
+ * and binding a row of prs_val to an SQLite INSERT as table.c's rows come.
  */
 #ifndef SERVPROF_TEST_BT_TEST_H
 #define SERVPROF_TEST_BT_TEST_H
@@ -33,13 +33,13 @@ static inline char *make_text(size_t n, unsigned seed)
 }
 
 /* Binds v[0..n-1] to st's parameters 1..n (texts SQLITE_STATIC). */
-static inline void bind_vals(sqlite3_stmt *st, const spp_val *v, int n)
+static inline void bind_vals(sqlite3_stmt *st, const prs_val *v, int n)
 {
     for (int i = 0; i < n; i++) {
         switch (v[i].kind) {
-        case SPP_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
-        case SPP_REAL: case SPP_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
-        case SPP_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
+        case PRS_INT: sqlite3_bind_int64(st, i + 1, v[i].i); break;
+        case PRS_REAL: case PRS_MS: sqlite3_bind_double(st, i + 1, v[i].d); break;
+        case PRS_TEXT: sqlite3_bind_text(st, i + 1, v[i].s, v[i].n, SQLITE_STATIC); break;
         default: sqlite3_bind_null(st, i + 1); break;
         }
     }

@@ -311,7 +311,7 @@ static void rand_schema(schema *s)
     s->ipk = below(3) == 0 ? (int)below((unsigned)s->ncols) : -1;
     for (int i = 0; i < s->ncols; i++) {
         s->decl[i] = i == s->ipk ? "INTEGER PRIMARY KEY" : decls[below(sizeof decls / sizeof *decls)];
-        s->aff[i] = spp_affinity(s->decl[i]);
+        s->aff[i] = prs_affinity(s->decl[i]);
     }
     s->nix = 0;
     for (int i = 0; i < s->ncols && s->nix < 2; i++)
@@ -321,25 +321,25 @@ static void rand_schema(schema *s)
 
 /* A value for column i: most of the time one the writer takes without
  * SQLite's conversions (texts into TEXT and untyped columns, numbers into
- * the others); sometimes one it must hand back (spp_bt_row returns 1). */
-static spp_val rand_val(const schema *s, int i, unsigned page, char **text)
+ * the others); sometimes one it must hand back (prs_bt_row returns 1). */
+static prs_val rand_val(const schema *s, int i, unsigned page, char **text)
 {
     char a = s->aff[i];
     unsigned k = below(10);
-    int want_text = a == SPP_AFF_TEXT ? k < 8 : a == SPP_AFF_BLOB ? tame || k < 4 : k == 9 && below(4) == 0;
+    int want_text = a == PRS_AFF_TEXT ? k < 8 : a == PRS_AFF_BLOB ? tame || k < 4 : k == 9 && below(4) == 0;
     if (k == 0)
-        return spp_v_null();
+        return prs_v_null();
     if (want_text) {
         *text = make_text(rand_len(page), (unsigned)rnd());
-        return spp_v_text(*text, -1);
+        return prs_v_text(*text, -1);
     }
-    if (a == SPP_AFF_TEXT && below(8) != 0)
-        return spp_v_null();
-    spp_val v;
+    if (a == PRS_AFF_TEXT && below(8) != 0)
+        return prs_v_null();
+    prs_val v;
     switch (below(3)) {
-    case 0: return spp_v_int(rand_int());
-    case 1: v = spp_v_real(0); v.d = rand_real(); return v; /* NaN kept: the writer must store NULL */
-    default: v = spp_v_ms(0); v.d = rand_real(); return v;
+    case 0: return prs_v_int(rand_int());
+    case 1: v = prs_v_real(0); v.d = rand_real(); return v; /* NaN kept: the writer must store NULL */
+    default: v = prs_v_ms(0); v.d = rand_real(); return v;
     }
 }
 
@@ -382,34 +382,34 @@ static void run_round(unsigned page, int round, uint64_t seed)
     sqlite3_stmt *st;
     CHECK(sqlite3_prepare_v2(db, ins, -1, &st, NULL) == SQLITE_OK);
 
-    spp_bt *w = spp_bt_open(got, (int)page);
+    prs_bt *w = prs_bt_open(got, (int)page);
     CHECK(w != NULL);
     if (!w) {
         sqlite3_close(db);
         return;
     }
-    spp_bt_tab *t = spp_bt_table(w, "t", s.ncols, s.aff, s.ipk);
+    prs_bt_tab *t = prs_bt_table(w, "t", s.ncols, s.aff, s.ipk);
     for (int k = 0; k < s.nix; k++) {
         char ixname[16];
         snprintf(ixname, sizeof ixname, "ix%d", k);
         int cols[2] = {s.ix[k], 0};
         int nkey = k && s.ipk != 0 ? 2 : 1; /* the second index also on c0 (unless c0 is the rowid) */
-        CHECK_INT(spp_bt_index(t, ixname, nkey, cols), 0);
+        CHECK_INT(prs_bt_index(t, ixname, nkey, cols), 0);
     }
     int nrows = (int)below(page <= 1024 ? 400 : 1500), written = 0, handed_back = 0;
     int64_t next_id = 1 + (int64_t)below(1000);
     for (int r = 0; r < nrows; r++) {
-        spp_val v[MAXCOLS];
+        prs_val v[MAXCOLS];
         char *texts[MAXCOLS] = {0};
         for (int i = 0; i < s.ncols; i++) {
             if (i == s.ipk) {
                 next_id += 1 + (int64_t)below(1u << below(20));
-                v[i] = below(8) == 0 ? spp_v_null() : below(4) == 0 ? spp_v_real((double)next_id) : spp_v_int(next_id);
+                v[i] = below(8) == 0 ? prs_v_null() : below(4) == 0 ? prs_v_real((double)next_id) : prs_v_int(next_id);
             } else {
                 v[i] = rand_val(&s, i, page, &texts[i]);
             }
         }
-        int rc = spp_bt_row(t, v, 0);
+        int rc = prs_bt_row(t, v, 0);
         CHECK(rc == 0 || rc == 1);
         if (rc == 0) {
             bind_vals(st, v, s.ncols);
@@ -426,13 +426,13 @@ static void run_round(unsigned page, int round, uint64_t seed)
     CHECK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
 
     /* the reference's schema rows, less the indexes btindex refused */
-    spp_bt_schema rows[4];
+    prs_bt_schema rows[4];
     int n = 0, written_ix[2] = {0, 0};
     for (int k = 0; k < s.nix; k++) {
         char ixname[16];
         uint32_t root;
         snprintf(ixname, sizeof ixname, "ix%d", k);
-        written_ix[k] = spp_bt_index_status(w, ixname, &root) == NULL;
+        written_ix[k] = prs_bt_index_status(w, ixname, &root) == NULL;
     }
     CHECK(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid", -1, &st,
                              NULL) == SQLITE_OK);
@@ -443,13 +443,13 @@ static void run_round(unsigned page, int round, uint64_t seed)
         char *f[4];
         for (int i = 0; i < 4; i++)
             f[i] = strdup((const char *)sqlite3_column_text(st, i));
-        rows[n++] = (spp_bt_schema){f[0], f[1], f[2], f[3]};
+        rows[n++] = (prs_bt_schema){f[0], f[1], f[2], f[3]};
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
-    CHECK_INT(spp_bt_finish(w, rows, n), 0);
-    CHECK_STR(spp_bt_error(w), "");
-    spp_bt_free(w);
+    CHECK_INT(prs_bt_finish(w, rows, n), 0);
+    CHECK_STR(prs_bt_error(w), "");
+    prs_bt_free(w);
     for (int i = 0; i < n; i++) {
         free((char *)rows[i].type);
         free((char *)rows[i].name);
@@ -480,7 +480,7 @@ static void run_round(unsigned page, int round, uint64_t seed)
 int main(void)
 {
     sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, PENDING);
-    spp_bt_pending_byte(PENDING);
+    prs_bt_pending_byte(PENDING);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_btbytes.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

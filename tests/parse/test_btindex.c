@@ -28,33 +28,33 @@ static char dir[] = "/tmp/sp_btindex_XXXXXX";
 static const char *texts[] = {"KV cache blocks", "KV cache usage", "KV cache", "queue size", "", "a", "ab",
                               "abc", "b", "http-1", "http-10", "http-2", "\xc3\xa9t\xc3\xa9", "Z"};
 
-static void fill_row(int i, spp_val *v, char *buf)
+static void fill_row(int i, prs_val *v, char *buf)
 {
     unsigned r = (unsigned)i * 2654435761u;
     /* a: text of few values, or NULL */
     if (r % 17 == 0)
-        v[0] = spp_v_null();
+        v[0] = prs_v_null();
     else
-        v[0] = spp_v_text(texts[r % (sizeof texts / sizeof *texts)], -1);
+        v[0] = prs_v_text(texts[r % (sizeof texts / sizeof *texts)], -1);
     /* b: integers of every width, negative, 64-bit */
     static const long long bs[] = {0, 1, -1, 127, -128, 40000, -40000, 1LL << 40, -(1LL << 40), INT64_MAX,
                                    INT64_MIN + 1, 7};
     long long b = bs[(r >> 5) % 12];
-    v[1] = spp_v_int(b == INT64_MAX || b == INT64_MIN + 1 ? b : b + (long long)(r % 3));
+    v[1] = prs_v_int(b == INT64_MAX || b == INT64_MIN + 1 ? b : b + (long long)(r % 3));
     /* c: reals, some integral (stored as integers), some NULL */
     if ((r >> 9) % 11 == 0)
-        v[2] = spp_v_null();
+        v[2] = prs_v_null();
     else if ((r >> 9) % 3 == 0)
-        v[2] = spp_v_real((double)((int)(r % 1000) - 500));
+        v[2] = prs_v_real((double)((int)(r % 1000) - 500));
     else
-        v[2] = spp_v_real((double)(r % 100000) / 7.0 - 5000.0);
+        v[2] = prs_v_real((double)(r % 100000) / 7.0 - 5000.0);
     /* d: a flow id: small range, not in order */
-    v[3] = spp_v_int((long long)(r % 5000));
+    v[3] = prs_v_int((long long)(r % 5000));
     /* e: a time that grows */
-    v[4] = spp_v_real(1000.0 + i * 0.25);
+    v[4] = prs_v_real(1000.0 + i * 0.25);
     /* f: unique ids like request ids */
     snprintf(buf, 32, "req-%d", (int)(r % 100003));
-    v[5] = spp_v_text(buf, -1);
+    v[5] = prs_v_text(buf, -1);
 }
 
 static const char *const create_t = "CREATE TABLE t (a TEXT, b INTEGER, c REAL, d INTEGER, e REAL, f TEXT)";
@@ -133,33 +133,33 @@ static void test_indexes(int page)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/ix%d.db", dir, page);
-    spp_bt *w = spp_bt_open(path, page);
+    prs_bt *w = prs_bt_open(path, page);
     CHECK(w != NULL);
-    spp_bt_tab *t = spp_bt_table(w, "t", 6, "BDEDEB", -1);
-    spp_bt_tab *empty = spp_bt_table(w, "empty", 1, "B", -1);
+    prs_bt_tab *t = prs_bt_table(w, "t", 6, "BDEDEB", -1);
+    prs_bt_tab *empty = prs_bt_table(w, "empty", 1, "B", -1);
     for (int i = 0; i < 6; i++) {
         int nk = idx_cols[i][1] >= 0 ? 2 : 1;
-        CHECK_INT(spp_bt_index(i == 5 ? empty : t, idx_sql[i][0], nk, idx_cols[i]), 0);
+        CHECK_INT(prs_bt_index(i == 5 ? empty : t, idx_sql[i][0], nk, idx_cols[i]), 0);
     }
-    spp_val v[6];
+    prs_val v[6];
     char buf[32];
     for (int i = 0; i < NROWS; i++) {
         fill_row(i, v, buf);
-        CHECK_INT(spp_bt_row(t, v, 0), 0);
+        CHECK_INT(prs_bt_row(t, v, 0), 0);
     }
-    spp_bt_schema rows[8];
+    prs_bt_schema rows[8];
     int n = 0;
-    rows[n++] = (spp_bt_schema){"table", "t", "t", create_t};
-    rows[n++] = (spp_bt_schema){"table", "empty", "empty", "CREATE TABLE empty (x TEXT)"};
+    rows[n++] = (prs_bt_schema){"table", "t", "t", create_t};
+    rows[n++] = (prs_bt_schema){"table", "empty", "empty", "CREATE TABLE empty (x TEXT)"};
     for (int i = 0; i < 6; i++) {
         uint32_t root = 0;
-        CHECK(spp_bt_index_status(w, idx_sql[i][0], &root) == NULL);
+        CHECK(prs_bt_index_status(w, idx_sql[i][0], &root) == NULL);
         CHECK(root > 1);
-        rows[n++] = (spp_bt_schema){"index", idx_sql[i][0], i == 5 ? "empty" : "t", idx_sql[i][1]};
+        rows[n++] = (prs_bt_schema){"index", idx_sql[i][0], i == 5 ? "empty" : "t", idx_sql[i][1]};
     }
-    CHECK_INT(spp_bt_finish(w, rows, n), 0);
-    CHECK_STR(spp_bt_error(w), "");
-    spp_bt_free(w);
+    CHECK_INT(prs_bt_finish(w, rows, n), 0);
+    CHECK_STR(prs_bt_error(w), "");
+    prs_bt_free(w);
     check_db(path, 6);
     unlink(path);
 }
@@ -183,22 +183,22 @@ static void test_refused(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/refused.db", dir);
-    spp_bt *w = spp_bt_open(path, 4096);
-    spp_bt_tab *t = spp_bt_table(w, "m", 1, "A", -1);
+    prs_bt *w = prs_bt_open(path, 4096);
+    prs_bt_tab *t = prs_bt_table(w, "m", 1, "A", -1);
     int col = 0;
-    CHECK_INT(spp_bt_index(t, "ix_m", 1, &col), 0);
-    spp_val a = spp_v_int(5), b = spp_v_text("x", -1);
-    CHECK_INT(spp_bt_row(t, &a, 1), 0);
-    CHECK_INT(spp_bt_row(t, &b, 1), 0);
-    CHECK_INT(spp_bt_table_end(t), 0);
+    CHECK_INT(prs_bt_index(t, "ix_m", 1, &col), 0);
+    prs_val a = prs_v_int(5), b = prs_v_text("x", -1);
+    CHECK_INT(prs_bt_row(t, &a, 1), 0);
+    CHECK_INT(prs_bt_row(t, &b, 1), 0);
+    CHECK_INT(prs_bt_table_end(t), 0);
     uint32_t root = 7;
-    const char *why = spp_bt_index_status(w, "ix_m", &root);
+    const char *why = prs_bt_index_status(w, "ix_m", &root);
     CHECK(why != NULL && strstr(why, "numbers and texts") != NULL);
     CHECK_INT(root, 0);
-    CHECK(spp_bt_index_status(w, "no_such_index", &root) != NULL);
-    spp_bt_schema rows[1] = {{"table", "m", "m", "CREATE TABLE m (v)"}};
-    CHECK_INT(spp_bt_finish(w, rows, 1), 0);
-    spp_bt_free(w);
+    CHECK(prs_bt_index_status(w, "no_such_index", &root) != NULL);
+    prs_bt_schema rows[1] = {{"table", "m", "m", "CREATE TABLE m (v)"}};
+    CHECK_INT(prs_bt_finish(w, rows, 1), 0);
+    prs_bt_free(w);
     sqlite3 *db = sqlite_builds_index(path, "CREATE INDEX ix_m ON m(v)");
     sqlite3_close(db);
     unlink(path);
@@ -209,22 +209,22 @@ static void test_budget(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/budget.db", dir);
-    spp_bt *w = spp_bt_open(path, 4096);
-    spp_bt_index_budget(w, 4096);
-    spp_bt_tab *t = spp_bt_table(w, "n", 1, "D", -1);
+    prs_bt *w = prs_bt_open(path, 4096);
+    prs_bt_index_budget(w, 4096);
+    prs_bt_tab *t = prs_bt_table(w, "n", 1, "D", -1);
     int col = 0;
-    CHECK_INT(spp_bt_index(t, "ix_n", 1, &col), 0);
+    CHECK_INT(prs_bt_index(t, "ix_n", 1, &col), 0);
     for (int i = 0; i < 1000; i++) {
-        spp_val v = spp_v_int(1000 - i);
-        CHECK_INT(spp_bt_row(t, &v, 0), 0);
+        prs_val v = prs_v_int(1000 - i);
+        CHECK_INT(prs_bt_row(t, &v, 0), 0);
     }
     uint32_t root = 7;
-    const char *why = spp_bt_index_status(w, "ix_n", &root);
+    const char *why = prs_bt_index_status(w, "ix_n", &root);
     CHECK(why != NULL && strstr(why, "memory budget") != NULL);
     CHECK_INT(root, 0);
-    spp_bt_schema rows[1] = {{"table", "n", "n", "CREATE TABLE n (v INTEGER)"}};
-    CHECK_INT(spp_bt_finish(w, rows, 1), 0);
-    spp_bt_free(w);
+    prs_bt_schema rows[1] = {{"table", "n", "n", "CREATE TABLE n (v INTEGER)"}};
+    CHECK_INT(prs_bt_finish(w, rows, 1), 0);
+    prs_bt_free(w);
     sqlite3 *db = sqlite_builds_index(path, "CREATE INDEX ix_n ON n(v)");
     char *first = query_all(db, "SELECT v FROM n INDEXED BY ix_n ORDER BY v LIMIT 1");
     CHECK_STR(first, "1\n");

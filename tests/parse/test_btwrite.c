@@ -153,9 +153,9 @@ static const double reals[] = {0.0, -0.0, 1.0, 0.5, -2.25, 3.0, 1e15, 1e300, -1e
                                9007199254740993.0, 9223372036854775807.0, -9223372036854775808.0,
                                4611686018427387904.0, 1.0 / 0.0, -1.0 / 0.0};
 
-typedef struct rowset { spp_val *v; int nrows, ncols, cap; char **texts; int ntexts, captexts; } rowset;
+typedef struct rowset { prs_val *v; int nrows, ncols, cap; char **texts; int ntexts, captexts; } rowset;
 
-static void rs_add(rowset *rs, const spp_val *row)
+static void rs_add(rowset *rs, const prs_val *row)
 {
     if (rs->nrows == rs->cap) {
         rs->cap = rs->cap ? rs->cap * 2 : 64;
@@ -189,13 +189,13 @@ static void all_kinds_rows(rowset *rs, int page)
 {
     rs->ncols = COLS;
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
-        spp_val r[COLS] = {spp_v_int(ints[k]), spp_v_int(ints[k]), spp_v_null(), spp_v_int(ints[k]),
-                           spp_v_int(ints[k])};
+        prs_val r[COLS] = {prs_v_int(ints[k]), prs_v_int(ints[k]), prs_v_null(), prs_v_int(ints[k]),
+                           prs_v_int(ints[k])};
         rs_add(rs, r);
     }
     for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
-        spp_val r[COLS] = {spp_v_real(reals[k]), spp_v_real(reals[k]), spp_v_null(), spp_v_real(reals[k]),
-                           spp_v_ms(reals[k])};
+        prs_val r[COLS] = {prs_v_real(reals[k]), prs_v_real(reals[k]), prs_v_null(), prs_v_real(reals[k]),
+                           prs_v_ms(reals[k])};
         rs_add(rs, r);
     }
     /* texts: empty, short, around the local limits, overflow chains */
@@ -203,11 +203,11 @@ static void all_kinds_rows(rowset *rs, int page)
                      (size_t)page * 3 + 7, (size_t)page * 5 / 2, 10000, 70000};
     for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
         const char *s = rs_text(rs, make_text(lens[k], (unsigned)k));
-        spp_val r[COLS] = {spp_v_int((long long)k), spp_v_null(), spp_v_text(s, -1), spp_v_text(s, -1),
-                           spp_v_null()};
+        prs_val r[COLS] = {prs_v_int((long long)k), prs_v_null(), prs_v_text(s, -1), prs_v_text(s, -1),
+                           prs_v_null()};
         rs_add(rs, r);
     }
-    spp_val nulls[COLS] = {spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
+    prs_val nulls[COLS] = {prs_v_null(), prs_v_null(), prs_v_null(), prs_v_null(), prs_v_null()};
     rs_add(rs, nulls);
 }
 
@@ -232,14 +232,14 @@ static void sql_insert(sqlite3 *db, const char *table, const rowset *rs)
     free(q.p);
 }
 
-static void bt_insert(spp_bt_tab *t, const rowset *rs)
+static void bt_insert(prs_bt_tab *t, const rowset *rs)
 {
     for (int r = 0; r < rs->nrows; r++)
-        CHECK_INT(spp_bt_row(t, rs->v + (size_t)r * (size_t)rs->ncols, 0), 0);
+        CHECK_INT(prs_bt_row(t, rs->v + (size_t)r * (size_t)rs->ncols, 0), 0);
 }
 
 /* The reference database's sqlite_schema rows, copied (free_schema_rows). */
-static int schema_rows(sqlite3 *db, spp_bt_schema *rows, int cap)
+static int schema_rows(sqlite3 *db, prs_bt_schema *rows, int cap)
 {
     sqlite3_stmt *st;
     int n = 0;
@@ -249,13 +249,13 @@ static int schema_rows(sqlite3 *db, spp_bt_schema *rows, int cap)
         char *f[4];
         for (int i = 0; i < 4; i++)
             f[i] = strdup((const char *)sqlite3_column_text(st, i));
-        rows[n++] = (spp_bt_schema){f[0], f[1], f[2], f[3]};
+        rows[n++] = (prs_bt_schema){f[0], f[1], f[2], f[3]};
     }
     sqlite3_finalize(st);
     return n;
 }
 
-static void free_schema_rows(spp_bt_schema *rows, int n)
+static void free_schema_rows(prs_bt_schema *rows, int n)
 {
     for (int i = 0; i < n; i++) {
         free((char *)rows[i].type);
@@ -295,24 +295,24 @@ static void test_writer(int page)
     rowset all = {0}, one = {0}, big = {0}, ipk = {0};
     all_kinds_rows(&all, page);
     one.ncols = 2;
-    spp_val r1[2] = {spp_v_int(42), spp_v_text("only row", -1)};
+    prs_val r1[2] = {prs_v_int(42), prs_v_text("only row", -1)};
     rs_add(&one, r1);
     big.ncols = 3;
     for (int k = 0; k < 100000; k++) {
         static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        spp_val r[3] = {spp_v_int((long long)k * 7919 - 300000), spp_v_text(letters + k % 40, k % 13),
-                        spp_v_real(k * 0.25)};
+        prs_val r[3] = {prs_v_int((long long)k * 7919 - 300000), prs_v_text(letters + k % 40, k % 13),
+                        prs_v_real(k * 0.25)};
         rs_add(&big, r);
     }
     ipk.ncols = 2;
     long long ids[] = {3, 10, 11, 1000000, 1099511627776LL};
     for (size_t k = 0; k < sizeof ids / sizeof *ids; k++) {
-        spp_val r[2] = {spp_v_int(ids[k]), spp_v_text("id given", -1)};
+        prs_val r[2] = {prs_v_int(ids[k]), prs_v_text("id given", -1)};
         rs_add(&ipk, r);
     }
-    spp_val rn[2] = {spp_v_null(), spp_v_text("id chosen: max + 1", -1)};
+    prs_val rn[2] = {prs_v_null(), prs_v_text("id chosen: max + 1", -1)};
     rs_add(&ipk, rn);
-    spp_val rr[2] = {spp_v_real(2e12), spp_v_text("integral real id", -1)};
+    prs_val rr[2] = {prs_v_real(2e12), prs_v_text("integral real id", -1)};
     rs_add(&ipk, rr);
 
     sql_insert(db, "all_kinds", &all);
@@ -322,37 +322,37 @@ static void test_writer(int page)
     CHECK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
 
     /* the writer, tables interleaved as reports interleave */
-    spp_bt *w = spp_bt_open(got, page);
+    prs_bt *w = prs_bt_open(got, page);
     CHECK(w != NULL);
     if (!w)
         return;
-    spp_bt_tab *t_all = spp_bt_table(w, "all_kinds", COLS, "DEBAC", -1);
-    spp_bt_table(w, "empty", 2, "DB", -1);
-    spp_bt_tab *t_one = spp_bt_table(w, "one", 2, "DB", -1);
-    spp_bt_tab *t_big = spp_bt_table(w, "big", 3, "DBE", -1);
-    spp_bt_tab *t_ipk = spp_bt_table(w, "ipk", 2, "DB", 0);
+    prs_bt_tab *t_all = prs_bt_table(w, "all_kinds", COLS, "DEBAC", -1);
+    prs_bt_table(w, "empty", 2, "DB", -1);
+    prs_bt_tab *t_one = prs_bt_table(w, "one", 2, "DB", -1);
+    prs_bt_tab *t_big = prs_bt_table(w, "big", 3, "DBE", -1);
+    prs_bt_tab *t_ipk = prs_bt_table(w, "ipk", 2, "DB", 0);
     for (int r = 0; r < big.nrows; r++) {
-        CHECK_INT(spp_bt_row(t_big, big.v + (size_t)r * 3, 0), 0);
+        CHECK_INT(prs_bt_row(t_big, big.v + (size_t)r * 3, 0), 0);
         if (r == 500)
             bt_insert(t_all, &all);
         if (r == 700)
             bt_insert(t_ipk, &ipk);
     }
     bt_insert(t_one, &one);
-    CHECK_INT(spp_bt_table_end(t_big), 0);
+    CHECK_INT(prs_bt_table_end(t_big), 0);
     /* conversions are SQLite's: the writer says so and writes nothing */
-    spp_val needs_text[COLS] = {spp_v_null(), spp_v_null(), spp_v_int(5), spp_v_null(), spp_v_null()};
-    CHECK_INT(spp_bt_row(t_all, needs_text, 0), 1);
-    spp_val needs_num[COLS] = {spp_v_text("12", 2), spp_v_null(), spp_v_null(), spp_v_null(), spp_v_null()};
-    CHECK_INT(spp_bt_row(t_all, needs_num, 0), 1);
+    prs_val needs_text[COLS] = {prs_v_null(), prs_v_null(), prs_v_int(5), prs_v_null(), prs_v_null()};
+    CHECK_INT(prs_bt_row(t_all, needs_text, 0), 1);
+    prs_val needs_num[COLS] = {prs_v_text("12", 2), prs_v_null(), prs_v_null(), prs_v_null(), prs_v_null()};
+    CHECK_INT(prs_bt_row(t_all, needs_num, 0), 1);
 
     /* schema rows: the reference's own */
-    spp_bt_schema rows[64];
+    prs_bt_schema rows[64];
     int n = schema_rows(db, rows, 64);
     sqlite3_close(db);
-    CHECK_INT(spp_bt_finish(w, rows, n), 0);
-    CHECK_STR(spp_bt_error(w), "");
-    spp_bt_free(w);
+    CHECK_INT(prs_bt_finish(w, rows, n), 0);
+    CHECK_STR(prs_bt_error(w), "");
+    prs_bt_free(w);
     free_schema_rows(rows, n);
 
     struct stat sb;
@@ -393,26 +393,26 @@ static void test_rowid_order(void)
 {
     char got[300];
     snprintf(got, sizeof got, "%s/order.db", tmpdir);
-    spp_bt *w = spp_bt_open(got, 4096);
-    spp_bt_tab *t = spp_bt_table(w, "t", 2, "DB", 0);
-    spp_val a[2] = {spp_v_int(5), spp_v_text("a", 1)}, b[2] = {spp_v_int(5), spp_v_text("b", 1)};
-    CHECK_INT(spp_bt_row(t, a, 0), 0);
-    CHECK_INT(spp_bt_row(t, b, 0), -1);
-    CHECK(strstr(spp_bt_error(w), "rowid 5 after 5") != NULL);
-    spp_bt_abort(w, 1);
+    prs_bt *w = prs_bt_open(got, 4096);
+    prs_bt_tab *t = prs_bt_table(w, "t", 2, "DB", 0);
+    prs_val a[2] = {prs_v_int(5), prs_v_text("a", 1)}, b[2] = {prs_v_int(5), prs_v_text("b", 1)};
+    CHECK_INT(prs_bt_row(t, a, 0), 0);
+    CHECK_INT(prs_bt_row(t, b, 0), -1);
+    CHECK(strstr(prs_bt_error(w), "rowid 5 after 5") != NULL);
+    prs_bt_abort(w, 1);
     CHECK(access(got, F_OK) != 0);
-    spp_bt_free(w);
-    CHECK(spp_bt_open(got, 1000) == NULL && errno == EINVAL);
-    CHECK_INT(spp_affinity("INTEGER"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_affinity("BIGINT PRIMARY KEY"), SPP_AFF_INTEGER);
-    CHECK_INT(spp_affinity("varchar(10)"), SPP_AFF_TEXT);
-    CHECK_INT(spp_affinity("REAL"), SPP_AFF_REAL);
-    CHECK_INT(spp_affinity("DOUBLE PRECISION"), SPP_AFF_REAL);
-    CHECK_INT(spp_affinity("FLOATING POINT"), SPP_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
-    CHECK_INT(spp_affinity("BLOB"), SPP_AFF_BLOB);
-    CHECK_INT(spp_affinity(""), SPP_AFF_BLOB);
-    CHECK_INT(spp_affinity("NUMERIC"), SPP_AFF_NUMERIC);
-    CHECK_INT(spp_affinity("DATETIME"), SPP_AFF_NUMERIC);
+    prs_bt_free(w);
+    CHECK(prs_bt_open(got, 1000) == NULL && errno == EINVAL);
+    CHECK_INT(prs_affinity("INTEGER"), PRS_AFF_INTEGER);
+    CHECK_INT(prs_affinity("BIGINT PRIMARY KEY"), PRS_AFF_INTEGER);
+    CHECK_INT(prs_affinity("varchar(10)"), PRS_AFF_TEXT);
+    CHECK_INT(prs_affinity("REAL"), PRS_AFF_REAL);
+    CHECK_INT(prs_affinity("DOUBLE PRECISION"), PRS_AFF_REAL);
+    CHECK_INT(prs_affinity("FLOATING POINT"), PRS_AFF_INTEGER); /* "POINT" has INT: SQLite's rule */
+    CHECK_INT(prs_affinity("BLOB"), PRS_AFF_BLOB);
+    CHECK_INT(prs_affinity(""), PRS_AFF_BLOB);
+    CHECK_INT(prs_affinity("NUMERIC"), PRS_AFF_NUMERIC);
+    CHECK_INT(prs_affinity("DATETIME"), PRS_AFF_NUMERIC);
 }
 
 /* sqlite_schema beyond page 1 in the odd ways: a first row that leaves
@@ -440,12 +440,12 @@ static void test_schema_spill(int lone)
     if (!lone)
         CHECK(sqlite3_exec(db, "CREATE TABLE small (a INTEGER, b TEXT)", NULL, NULL, NULL) == SQLITE_OK);
     free(c.p);
-    spp_bt_schema rows[4];
+    prs_bt_schema rows[4];
     int n = schema_rows(db, rows, 4);
     sqlite3_close(db);
-    spp_bt *w = spp_bt_open(got, 512);
-    CHECK_INT(spp_bt_finish(w, rows, n), 0);
-    spp_bt_free(w);
+    prs_bt *w = prs_bt_open(got, 512);
+    CHECK_INT(prs_bt_finish(w, rows, n), 0);
+    prs_bt_free(w);
     free_schema_rows(rows, n);
     compare_dbs(ref, got);
     CHECK(sqlite3_open(got, &db) == SQLITE_OK);
@@ -459,28 +459,28 @@ static void test_schema_spill(int lone)
 
 /* --------------------------------------------- the row sink (table.c) */
 
-static const spp_col c_conv[] = {{"i", "INTEGER"}, {"r", "REAL"}, {"t", "TEXT"}, {"n", "NUMERIC"},
+static const prs_col c_conv[] = {{"i", "INTEGER"}, {"r", "REAL"}, {"t", "TEXT"}, {"n", "NUMERIC"},
                                  {"b", ""}};
-static const spp_col c_ids[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
-static const spp_col c_plain[] = {{"timestamp", "INTEGER"}, {"name", "TEXT"}, {"value", "REAL"}};
+static const prs_col c_ids[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT"}};
+static const prs_col c_plain[] = {{"timestamp", "INTEGER"}, {"name", "TEXT"}, {"value", "REAL"}};
 
 static void conv_rows(rowset *rs)
 {
     rs->ncols = 5;
     const char *texts[] = {"12", " 12 ", "abc", "1e3", "2.5", "-0", "0x10", "9223372036854775808", "", "1.0"};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
-        spp_val r[5] = {spp_v_text(texts[k], -1), spp_v_text(texts[k], -1), spp_v_text(texts[k], -1),
-                        spp_v_text(texts[k], -1), spp_v_text(texts[k], -1)};
+        prs_val r[5] = {prs_v_text(texts[k], -1), prs_v_text(texts[k], -1), prs_v_text(texts[k], -1),
+                        prs_v_text(texts[k], -1), prs_v_text(texts[k], -1)};
         rs_add(rs, r);
     }
     for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
-        spp_val r[5] = {spp_v_real(reals[k]), spp_v_real(reals[k]), spp_v_real(reals[k]), spp_v_real(reals[k]),
-                        spp_v_real(reals[k])};
+        prs_val r[5] = {prs_v_real(reals[k]), prs_v_real(reals[k]), prs_v_real(reals[k]), prs_v_real(reals[k]),
+                        prs_v_real(reals[k])};
         rs_add(rs, r);
     }
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
-        spp_val r[5] = {spp_v_int(ints[k]), spp_v_int(ints[k]), spp_v_int(ints[k]), spp_v_int(ints[k]),
-                        spp_v_int(ints[k])};
+        prs_val r[5] = {prs_v_int(ints[k]), prs_v_int(ints[k]), prs_v_int(ints[k]), prs_v_int(ints[k]),
+                        prs_v_int(ints[k])};
         rs_add(rs, r);
     }
 }
@@ -491,42 +491,42 @@ static void test_sink(void)
     snprintf(dir, sizeof dir, "%s/sink", tmpdir);
     snprintf(ref, sizeof ref, "%s/sink-ref.db", tmpdir);
     snprintf(got, sizeof got, "%s/profiler.db", dir);
-    spp_out o;
-    CHECK_INT(spp_out_open(&o, dir, 0, 1), 0);
-    spp_table t1, t2, t3;
-    spp_table_init(&o, &t1, NULL, "conv", c_conv, 5, NULL);
-    spp_table_init(&o, &t2, NULL, "ids", c_ids, 2, NULL);
+    prs_out o;
+    CHECK_INT(prs_out_open(&o, dir, 0, 1), 0);
+    prs_table t1, t2, t3;
+    prs_table_init(&o, &t1, NULL, "conv", c_conv, 5, NULL);
+    prs_table_init(&o, &t2, NULL, "ids", c_ids, 2, NULL);
     CHECK(sqlite3_exec(o.db_conn, "CREATE VIEW both AS SELECT c.i, d.args FROM conv c JOIN ids d ON d.id = c.i",
                        NULL, NULL, NULL) == SQLITE_OK);
-    spp_table_init(&o, &t3, NULL, "plain", c_plain, 3, NULL);
+    prs_table_init(&o, &t3, NULL, "plain", c_plain, 3, NULL);
     CHECK(t1.ins && t2.ins && t3.ins && t1.bt && t2.bt && t3.bt);
     rowset conv = {0}, ids = {0}, plain = {0};
     conv_rows(&conv);
     ids.ncols = 2;
     for (int k = 1; k <= 3000; k++) {
         const char *s = rs_text(&ids, make_text((size_t)(k % 7 == 0 ? 70000 : 600 + k % 100), (unsigned)k));
-        spp_val r[2] = {spp_v_int(k * 3), spp_v_text(s, -1)};
+        prs_val r[2] = {prs_v_int(k * 3), prs_v_text(s, -1)};
         rs_add(&ids, r);
     }
     plain.ncols = 3;
     for (int k = 0; k < 20000; k++) {
-        spp_val r[3] = {spp_v_int(1700000000000000000LL + k * 1000LL), spp_v_text(k % 3 ? "tick" : "tock", -1),
-                        k % 5 ? spp_v_real(k / 8.0) : spp_v_null()};
+        prs_val r[3] = {prs_v_int(1700000000000000000LL + k * 1000LL), prs_v_text(k % 3 ? "tick" : "tock", -1),
+                        k % 5 ? prs_v_real(k / 8.0) : prs_v_null()};
         rs_add(&plain, r);
     }
     for (int r = 0; r < plain.nrows; r++) {
-        spp_table_row(&o, &t3, plain.v + (size_t)r * 3);
+        prs_table_row(&o, &t3, plain.v + (size_t)r * 3);
         if (r < ids.nrows)
-            spp_table_row(&o, &t2, ids.v + (size_t)r * 2);
+            prs_table_row(&o, &t2, ids.v + (size_t)r * 2);
         if (r < conv.nrows)
-            spp_table_row(&o, &t1, conv.v + (size_t)r * 5);
+            prs_table_row(&o, &t1, conv.v + (size_t)r * 5);
     }
     CHECK(sqlite3_exec(o.db_conn, "CREATE INDEX IF NOT EXISTS plain_name ON plain(name, timestamp)", NULL, NULL,
                        NULL) == SQLITE_OK);
-    spp_table_close(&o, &t1);
-    spp_table_close(&o, &t2);
-    spp_table_close(&o, &t3);
-    CHECK_INT(spp_out_close(&o), 0);
+    prs_table_close(&o, &t1);
+    prs_table_close(&o, &t2);
+    prs_table_close(&o, &t3);
+    CHECK_INT(prs_out_close(&o), 0);
     CHECK_INT(o.failed, 0);
     char partial[400];
     snprintf(partial, sizeof partial, "%s/profiler.db.partial", dir);
@@ -582,30 +582,30 @@ static void test_out_of_memory(void)
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        spp_bt *w = spp_bt_open(path, 4096);
+        prs_bt *w = prs_bt_open(path, 4096);
         if (!w)
             _exit(10);
-        spp_bt_tab *t = spp_bt_table(w, "small", 1, "D", -1);
+        prs_bt_tab *t = prs_bt_table(w, "small", 1, "D", -1);
         int col = 0;
-        if (!t || spp_bt_index(t, "small_ix", 1, &col) != 0)
+        if (!t || prs_bt_index(t, "small_ix", 1, &col) != 0)
             _exit(11);
         /* a 256 MiB allocation per column array of a 2^25-column table */
         int wide = 1 << 25;
         char *aff = malloc((size_t)wide);
         if (!aff)
             _exit(12);
-        memset(aff, SPP_AFF_INTEGER, (size_t)wide);
+        memset(aff, PRS_AFF_INTEGER, (size_t)wide);
         struct rlimit rl = {1u << 30, 1u << 30};
         if (setrlimit(RLIMIT_AS, &rl) != 0)
             _exit(13);
-        if (spp_bt_table(w, "wide", wide, aff, -1) != NULL)
+        if (prs_bt_table(w, "wide", wide, aff, -1) != NULL)
             _exit(14);
-        if (!strstr(spp_bt_error(w), "table wide: out of memory"))
+        if (!strstr(prs_bt_error(w), "table wide: out of memory"))
             _exit(15);
-        spp_val v = spp_v_int(1);
-        if (spp_bt_row(t, &v, 0) != -1 || spp_bt_finish(w, NULL, 0) != -1)
+        prs_val v = prs_v_int(1);
+        if (prs_bt_row(t, &v, 0) != -1 || prs_bt_finish(w, NULL, 0) != -1)
             _exit(16); /* the file has failed: nothing more is written */
-        spp_bt_free(w);
+        prs_bt_free(w);
         free(aff);
         _exit(0);
     }
@@ -628,22 +628,22 @@ static void test_write_failure(void)
         signal(SIGXFSZ, SIG_IGN);
         struct rlimit rl = {3u << 20, 3u << 20};
         setrlimit(RLIMIT_FSIZE, &rl);
-        spp_out o;
-        if (spp_out_open(&o, dir, 1, 1) != 0)
+        prs_out o;
+        if (prs_out_open(&o, dir, 1, 1) != 0)
             _exit(10);
-        spp_table t, c;
-        spp_table_init(&o, &t, NULL, "plain", c_plain, 3, NULL);
-        spp_table_init(&o, &c, "plain.csv", NULL, c_plain, 3, NULL);
+        prs_table t, c;
+        prs_table_init(&o, &t, NULL, "plain", c_plain, 3, NULL);
+        prs_table_init(&o, &c, "plain.csv", NULL, c_plain, 3, NULL);
         for (int k = 0; k < 200000; k++) { /* ~10 MB of pages, 0.5 MB of CSV */
-            spp_val r[3] = {spp_v_int(k), spp_v_text("a name of some length, for the pages", -1),
-                            spp_v_real(k * 0.5)};
-            spp_table_row(&o, &t, r);
+            prs_val r[3] = {prs_v_int(k), prs_v_text("a name of some length, for the pages", -1),
+                            prs_v_real(k * 0.5)};
+            prs_table_row(&o, &t, r);
             if (k < 10000)
-                spp_table_row(&o, &c, r);
+                prs_table_row(&o, &c, r);
         }
-        spp_table_close(&o, &t);
-        spp_table_close(&o, &c);
-        int rc = spp_out_close(&o);
+        prs_table_close(&o, &t);
+        prs_table_close(&o, &c);
+        int rc = prs_out_close(&o);
         fflush(stderr);
         _exit(rc == -1 && o.failed ? 0 : 11);
     }
@@ -677,7 +677,7 @@ int main(void)
 {
     /* the lock-byte page where small files reach it, in SQLite and here */
     sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, PENDING);
-    spp_bt_pending_byte(PENDING);
+    prs_bt_pending_byte(PENDING);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_btwrite.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

@@ -22,22 +22,22 @@ static char dir[] = "/tmp/sp_dwrite_XXXXXX";
 static unsigned char pattern(size_t i) { return (unsigned char)(i * 2654435761u >> 13); }
 
 /* Writes n pattern bytes as a caller does (fill, submit when full, close
- * with the rest); returns spp_dw_close's result, or -1 if open failed. */
+ * with the rest); returns prs_dw_close's result, or -1 if open failed. */
 static int write_file(const char *path, size_t n)
 {
-    spp_dw *w = spp_dw_open(NULL, path, SPP_DW_BUF);
+    prs_dw *w = prs_dw_open(NULL, path, PRS_DW_BUF);
     if (!w)
         return -1;
-    char *b = spp_dw_buf(w);
+    char *b = prs_dw_buf(w);
     size_t fill = 0;
     for (size_t i = 0; i < n; i++) {
-        if (fill == SPP_DW_BUF) {
-            b = spp_dw_submit(w);
+        if (fill == PRS_DW_BUF) {
+            b = prs_dw_submit(w);
             fill = 0;
         }
         b[fill++] = (char)pattern(i);
     }
-    return spp_dw_close(w, fill);
+    return prs_dw_close(w, fill);
 }
 
 static int same_as_pattern(const char *path, size_t n)
@@ -59,8 +59,8 @@ static int same_as_pattern(const char *path, size_t n)
 
 static void sizes(const char *mode)
 {
-    const size_t cases[] = {0, 1, 4095, 4096, 4097, 65536 + 7, SPP_DW_BUF - 1, SPP_DW_BUF, SPP_DW_BUF + 1,
-                            3 * (size_t)SPP_DW_BUF + 4096, 7 * (size_t)SPP_DW_BUF + 12345};
+    const size_t cases[] = {0, 1, 4095, 4096, 4097, 65536 + 7, PRS_DW_BUF - 1, PRS_DW_BUF, PRS_DW_BUF + 1,
+                            3 * (size_t)PRS_DW_BUF + 4096, 7 * (size_t)PRS_DW_BUF + 12345};
     char path[256];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(path, sizeof path, "%s/f%zu", dir, i);
@@ -81,7 +81,7 @@ static void stream(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/csv", dir);
-    FILE *f = spp_dw_fopen(NULL, path);
+    FILE *f = prs_dw_fopen(NULL, path);
     CHECK(f != NULL);
     if (!f)
         return;
@@ -98,7 +98,7 @@ static void errors(void)
     char path[256];
     snprintf(path, sizeof path, "%s/no/such/folder/x", dir);
     errno = 0;
-    CHECK(spp_dw_open(NULL, path, SPP_DW_BUF) == NULL);
+    CHECK(prs_dw_open(NULL, path, PRS_DW_BUF) == NULL);
     CHECK_INT(errno, ENOENT);
 
     /* A file size limit: the write fails with EFBIG (SIGXFSZ ignored, as a
@@ -107,17 +107,17 @@ static void errors(void)
     struct rlimit old, lim;
     getrlimit(RLIMIT_FSIZE, &old);
     lim = old;
-    lim.rlim_cur = SPP_DW_BUF + 8192;
+    lim.rlim_cur = PRS_DW_BUF + 8192;
     CHECK_INT(setrlimit(RLIMIT_FSIZE, &lim), 0);
     snprintf(path, sizeof path, "%s/big", dir);
-    CHECK_INT(write_file(path, 5 * (size_t)SPP_DW_BUF), EFBIG);
+    CHECK_INT(write_file(path, 5 * (size_t)PRS_DW_BUF), EFBIG);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size <= (off_t)lim.rlim_cur);
     /* the same through the stdio stream: fclose says so */
-    FILE *f = spp_dw_fopen(NULL, path);
+    FILE *f = prs_dw_fopen(NULL, path);
     CHECK(f != NULL);
     if (f) {
-        for (size_t i = 0; i < 3 * (size_t)SPP_DW_BUF; i++)
+        for (size_t i = 0; i < 3 * (size_t)PRS_DW_BUF; i++)
             putc_unlocked('x', f);
         errno = 0;
         CHECK_INT(fclose(f), EOF);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_fmt.c — the writers' number and field formatting (fmt.c)
- * gives exactly printf's text: spp_fmt_g6 against snprintf("%.6g") on
+ * gives exactly printf's text: prs_fmt_g6 against snprintf("%.6g") on
  * edge cases (ties, powers of ten, limits of the fast range, NaN, -0) and
- * on a deterministic spread of values; spp_put_int and spp_csv_field
+ * on a deterministic spread of values; prs_put_int and prs_csv_field
  * through a real FILE.
  */
 #include <math.h>
@@ -18,7 +18,7 @@
 static int same_as_printf(double d)
 {
     char a[64], b[64];
-    int n = spp_fmt_g6(d, a);
+    int n = prs_fmt_g6(d, a);
     snprintf(b, sizeof b, "%.6g", d);
     if (strcmp(a, b) != 0 || n != (int)strlen(b)) {
         fprintf(stderr, "%.17g: got '%s', printf '%s'\n", d, a, b);
@@ -39,8 +39,8 @@ static char *written(void (*fn)(FILE *, const void *), const void *arg)
     return buf;
 }
 
-static void w_int(FILE *f, const void *arg) { spp_put_int(f, *(const long long *)arg); }
-static void w_field(FILE *f, const void *arg) { spp_csv_field(f, arg, (int)strlen(arg)); }
+static void w_int(FILE *f, const void *arg) { prs_put_int(f, *(const long long *)arg); }
+static void w_field(FILE *f, const void *arg) { prs_csv_field(f, arg, (int)strlen(arg)); }
 
 int main(void)
 {

@@ -16,12 +16,12 @@
 #include "fmt.h"
 #include "ids.h"
 
-static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
+static void decode(prs_args *a, const char *s) { prs_args_decode(a, s, (int)strlen(s)); }
 
 static void test_ranges(void)
 {
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     a.range_errors = 0;
     /* What the library writes for servprof_attr_int(r, "iter", 5000000000). */
     decode(&a, "{\"rid\":[{\"rid\":\"r1\",\"iter\":5000000000,\"type\":1e300,\"num_scheduled_tokens\":1e30}],"
@@ -50,17 +50,17 @@ static void test_ranges(void)
     CHECK(a.recv_tokens == 9007199254740992.0);
     CHECK(a.reply_tokens == -9007199254740992.0);
     CHECK_INT(a.range_errors, 0);
-    spp_args_free(&a);
+    prs_args_free(&a);
 }
 
 /* The rid of a one-entry text, unescaped. */
 static int rid_of(const char *text, char *buf, int cap)
 {
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     decode(&a, text);
-    int n = a.rid_kind == 1 ? spp_str_copy(a.rid, buf, cap) : -1;
-    spp_args_free(&a);
+    int n = a.rid_kind == 1 ? prs_str_copy(a.rid, buf, cap) : -1;
+    prs_args_free(&a);
     return n;
 }
 
@@ -87,15 +87,15 @@ static void test_strings(void)
     CHECK_INT(rid_of("{\"rid\":\"ab\\ud83d\\ude00\"}", buf, 5), 2);
 
     /* Malformed escapes: the text is not valid JSON (it would break the trace). */
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     static const char *const bad[] = {"{\"rid\":\"\\q\"}", "{\"rid\":\"\\u12\"}", "{\"rid\":\"\\u12G4\"}",
                                       "{\"rid\":\"abc\\", "{\"x\":\"\\x41\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         decode(&a, bad[i]);
         CHECK_INT(a.valid, 0);
     }
-    spp_args_free(&a);
+    prs_args_free(&a);
 }
 
 /* An id of n bytes: "L" then digits of i, padded with non-ASCII (é). */
@@ -116,9 +116,9 @@ static void long_id(char *raw, char *esc, int n, int variant)
 static void test_long_ids(void)
 {
     static char raw1[4096], esc1[4096 * 3], raw2[4096], esc2[4096 * 3], text[16384];
-    spp_ids *ids = spp_ids_new();
-    spp_args a;
-    spp_args_init(&a);
+    prs_ids *ids = prs_ids_new();
+    prs_args a;
+    prs_args_init(&a);
     long_id(raw1, esc1, 2000, 1);
     long_id(raw2, esc2, 2000, 2);
     /* Two ids that differ only after the first 511 bytes. */
@@ -130,31 +130,31 @@ static void test_long_ids(void)
 
     snprintf(text, sizeof text, "{\"rid\":\"%s\"}", raw1);
     decode(&a, text);
-    int n_raw = spp_ids_get_str(ids, a.rid);
+    int n_raw = prs_ids_get_str(ids, a.rid);
     snprintf(text, sizeof text, "{\"rid\":\"%s\"}", esc1);
     decode(&a, text);
     CHECK(a.rid.esc);
-    int n_esc = spp_ids_get_str(ids, a.rid);
+    int n_esc = prs_ids_get_str(ids, a.rid);
     CHECK_INT(n_esc, n_raw); /* Python's escaped id and C's raw one: the same request */
-    CHECK_INT(spp_ids_name_len(ids, n_raw), (int)strlen(raw1));
+    CHECK_INT(prs_ids_name_len(ids, n_raw), (int)strlen(raw1));
 
     snprintf(text, sizeof text, "{\"rid\":\"%s\"}", raw2);
     decode(&a, text);
-    int n2 = spp_ids_get_str(ids, a.rid);
+    int n2 = prs_ids_get_str(ids, a.rid);
     CHECK(n2 != n_raw);
-    CHECK_INT(spp_ids_find_str(ids, a.rid), n2);
-    CHECK_INT(spp_ids_count(ids), 2);
-    spp_args_free(&a);
-    spp_ids_free(ids);
+    CHECK_INT(prs_ids_find_str(ids, a.rid), n2);
+    CHECK_INT(prs_ids_count(ids), 2);
+    prs_args_free(&a);
+    prs_ids_free(ids);
 }
 
-/* One CSV field as spp_csv_field writes it. */
+/* One CSV field as prs_csv_field writes it. */
 static const char *csv_of(const char *s)
 {
     static char out[256];
     memset(out, 0, sizeof out);
     FILE *f = fmemopen(out, sizeof out - 1, "w");
-    spp_csv_field(f, s, (int)strlen(s));
+    prs_csv_field(f, s, (int)strlen(s));
     fclose(f);
     return out;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_keys.c — the parser's two lookup tables walked entry by
- * entry: the args keys (src/parse/args.c: key -> field of spp_args) and
+ * entry: the args keys (src/parse/argdecode.c: key -> field of prs_args) and
  * the record names (src/parse/model.c: name -> kind).
  *
  * Each table is checked against a list written here independently, so an
@@ -47,36 +47,36 @@ enum { F_NUM, F_INT, F_STR, F_RAW, F_RID };
 /* Every key the reports read, the field it fills, and whether writers may
  * add a '=' to it (samplers and older writers do). */
 static const struct { const char *key; int eq; int type; size_t off; } arg_keys[] = {
-    {"AllocatedBlocks", 1, F_NUM, offsetof(spp_args, allocated)},
-    {"FreeBlocks", 1, F_NUM, offsetof(spp_args, free)},
-    {"FreeBlocksBefore", 1, F_NUM, offsetof(spp_args, free_before)},
-    {"FreeBlocksAfter", 1, F_NUM, offsetof(spp_args, free_after)},
-    {"QueueSize", 1, F_NUM, offsetof(spp_args, queue_size)},
-    {"TotalBlocks", 1, F_NUM, offsetof(spp_args, total)},
-    {"UsedBlocks", 1, F_NUM, offsetof(spp_args, used)},
-    {"UsagePercent", 1, F_NUM, offsetof(spp_args, usage_pct)},
-    {"available=", 0, F_NUM, offsetof(spp_args, available)},
-    {"batch_type", 0, F_STR, offsetof(spp_args, batch_type)},
-    {"batch_size", 1, F_NUM, offsetof(spp_args, batch_size)},
-    {"cpu=", 0, F_NUM, offsetof(spp_args, cpu)},
-    {"deviceBlock", 1, F_NUM, offsetof(spp_args, device_block)},
-    {"from", 0, F_STR, offsetof(spp_args, from)},
-    {"hitCache", 1, F_NUM, offsetof(spp_args, hit_cache)},
-    {"rid", 0, F_RID, offsetof(spp_args, rid)},
-    {"recvTokenSize", 1, F_NUM, offsetof(spp_args, recv_tokens)},
-    {"replyTokenSize", 1, F_NUM, offsetof(spp_args, reply_tokens)},
-    {"rss=", 0, F_NUM, offsetof(spp_args, rss)},
-    {"scope#QueueName", 0, F_STR, offsetof(spp_args, queue_name)},
-    {"status", 0, F_STR, offsetof(spp_args, status)},
-    {"scope#device", 0, F_INT, offsetof(spp_args, device)},
-    {"scope#cpu", 0, F_INT, offsetof(spp_args, cpu_index)},
-    {"spec_decode_accepted_by_req", 0, F_RAW, offsetof(spp_args, accepted)},
-    {"type", 0, F_INT, offsetof(spp_args, type)},
-    {"to", 0, F_STR, offsetof(spp_args, to)},
-    {"total=", 0, F_NUM, offsetof(spp_args, mtotal)},
-    {"usage=", 0, F_NUM, offsetof(spp_args, usage)},
-    {"util=", 0, F_NUM, offsetof(spp_args, util)},
-    {"used=", 0, F_NUM, offsetof(spp_args, mused)},
+    {"AllocatedBlocks", 1, F_NUM, offsetof(prs_args, allocated)},
+    {"FreeBlocks", 1, F_NUM, offsetof(prs_args, free)},
+    {"FreeBlocksBefore", 1, F_NUM, offsetof(prs_args, free_before)},
+    {"FreeBlocksAfter", 1, F_NUM, offsetof(prs_args, free_after)},
+    {"QueueSize", 1, F_NUM, offsetof(prs_args, queue_size)},
+    {"TotalBlocks", 1, F_NUM, offsetof(prs_args, total)},
+    {"UsedBlocks", 1, F_NUM, offsetof(prs_args, used)},
+    {"UsagePercent", 1, F_NUM, offsetof(prs_args, usage_pct)},
+    {"available=", 0, F_NUM, offsetof(prs_args, available)},
+    {"batch_type", 0, F_STR, offsetof(prs_args, batch_type)},
+    {"batch_size", 1, F_NUM, offsetof(prs_args, batch_size)},
+    {"cpu=", 0, F_NUM, offsetof(prs_args, cpu)},
+    {"deviceBlock", 1, F_NUM, offsetof(prs_args, device_block)},
+    {"from", 0, F_STR, offsetof(prs_args, from)},
+    {"hitCache", 1, F_NUM, offsetof(prs_args, hit_cache)},
+    {"rid", 0, F_RID, offsetof(prs_args, rid)},
+    {"recvTokenSize", 1, F_NUM, offsetof(prs_args, recv_tokens)},
+    {"replyTokenSize", 1, F_NUM, offsetof(prs_args, reply_tokens)},
+    {"rss=", 0, F_NUM, offsetof(prs_args, rss)},
+    {"scope#QueueName", 0, F_STR, offsetof(prs_args, queue_name)},
+    {"status", 0, F_STR, offsetof(prs_args, status)},
+    {"scope#device", 0, F_INT, offsetof(prs_args, device)},
+    {"scope#cpu", 0, F_INT, offsetof(prs_args, cpu_index)},
+    {"spec_decode_accepted_by_req", 0, F_RAW, offsetof(prs_args, accepted)},
+    {"type", 0, F_INT, offsetof(prs_args, type)},
+    {"to", 0, F_STR, offsetof(prs_args, to)},
+    {"total=", 0, F_NUM, offsetof(prs_args, mtotal)},
+    {"usage=", 0, F_NUM, offsetof(prs_args, usage)},
+    {"util=", 0, F_NUM, offsetof(prs_args, util)},
+    {"used=", 0, F_NUM, offsetof(prs_args, mused)},
 };
 #define N_ARG_KEYS ((int)(sizeof arg_keys / sizeof *arg_keys))
 
@@ -91,15 +91,15 @@ static int listed_key(const char *k, int n)
     return -1;
 }
 
-static const void *field(const spp_args *a, int i)
+static const void *field(const prs_args *a, int i)
 {
     return (const char *)a + arg_keys[i].off;
 }
 
 /* 1 if listed field i holds what {"key":"7"} puts there. */
-static int holds_seven(const spp_args *a, int i)
+static int holds_seven(const prs_args *a, int i)
 {
-    const spp_str *s = field(a, i);
+    const prs_str *s = field(a, i);
     switch (arg_keys[i].type) {
     case F_NUM: return *(const double *)field(a, i) == 7;
     case F_INT: return *(const int *)field(a, i) == 7;
@@ -109,9 +109,9 @@ static int holds_seven(const spp_args *a, int i)
     }
 }
 
-static int absent(const spp_args *a, int i)
+static int absent(const prs_args *a, int i)
 {
-    const spp_str *s = field(a, i);
+    const prs_str *s = field(a, i);
     switch (arg_keys[i].type) {
     case F_NUM: return isnan(*(const double *)field(a, i));
     case F_INT: return *(const int *)field(a, i) == -1;
@@ -123,11 +123,11 @@ static int absent(const spp_args *a, int i)
 /* Decodes {"<k>":"7"} (spaced: around every token, so that no literal
  * fast path applies) and checks that listed field `want` (-1: none) holds
  * 7 and every other listed field is absent. */
-static void check_decode(spp_args *a, const char *k, int want, int spaced)
+static void check_decode(prs_args *a, const char *k, int want, int spaced)
 {
     char text[128];
     snprintf(text, sizeof text, spaced ? " { \"%s\" : \"7\" } " : "{\"%s\":\"7\"}", k);
-    spp_args_decode(a, text, (int)strlen(text));
+    prs_args_decode(a, text, (int)strlen(text));
     CHECK_INT(a->valid, 1);
     for (int i = 0; i < N_ARG_KEYS; i++) {
         int ok = i == want ? holds_seven(a, i) : absent(a, i);
@@ -142,7 +142,7 @@ static void check_decode(spp_args *a, const char *k, int want, int spaced)
  * listed key (then it must fill that key's field). */
 static void check_variant(const char *k, void *args)
 {
-    spp_args *a = args;
+    prs_args *a = args;
     int n = (int)strlen(k);
     check_decode(a, k, listed_key(k, n), 0);
     check_decode(a, k, listed_key(k, n), 1);
@@ -150,11 +150,11 @@ static void check_variant(const char *k, void *args)
 
 static void test_args_table(void)
 {
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     int seen[N_ARG_KEYS] = {0};
     int n = 0, eq;
-    for (const char *k; (k = spp_args_key(n, &eq)) != NULL; n++) {
+    for (const char *k; (k = prs_args_key(n, &eq)) != NULL; n++) {
         int i = listed_key(k, (int)strlen(k));
         if (i < 0 || strcmp(k, arg_keys[i].key) != 0) {
             fprintf(stderr, "args table key \"%s\" is not in the test's list\n", k);
@@ -185,12 +185,12 @@ static void test_args_table(void)
     /* an escaped key is not the key it spells: keys are compared raw */
     check_decode(&a, "\\u0074ype", -1, 0);
     check_decode(&a, "Queue\\u0053ize", -1, 1);
-    spp_args_free(&a);
+    prs_args_free(&a);
 }
 
 /* -------------------------------------------------------------- names */
 /* Every record name the reports know (docs/vocabulary.md) and its kind. */
-static const struct { const char *name; enum spp_kind kind; } names[] = {
+static const struct { const char *name; enum prs_kind kind; } names[] = {
     {"httpReq", K_HTTPREQ}, {"httpRes", K_END}, {"tokenize", K_TOKENIZE},
     {"Enqueue", K_ENQUEUE}, {"Execute", K_EXEC}, {"Dequeue", K_DEQUEUE},
     {"DecodeEnd", K_END}, {"DeviceMemory", K_DEVMEM}, {"Queue", K_QUEUE},
@@ -219,7 +219,7 @@ static void check_kind(const char *s, void *unused)
 {
     (void)unused;
     int i = listed_name(s);
-    enum spp_kind want = i < 0 ? K_OTHER : names[i].kind, got = spp_kind_of(s, NULL);
+    enum prs_kind want = i < 0 ? K_OTHER : names[i].kind, got = prs_kind_of(s, NULL);
     if (got != want)
         fprintf(stderr, "kind of \"%s\": %d, want %d\n", s, (int)got, (int)want);
     CHECK(got == want);
@@ -229,8 +229,8 @@ static void test_kind_table(void)
 {
     int seen[N_NAMES] = {0};
     int n = 0;
-    enum spp_kind kind;
-    for (const char *s; (s = spp_kind_name(n, &kind)) != NULL; n++) {
+    enum prs_kind kind;
+    for (const char *s; (s = prs_kind_name(n, &kind)) != NULL; n++) {
         int i = listed_name(s);
         if (i < 0) {
             fprintf(stderr, "kind table name \"%s\" is not in the test's list\n", s);
@@ -254,16 +254,16 @@ static void test_kind_table(void)
     check_kind("\xc3\xa9", NULL);
 
     /* A link's args make any record a link; a half link does not. */
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     const char *link = "{\"type\":3,\"from\":\"h-1\",\"to\":\"e-1\"}";
-    spp_args_decode(&a, link, (int)strlen(link));
-    CHECK_INT(spp_kind_of("anything", &a), K_LINK);
-    CHECK_INT(spp_kind_of("forward", &a), K_FORWARD); /* the name decides first */
+    prs_args_decode(&a, link, (int)strlen(link));
+    CHECK_INT(prs_kind_of("anything", &a), K_LINK);
+    CHECK_INT(prs_kind_of("forward", &a), K_FORWARD); /* the name decides first */
     const char *half = "{\"type\":3,\"from\":\"h-1\"}";
-    spp_args_decode(&a, half, (int)strlen(half));
-    CHECK_INT(spp_kind_of("anything", &a), K_OTHER);
-    spp_args_free(&a);
+    prs_args_decode(&a, half, (int)strlen(half));
+    CHECK_INT(prs_kind_of("anything", &a), K_OTHER);
+    prs_args_free(&a);
 }
 
 int main(void)

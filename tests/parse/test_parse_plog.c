@@ -39,12 +39,12 @@ static char *capture_end(void)
     return s ? s : strdup("");
 }
 
-/* What spp_log(level, "%s", msg) writes at threshold `threshold`. */
+/* What prs_log(level, "%s", msg) writes at threshold `threshold`. */
 static char *logged(int threshold, int level, const char *msg)
 {
-    spp_log_set_level(threshold);
+    prs_log_set_level(threshold);
     capture_start();
-    spp_log(level, "%s", msg);
+    prs_log(level, "%s", msg);
     return capture_end();
 }
 
@@ -57,25 +57,25 @@ static char *logged(int threshold, int level, const char *msg)
 
 static void test_lines_and_threshold(void)
 {
-    CHECK_INT(spp_log_level(), SPP_INFO); /* the default, before any set */
-    CHECK_LOGGED(SPP_INFO, SPP_INFO, "read 2 stores", "servprof parse: info: read 2 stores\n");
-    CHECK_LOGGED(SPP_INFO, SPP_WARNING, "store x: skipped", "servprof parse: warning: store x: skipped\n");
-    CHECK_LOGGED(SPP_INFO, SPP_ERROR, "nothing to parse", "servprof parse: error: nothing to parse\n");
-    CHECK_LOGGED(SPP_INFO, SPP_DEBUG, "window 1 ms", ""); /* below the threshold */
-    CHECK_LOGGED(SPP_DEBUG, SPP_DEBUG, "window 1 ms", "servprof parse: debug: window 1 ms\n");
-    CHECK_LOGGED(SPP_ERROR, SPP_WARNING, "store x: skipped", "");
-    CHECK_LOGGED(SPP_ERROR, SPP_ERROR, "bad", "servprof parse: error: bad\n");
-    CHECK_LOGGED(SPP_NONE, SPP_ERROR, "bad", ""); /* none: silent */
-    CHECK_LOGGED(SPP_DEBUG, SPP_NONE, "never", ""); /* "none" is a threshold, not a level to write at */
-    CHECK_LOGGED(SPP_DEBUG, SPP_NONE + 1, "never", "");
-    spp_log_set_level(SPP_WARNING);
-    CHECK_INT(spp_log_level(), SPP_WARNING);
+    CHECK_INT(prs_log_level(), PRS_INFO); /* the default, before any set */
+    CHECK_LOGGED(PRS_INFO, PRS_INFO, "read 2 stores", "servprof parse: info: read 2 stores\n");
+    CHECK_LOGGED(PRS_INFO, PRS_WARNING, "store x: skipped", "servprof parse: warning: store x: skipped\n");
+    CHECK_LOGGED(PRS_INFO, PRS_ERROR, "nothing to parse", "servprof parse: error: nothing to parse\n");
+    CHECK_LOGGED(PRS_INFO, PRS_DEBUG, "window 1 ms", ""); /* below the threshold */
+    CHECK_LOGGED(PRS_DEBUG, PRS_DEBUG, "window 1 ms", "servprof parse: debug: window 1 ms\n");
+    CHECK_LOGGED(PRS_ERROR, PRS_WARNING, "store x: skipped", "");
+    CHECK_LOGGED(PRS_ERROR, PRS_ERROR, "bad", "servprof parse: error: bad\n");
+    CHECK_LOGGED(PRS_NONE, PRS_ERROR, "bad", ""); /* none: silent */
+    CHECK_LOGGED(PRS_DEBUG, PRS_NONE, "never", ""); /* "none" is a threshold, not a level to write at */
+    CHECK_LOGGED(PRS_DEBUG, PRS_NONE + 1, "never", "");
+    prs_log_set_level(PRS_WARNING);
+    CHECK_INT(prs_log_level(), PRS_WARNING);
 
     /* printf formatting, one line per call */
-    spp_log_set_level(SPP_INFO);
+    prs_log_set_level(PRS_INFO);
     capture_start();
-    spp_log(SPP_WARNING, "store %s: %lld record(s) at %.1f", "a.db", 12LL, 2.5);
-    spp_log(SPP_INFO, "second");
+    prs_log(PRS_WARNING, "store %s: %lld record(s) at %.1f", "a.db", 12LL, 2.5);
+    prs_log(PRS_INFO, "second");
     char *got = capture_end();
     CHECK_STR(got, "servprof parse: warning: store a.db: 12 record(s) at 2.5\nservprof parse: info: second\n");
     free(got);
@@ -90,7 +90,7 @@ static void test_long_message(void)
     for (size_t i = 0; i < n; i++)
         msg[i] = (char)('a' + i % 26);
     msg[n] = 0;
-    char *got = logged(SPP_INFO, SPP_ERROR, msg);
+    char *got = logged(PRS_INFO, PRS_ERROR, msg);
     const char *prefix = "servprof parse: error: ";
     size_t plen = strlen(prefix);
     CHECK_INT(strlen(got), 2047);
@@ -106,9 +106,9 @@ static void test_long_message(void)
  * encode) still writes its level line, with no text. */
 static void test_unformattable(void)
 {
-    spp_log_set_level(SPP_INFO);
+    prs_log_set_level(PRS_INFO);
     capture_start();
-    spp_log(SPP_ERROR, "%ls", L"\x20ac");
+    prs_log(PRS_ERROR, "%ls", L"\x20ac");
     char *got = capture_end();
     CHECK_STR(got, "servprof parse: error: \n");
     free(got);
@@ -117,13 +117,13 @@ static void test_unformattable(void)
 static void test_names(void)
 {
     static const struct { const char *name; int level; } cases[] = {
-        {"debug", SPP_DEBUG}, {"DEBUG", SPP_DEBUG}, {"info", SPP_INFO},       {"Info", SPP_INFO},
-        {"warning", SPP_WARNING}, {"WARN", SPP_WARNING}, {"warn", SPP_WARNING}, {"error", SPP_ERROR},
-        {"fatal", SPP_ERROR}, {"Critical", SPP_ERROR}, {"none", SPP_NONE},    {"NONE", SPP_NONE},
+        {"debug", PRS_DEBUG}, {"DEBUG", PRS_DEBUG}, {"info", PRS_INFO},       {"Info", PRS_INFO},
+        {"warning", PRS_WARNING}, {"WARN", PRS_WARNING}, {"warn", PRS_WARNING}, {"error", PRS_ERROR},
+        {"fatal", PRS_ERROR}, {"Critical", PRS_ERROR}, {"none", PRS_NONE},    {"NONE", PRS_NONE},
         {"verbose", -1},       {"", -1},               {"warnings", -1},      {"debu", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        int got = spp_log_level_from_name(cases[i].name);
+        int got = prs_log_level_from_name(cases[i].name);
         if (got != cases[i].level)
             fprintf(stderr, "level name '%s'\n", cases[i].name);
         CHECK_INT(got, cases[i].level);
@@ -135,10 +135,10 @@ typedef struct thread_seen { int level_at_start, level_after; } thread_seen;
 static void *other_thread(void *arg)
 {
     thread_seen *t = arg;
-    t->level_at_start = spp_log_level();
-    spp_log_set_level(SPP_DEBUG);
-    spp_log(SPP_DEBUG, "from the other thread");
-    t->level_after = spp_log_level();
+    t->level_at_start = prs_log_level();
+    prs_log_set_level(PRS_DEBUG);
+    prs_log(PRS_DEBUG, "from the other thread");
+    t->level_after = prs_log_level();
     return NULL;
 }
 
@@ -146,19 +146,19 @@ static void *other_thread(void *arg)
  * set does not change this thread's. */
 static void test_thread_level(void)
 {
-    spp_log_set_level(SPP_ERROR);
+    prs_log_set_level(PRS_ERROR);
     thread_seen t = {-1, -1};
     capture_start();
     pthread_t th;
     int made = pthread_create(&th, NULL, other_thread, &t) == 0;
     if (made)
         pthread_join(th, NULL);
-    spp_log(SPP_DEBUG, "from this thread"); /* below this thread's threshold */
+    prs_log(PRS_DEBUG, "from this thread"); /* below this thread's threshold */
     char *got = capture_end();
     CHECK(made);
-    CHECK_INT(t.level_at_start, SPP_INFO);
-    CHECK_INT(t.level_after, SPP_DEBUG);
-    CHECK_INT(spp_log_level(), SPP_ERROR);
+    CHECK_INT(t.level_at_start, PRS_INFO);
+    CHECK_INT(t.level_after, PRS_DEBUG);
+    CHECK_INT(prs_log_level(), PRS_ERROR);
     CHECK_STR(got, "servprof parse: debug: from the other thread\n");
     free(got);
 }

@@ -2,7 +2,7 @@
 /*
  * test_parse_rawscan.c — the raw b-tree scan of `slice` (rawscan.c) against
  * SQLite on stores built for the purpose: every row must come out exactly
- * as SQLite yields it (store.c's read_cur), in both read modes.
+ * as SQLite yields it (storeread.c's read_cur), in both read modes.
  *
  * Stores: multi-level trees (512-byte pages), overflow chains (args of
  * 100-300 KB), page sizes 512..65536, reserved bytes, deleted rows
@@ -29,7 +29,7 @@
 #include "storeread.h"
 
 /* the parse context the stores under test belong to */
-static spp_parse_ctx test_ctx;
+static prs_parse_ctx test_ctx;
 
 static char dir[] = "/tmp/spp-rawscan-XXXXXX";
 
@@ -65,7 +65,7 @@ static char *dup_n(const char *s, int n)
     return d;
 }
 
-/* SQLite's rows, read as store.c's read_cur() reads them (every table
+/* SQLite's rows, read as storeread.c's read_cur() reads them (every table
  * here has an `id INTEGER PRIMARY KEY`: the rowid). */
 static rows sqlite_rows(const char *path, const char *tail)
 {
@@ -117,7 +117,7 @@ static int same(const row *w, int64_t ts, int64_t dur, const char *name, const c
            w->pid == pid && w->tid == tid;
 }
 
-/* The rows store.c must yield: those with a timestamp > 0, by (timestamp
+/* The rows storeread.c must yield: those with a timestamp > 0, by (timestamp
  * as read, rowid). */
 static rows time_order(const char *path)
 {
@@ -126,7 +126,7 @@ static rows time_order(const char *path)
     return want;
 }
 
-/* Through spp_store, one pass and exact mode, and with the raw scan off:
+/* Through prs_store, one pass and exact mode, and with the raw scan off:
  * exactly those rows, and the path the store took (0 SQLite, 1 raw, 2 raw
  * then SQLite; 0 with SERVPROF_RAWSCAN=0). */
 static void check_store(const char *path, int want_path, const char *label)
@@ -136,23 +136,23 @@ static void check_store(const char *path, int want_path, const char *label)
         int exact = run & 1;
         if (run == 2)
             setenv("SERVPROF_RAWSCAN", "0", 1);
-        spp_store_exact(&test_ctx, exact);
-        spp_store *s = spp_store_open(&test_ctx, path, 0);
+        prs_store_exact(&test_ctx, exact);
+        prs_store *s = prs_store_open(&test_ctx, path, 0);
         CHECK(s != NULL);
         int i = 0, bad = 0;
-        spp_rec r;
-        while (s && spp_store_peek(s, &r)) {
+        prs_rec r;
+        while (s && prs_store_peek(s, &r)) {
             if (i < want.n) {
                 row w = want.v[i];
                 w.dur = w.dur < 0 ? 0 : w.dur;
-                if (w.dur > SPP_MAX_DUR_NS || (w.ts > 0 && w.dur > INT64_MAX - w.ts))
-                    w.dur = 0; /* absurd: read as an event (store.c) */
+                if (w.dur > PRS_MAX_DUR_NS || (w.ts > 0 && w.dur > INT64_MAX - w.ts))
+                    w.dur = 0; /* absurd: read as an event (storeread.c) */
                 if (!same(&w, r.ts, r.dur, r.name, r.cat, r.args, r.args_len, r.pid, r.tid) && !bad++)
                     fprintf(stderr, "%s (exact %d): row %d (rowid %lld) differs\n", label, exact, i,
                             (long long)w.rowid);
             }
             i++;
-            spp_store_next(s);
+            prs_store_next(s);
         }
         CHECK_INT(bad, 0);
         CHECK_INT(i, want.n);
@@ -161,20 +161,20 @@ static void check_store(const char *path, int want_path, const char *label)
             fprintf(stderr, "%s (exact %d): path %d, expected %d\n", label, exact, s->raw_path, path_want);
         CHECK_INT(s ? s->raw_path : -1, path_want);
         CHECK_INT(s ? s->failed : -1, 0);
-        spp_store_close(s);
+        prs_store_close(s);
         unsetenv("SERVPROF_RAWSCAN");
     }
-    spp_store_exact(&test_ctx, 0);
+    prs_store_exact(&test_ctx, 0);
     rows_free(&want);
 }
 
-/* A read-only connection holding a read transaction, as store.c leaves it. */
+/* A read-only connection holding a read transaction, as storeread.c leaves it. */
 static sqlite3 *open_reader(const char *path)
 {
     sqlite3 *db;
     char uri[256];
     snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
-    CHECK(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, spp_readvfs_name()) == SQLITE_OK);
+    CHECK(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, prs_readvfs_name()) == SQLITE_OK);
     CHECK(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM slice;", NULL, NULL, NULL) == SQLITE_OK);
     return db;
 }
@@ -186,13 +186,13 @@ static void check_raw(const char *path, int64_t handoff_at, const char *label)
     rows want = sqlite_rows(path, "");
     sqlite3 *db = open_reader(path);
     const char *why = NULL;
-    spp_rawscan *rs = spp_rawscan_open(db, &test_ctx.nscans, &why);
+    prs_rawscan *rs = prs_rawscan_open(db, &test_ctx.nscans, &why);
     if (!rs)
         fprintf(stderr, "%s: no raw scan: %s\n", label, why);
     CHECK(rs != NULL);
-    int i = 0, bad = 0, rc = SPP_RAW_END;
-    spp_rawrow w;
-    while (rs && (rc = spp_rawscan_next(rs, &w)) == SPP_RAW_ROW) {
+    int i = 0, bad = 0, rc = PRS_RAW_END;
+    prs_rawrow w;
+    while (rs && (rc = prs_rawscan_next(rs, &w)) == PRS_RAW_ROW) {
         if (i >= want.n || want.v[i].rowid != w.rowid ||
             !same(&want.v[i], w.ts, w.dur, w.name, w.cat, w.args, w.args_len, w.pid, w.tid)) {
             if (!bad++)
@@ -202,14 +202,14 @@ static void check_raw(const char *path, int64_t handoff_at, const char *label)
     }
     CHECK_INT(bad, 0);
     if (handoff_at < 0) {
-        CHECK_INT(rc, SPP_RAW_END);
+        CHECK_INT(rc, PRS_RAW_END);
         CHECK_INT(i, want.n);
     } else {
-        CHECK_INT(rc, SPP_RAW_HANDOFF);
+        CHECK_INT(rc, PRS_RAW_HANDOFF);
         CHECK_INT(w.rowid, handoff_at);
         CHECK(i < want.n && want.v[i].rowid == handoff_at);
     }
-    spp_rawscan_close(rs);
+    prs_rawscan_close(rs);
     sqlite3_close(db);
     rows_free(&want);
 }
@@ -357,7 +357,7 @@ static void test_short_records(void)
 }
 
 /* A value of an unusual type at rowid 150: the raw scan stops there and
- * SQLite reads the rest (store.c), with its own conversions. */
+ * SQLite reads the rest (storeread.c), with its own conversions. */
 static void test_handoff(void)
 {
     static const struct { const char *label, *schema, *set; } cases[] = {
@@ -427,7 +427,7 @@ static void test_sqlite_path(void)
 }
 
 /* Another process tries to change every page while a store is open on the
- * raw path with no SQLite statement active: the read transaction store.c
+ * raw path with no SQLite statement active: the read transaction storeread.c
  * holds must keep the pages the scan reads unchanged. Rollback mode: the
  * writer cannot commit. WAL mode: it commits into the WAL, but no
  * checkpoint may copy a frame into the database file. */
@@ -446,18 +446,18 @@ static void test_writer_blocked(int wal)
         CHECK(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     rows want = time_order(path);
-    spp_store_exact(&test_ctx, 1);
-    spp_store *s = spp_store_open(&test_ctx, path, 0);
+    prs_store_exact(&test_ctx, 1);
+    prs_store *s = prs_store_open(&test_ctx, path, 0);
     CHECK(s != NULL);
     if (!s) {
         rows_free(&want);
         return;
     }
     CHECK_INT(s->raw_path, 1);
-    CHECK_INT(s->mode, SPP_READ_DIRECT);
+    CHECK_INT(s->mode, PRS_READ_DIRECT);
     CHECK(s->cur == NULL && sqlite3_next_stmt(s->db, NULL) == NULL); /* no statement at all */
-    spp_rec r;
-    CHECK(spp_store_peek(s, &r));
+    prs_rec r;
+    CHECK(prs_store_peek(s, &r));
     pid_t pid = fork();
     if (pid == 0) {
         sqlite3 *w;
@@ -484,18 +484,18 @@ static void test_writer_blocked(int wal)
     CHECK(WIFEXITED(status));
     CHECK_INT(WEXITSTATUS(status), 0);
     int i = 0, bad = 0;
-    while (spp_store_peek(s, &r)) {
+    while (prs_store_peek(s, &r)) {
         row w = want.v[i < want.n ? i : 0];
         w.dur = w.dur < 0 ? 0 : w.dur;
         bad += i >= want.n || !same(&w, r.ts, r.dur, r.name, r.cat, r.args, r.args_len, r.pid, r.tid);
         i++;
-        spp_store_next(s);
+        prs_store_next(s);
     }
     CHECK_INT(bad, 0);
     CHECK_INT(i, want.n);
     CHECK_INT(s->raw_path, 1);
-    spp_store_close(s);
-    spp_store_exact(&test_ctx, 0);
+    prs_store_close(s);
+    prs_store_exact(&test_ctx, 0);
     rows_free(&want);
     /* the transaction ended with the store: the writer's change is there */
     rows after = sqlite_rows(path, "WHERE id = 2");
@@ -530,20 +530,20 @@ static void spit(const char *path, const unsigned char *b, long len)
     fclose(f);
 }
 
-/* Reads path through spp_store; returns the rows yielded (bounded). */
-static int drain(const char *path, int limit, spp_store **keep)
+/* Reads path through prs_store; returns the rows yielded (bounded). */
+static int drain(const char *path, int limit, prs_store **keep)
 {
-    spp_store *s = spp_store_open(&test_ctx, path, 0);
+    prs_store *s = prs_store_open(&test_ctx, path, 0);
     int n = 0;
-    spp_rec r;
-    while (s && n <= limit && spp_store_peek(s, &r)) {
+    prs_rec r;
+    while (s && n <= limit && prs_store_peek(s, &r)) {
         n++;
-        spp_store_next(s);
+        prs_store_next(s);
     }
     if (keep)
         *keep = s;
     else
-        spp_store_close(s);
+        prs_store_close(s);
     return n;
 }
 
@@ -563,7 +563,7 @@ static void test_corrupt(void)
     unsigned char *orig = slurp(path, &len);
     unsigned char *b = malloc((size_t)len);
     int psz = 1024, npages = (int)(len / psz);
-    spp_log_set_level(SPP_NONE);
+    prs_log_set_level(PRS_NONE);
     static const int offs[] = {0, 1, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 100, 600, 1000, 1023};
     static const unsigned char vals[] = {0xff, 0x00, 0x05, 0x0d, 0x80};
     unsigned seed = 12345;
@@ -575,16 +575,16 @@ static void test_corrupt(void)
             long at = (long)(p - 1) * psz + offs[k];
             b[at] = offs[k] >= 100 ? (unsigned char)(seed >> 16) : vals[(seed >> 16) % sizeof vals];
             spit(bad, b, len);
-            spp_store_exact(&test_ctx, (int)(k & 1));
-            spp_store *s = NULL;
+            prs_store_exact(&test_ctx, (int)(k & 1));
+            prs_store *s = NULL;
             ended &= drain(bad, 4 * want.n + 100, &s) <= 4 * want.n + 100;
             raw_runs += s && s->raw_path;
             raw_failed += s && s->raw_path == 1 && s->failed;
-            spp_store_close(s);
+            prs_store_close(s);
             runs++;
         }
     }
-    spp_store_exact(&test_ctx, 0);
+    prs_store_exact(&test_ctx, 0);
     CHECK(ended);
     CHECK(runs > 1000);
     /* most damage is met by the raw scan, and some of it ends the store */
@@ -614,17 +614,17 @@ static void test_corrupt(void)
     memcpy(b, orig, (size_t)len);
     b[(long)(target - 1) * psz] = 0x07;
     spit(bad, b, len);
-    spp_store *s = NULL;
+    prs_store *s = NULL;
     /* exact mode: SQLite's first pass stops at the page, the raw scan too */
-    spp_store_exact(&test_ctx, 1);
+    prs_store_exact(&test_ctx, 1);
     int n = drain(bad, 4 * want.n, &s);
-    spp_store_exact(&test_ctx, 0);
+    prs_store_exact(&test_ctx, 0);
     CHECK(s != NULL);
     CHECK(n > 100 && n < want.n);
     CHECK_INT(s ? s->failed : 0, 1);
     CHECK_INT(s ? s->raw_path : 0, 1);
-    spp_store_close(s);
-    spp_log_set_level(SPP_WARNING);
+    prs_store_close(s);
+    prs_log_set_level(PRS_WARNING);
     free(b);
     free(orig);
     rows_free(&want);
@@ -635,7 +635,7 @@ static void test_corrupt(void)
 int main(void)
 {
     CHECK(mkdtemp(dir) != NULL);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     unsetenv("SERVPROF_RAWSCAN");
     test_layouts();
     test_deleted();

@@ -30,14 +30,14 @@
 #include "tap.h"
 
 /* the parse context the stores under test belong to */
-static spp_parse_ctx test_ctx;
+static prs_parse_ctx test_ctx;
 
-static void decode(spp_args *a, const char *s) { spp_args_decode(a, s, (int)strlen(s)); }
+static void decode(prs_args *a, const char *s) { prs_args_decode(a, s, (int)strlen(s)); }
 
 static void test_args(void)
 {
-    spp_args a;
-    spp_args_init(&a);
+    prs_args a;
+    prs_args_init(&a);
     decode(&a, "{\"type\": 0, \"rid\": \"r-1\", \"QueueSize=\": 3, \"scope#QueueName\": \"WAITING\","
                " \"extra\": {\"nested\": [1, 2, {\"x\": null}]}, \"recvTokenSize=\": 1.5e2}");
     CHECK_INT(a.valid, 1);
@@ -138,7 +138,7 @@ static void test_args(void)
     decode(&a, "{\"rid\":\"a\\\"b\\u00e9\\n\"}");
     CHECK_INT(a.valid, 1);
     char buf[64];
-    int n = spp_str_copy(a.rid, buf, sizeof buf);
+    int n = prs_str_copy(a.rid, buf, sizeof buf);
     CHECK_STR(buf, "a\"b\xc3\xa9\n");
     CHECK_INT(n, 6);
 
@@ -165,42 +165,42 @@ static void test_args(void)
     CHECK_INT(a.valid, 1);
     CHECK_INT(a.rid_kind, 0);
 
-    spp_str obj = {"{\"r1\": 2, \"r2\": \"3\"}", 20, 0};
-    CHECK(spp_json_object_number(obj, "r2", 2) == 3);
-    CHECK(isnan(spp_json_object_number(obj, "r3", 2)));
-    spp_str s;
-    CHECK_INT(spp_json_object_string("{\"name\":\"httpReq\",\"domain\":\"Request\"}", 36, "domain", &s), 1);
+    prs_str obj = {"{\"r1\": 2, \"r2\": \"3\"}", 20, 0};
+    CHECK(prs_json_object_number(obj, "r2", 2) == 3);
+    CHECK(isnan(prs_json_object_number(obj, "r3", 2)));
+    prs_str s;
+    CHECK_INT(prs_json_object_string("{\"name\":\"httpReq\",\"domain\":\"Request\"}", 36, "domain", &s), 1);
     CHECK(s.n == 7 && !memcmp(s.p, "Request", 7));
-    spp_args_free(&a);
+    prs_args_free(&a);
 }
 
 static void test_ids(void)
 {
-    spp_ids *ids = spp_ids_new();
-    int http = spp_ids_get(ids, "http-1", 6);
-    int eng = spp_ids_get(ids, "engine-1", 8);
+    prs_ids *ids = prs_ids_new();
+    int http = prs_ids_get(ids, "http-1", 6);
+    int eng = prs_ids_get(ids, "engine-1", 8);
     CHECK(http != eng);
-    CHECK_INT(spp_ids_get(ids, "http-1", 6), http);
-    CHECK_INT(spp_ids_find(ids, "nope", 4), -1);
+    CHECK_INT(prs_ids_get(ids, "http-1", 6), http);
+    CHECK_INT(prs_ids_find(ids, "nope", 4), -1);
     int absorbed;
-    int root = spp_ids_link(ids, http, eng, &absorbed); /* Link {from: http-1, to: engine-1} */
+    int root = prs_ids_link(ids, http, eng, &absorbed); /* Link {from: http-1, to: engine-1} */
     CHECK_INT(root, http);                              /* named by `from`, as the reference */
     CHECK_INT(absorbed, eng);
-    CHECK_INT(spp_ids_root(ids, eng), http);
-    int worker = spp_ids_get(ids, "worker-1", 8);      /* a chain: http -> engine -> worker */
-    spp_ids_link(ids, eng, worker, &absorbed);
-    CHECK_INT(spp_ids_root(ids, worker), http);
-    CHECK_STR(spp_ids_name(ids, spp_ids_root(ids, worker)), "http-1");
-    spp_ids_link(ids, worker, http, &absorbed);
+    CHECK_INT(prs_ids_root(ids, eng), http);
+    int worker = prs_ids_get(ids, "worker-1", 8);      /* a chain: http -> engine -> worker */
+    prs_ids_link(ids, eng, worker, &absorbed);
+    CHECK_INT(prs_ids_root(ids, worker), http);
+    CHECK_STR(prs_ids_name(ids, prs_ids_root(ids, worker)), "http-1");
+    prs_ids_link(ids, worker, http, &absorbed);
     CHECK_INT(absorbed, -1);                            /* already one request */
     for (int i = 0; i < 100000; i++) {                  /* growth keeps every id */
         char b[32];
         int n = snprintf(b, sizeof b, "id-%d", i);
-        spp_ids_get(ids, b, n);
+        prs_ids_get(ids, b, n);
     }
-    CHECK_INT(spp_ids_count(ids), 100003);
-    CHECK_STR(spp_ids_name(ids, spp_ids_find(ids, "id-77777", 8)), "id-77777");
-    spp_ids_free(ids);
+    CHECK_INT(prs_ids_count(ids), 100003);
+    CHECK_STR(prs_ids_name(ids, prs_ids_find(ids, "id-77777", 8)), "id-77777");
+    prs_ids_free(ids);
 }
 
 static void test_reorder(void)
@@ -209,21 +209,21 @@ static void test_reorder(void)
     int64_t ts[] = {10, 12, 8, 15, 11, 20, 16, 16, 25, 21, 30};
     int n = (int)(sizeof ts / sizeof *ts);
     int64_t late = 5, maxts = INT64_MIN, last = INT64_MIN;
-    spp_reorder *b = spp_reorder_new();
+    prs_reorder *b = prs_reorder_new();
     int got = 0;
     char name[16];
     for (int i = 0; i <= n; i++) {
         if (i < n) {
             snprintf(name, sizeof name, "r%d", i);
-            spp_rec r = {ts[i], 0, name, "cat", "{}", 2, 1, 1, NULL};
-            spp_reorder_push(b, &r, i);
+            prs_rec r = {ts[i], 0, name, "cat", "{}", 2, 1, 1, NULL};
+            prs_reorder_push(b, &r, i);
             if (ts[i] > maxts)
                 maxts = ts[i];
         }
         int64_t m;
-        while (spp_reorder_min(b, &m) && (i == n || m < maxts - late)) {
-            spp_rec o;
-            spp_reorder_pop(b, &o);
+        while (prs_reorder_min(b, &m) && (i == n || m < maxts - late)) {
+            prs_rec o;
+            prs_reorder_pop(b, &o);
             CHECK(o.ts >= last);
             last = o.ts;
             CHECK_STR(o.cat, "cat");
@@ -232,24 +232,24 @@ static void test_reorder(void)
         }
     }
     CHECK_INT(got, n);
-    CHECK(spp_reorder_peak(b) <= 5);
-    spp_reorder_free(b);
+    CHECK(prs_reorder_peak(b) <= 5);
+    prs_reorder_free(b);
 }
 
 static void test_percentiles(void)
 {
     double v[] = {30, NAN, 7, 11};
-    long long n = spp_sort_values(v, 4);
+    long long n = prs_sort_values(v, 4);
     CHECK_INT(n, 3);
-    CHECK(spp_percentile(v, n, 50) == 11);
-    CHECK(fabs(spp_percentile(v, n, 99) - 29.62) < 1e-9); /* 11 + (30 - 11) * 0.98 */
-    CHECK(isnan(spp_percentile(v, 0, 50)));
+    CHECK(prs_percentile(v, n, 50) == 11);
+    CHECK(fabs(prs_percentile(v, n, 99) - 29.62) < 1e-9); /* 11 + (30 - 11) * 0.98 */
+    CHECK(isnan(prs_percentile(v, 0, 50)));
 }
 
 /* A real store whose rows are out of time order, with an index on
  * timestamp that neither pass may walk (the lateness is measured on the
  * rowid scan), rows without a valid timestamp, and equal timestamps (rowid
- * breaks the tie): spp_store_* must yield exactly ORDER BY timestamp, id. */
+ * breaks the tie): prs_store_* must yield exactly ORDER BY timestamp, id. */
 static void test_store_order(void)
 {
     char dir[] = "/tmp/spp-units-XXXXXX";
@@ -283,31 +283,31 @@ static void test_store_order(void)
     sqlite3_stmt *want;
     CHECK(sqlite3_prepare_v2(db, "SELECT timestamp, name FROM slice NOT INDEXED WHERE timestamp > 0"
                                  " ORDER BY timestamp, id", -1, &want, NULL) == SQLITE_OK);
-    spp_log_set_level(SPP_NONE);
+    prs_log_set_level(PRS_NONE);
     for (int exact = 0; exact <= 1; exact++) { /* one pass, then with the first pass */
-        spp_store_exact(&test_ctx, exact);
-        spp_store *st = spp_store_open(&test_ctx, path, 0);
+        prs_store_exact(&test_ctx, exact);
+        prs_store *st = prs_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
-        CHECK_INT(st ? st->mode : -1, SPP_READ_REORDER);
+        CHECK_INT(st ? st->mode : -1, PRS_READ_REORDER);
         int got = 0;
-        spp_rec r;
+        prs_rec r;
         sqlite3_reset(want);
-        while (st && spp_store_peek(st, &r)) {
+        while (st && prs_store_peek(st, &r)) {
             CHECK(sqlite3_step(want) == SQLITE_ROW);
             CHECK(r.ts == sqlite3_column_int64(want, 0));
             CHECK_STR(r.name, (const char *)sqlite3_column_text(want, 1));
-            spp_store_next(st);
+            prs_store_next(st);
             got++;
         }
         CHECK_INT(got, valid);
         CHECK(sqlite3_step(want) == SQLITE_DONE);
-        CHECK_INT(spp_store_violations(&test_ctx), 0);
-        spp_store_close(st);
+        CHECK_INT(prs_store_violations(&test_ctx), 0);
+        prs_store_close(st);
     }
-    spp_store_exact(&test_ctx, 0);
+    prs_store_exact(&test_ctx, 0);
     sqlite3_finalize(want);
     sqlite3_close(db);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     unlink(path);
     rmdir(dir);
 }
@@ -338,8 +338,8 @@ static void late_store(const char *path, const double *sec, int n)
 }
 
 /* One pass (the default) meets a row 7 s late, after the rows its first
- * window is sized from (store.c PREFIX_ROWS = 16384): the store reports a
- * violation; exact mode reads it in order; and the whole parse (spp_run)
+ * window is sized from (storeread.c PREFIX_ROWS = 16384): the store reports a
+ * violation; exact mode reads it in order; and the whole parse (prs_run)
  * starts again by itself and writes forward.csv in time order with every
  * row. */
 static void test_one_pass_restart(void)
@@ -360,31 +360,31 @@ static void test_one_pass_restart(void)
     sec[FILL + 2] = sec[FILL - 1] + 2;
     late_store(path, sec, n);
     free(sec);
-    spp_log_set_level(SPP_NONE);
+    prs_log_set_level(PRS_NONE);
     for (int exact = 0; exact <= 1; exact++) {
-        spp_store_exact(&test_ctx, exact);
-        spp_store *st = spp_store_open(&test_ctx, path, 0);
+        prs_store_exact(&test_ctx, exact);
+        prs_store *st = prs_store_open(&test_ctx, path, 0);
         CHECK(st != NULL);
-        spp_rec r;
+        prs_rec r;
         int64_t last = 0;
         int got = 0;
-        while (st && spp_store_peek(st, &r)) {
+        while (st && prs_store_peek(st, &r)) {
             CHECK(r.ts >= last);
             last = r.ts;
-            spp_store_next(st);
+            prs_store_next(st);
             got++;
         }
-        CHECK_INT(spp_store_violations(&test_ctx), exact ? 0 : 1);
+        CHECK_INT(prs_store_violations(&test_ctx), exact ? 0 : 1);
         if (exact)
             CHECK_INT(got, n);
-        spp_store_close(st);
+        prs_store_close(st);
     }
-    spp_store_exact(&test_ctx, 0);
-    spp_opts o = {0};
+    prs_store_exact(&test_ctx, 0);
+    prs_opts o = {0};
     o.input = dir;
     o.output = out;
     o.csv = 1;
-    CHECK_INT(spp_run(&o), 0); /* its own context: the restart is inside */
+    CHECK_INT(prs_run(&o), 0); /* its own context: the restart is inside */
     FILE *f = fopen(csv, "r");
     CHECK(f != NULL);
     char line[1024];
@@ -405,7 +405,7 @@ static void test_one_pass_restart(void)
     if (f)
         fclose(f);
     CHECK_INT(rows, n + 1);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
@@ -432,11 +432,11 @@ static int same_file(const char *a, const char *b)
 /* One whole parse of in into out (every format), in this process. */
 static int parse_into(const char *in, const char *out)
 {
-    spp_opts o = {0};
+    prs_opts o = {0};
     o.input = in;
     o.output = out;
     o.csv = o.json = o.db = 1;
-    return spp_run(&o);
+    return prs_run(&o);
 }
 
 /* The same parse in a child process of its own: the reference a parse that
@@ -501,7 +501,7 @@ static void test_two_parses(void)
         sec[i] = 5 + i * 0.01;
     snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
     late_store(path, sec, 300);
-    spp_log_set_level(SPP_NONE);
+    prs_log_set_level(PRS_NONE);
     char alone_a[96], alone_b[96], a1[96], b1[96], a2[96];
     snprintf(alone_a, sizeof alone_a, "%s/alone_a", dir);
     snprintf(alone_b, sizeof alone_b, "%s/alone_b", dir);
@@ -518,7 +518,7 @@ static void test_two_parses(void)
     check_same_outputs(a1, alone_a);
     check_same_outputs(b1, alone_b);
     check_same_outputs(a2, alone_a);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
@@ -574,23 +574,23 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static void seen_row(void *ctx, const spp_table *t, const spp_val *v)
+static void seen_row(void *ctx, const prs_table *t, const prs_val *v)
 {
     tap_seen *s = ctx;
     s->rows++;
     s->hash = fnv(s->hash, t->key, strlen(t->key));
     for (int i = 0; i < t->ncols; i++) {
         s->hash = fnv(s->hash, &v[i].kind, sizeof v[i].kind);
-        if (v[i].kind == SPP_TEXT)
+        if (v[i].kind == PRS_TEXT)
             s->hash = fnv(s->hash, v[i].s, (size_t)v[i].n);
-        else if (v[i].kind == SPP_INT)
+        else if (v[i].kind == PRS_INT)
             s->hash = fnv(s->hash, &v[i].i, sizeof v[i].i);
-        else if (v[i].kind != SPP_NULL)
+        else if (v[i].kind != PRS_NULL)
             s->hash = fnv(s->hash, &v[i].d, sizeof v[i].d);
     }
 }
 
-static void seen_record(void *ctx, const spp_rec *r)
+static void seen_record(void *ctx, const prs_rec *r)
 {
     tap_seen *s = ctx;
     s->records++;
@@ -618,16 +618,16 @@ typedef struct parse_job {
 static void *parse_job_run(void *arg)
 {
     parse_job *j = arg;
-    spp_log_set_level(j->level);
+    prs_log_set_level(j->level);
     j->seen = (tap_seen){0, 0, 0, FNV_BASIS};
-    spp_tap tap = {.row = seen_row, .record = seen_record, .restart = j->exact_tap ? NULL : seen_restart,
+    prs_tap tap = {.row = seen_row, .record = seen_record, .restart = j->exact_tap ? NULL : seen_restart,
                    .ctx = &j->seen};
-    spp_set_tap(&tap);
+    prs_set_tap(&tap);
     if (j->start)
         pthread_barrier_wait(j->start);
     j->rc = parse_into(j->in, j->out);
-    spp_set_tap(NULL);
-    j->level_after = spp_log_level();
+    prs_set_tap(NULL);
+    j->level_after = prs_log_level();
     return NULL;
 }
 
@@ -651,16 +651,16 @@ static void test_two_threads(void)
     char out[5][96];
     for (int i = 0; i < 5; i++)
         snprintf(out[i], sizeof out[i], "%s/out%d", dir, i);
-    parse_job alone[2] = {{.in = in_a, .out = out[0], .level = SPP_NONE},
-                          {.in = in_b, .out = out[1], .level = SPP_ERROR}};
-    parse_job both[2] = {{.in = in_a, .out = out[2], .level = SPP_NONE},
-                         {.in = in_b, .out = out[3], .level = SPP_ERROR}};
-    parse_job exact = {.in = in_a, .out = out[4], .level = SPP_NONE, .exact_tap = 1};
-    spp_log_set_level(SPP_WARNING);
+    parse_job alone[2] = {{.in = in_a, .out = out[0], .level = PRS_NONE},
+                          {.in = in_b, .out = out[1], .level = PRS_ERROR}};
+    parse_job both[2] = {{.in = in_a, .out = out[2], .level = PRS_NONE},
+                         {.in = in_b, .out = out[3], .level = PRS_ERROR}};
+    parse_job exact = {.in = in_a, .out = out[4], .level = PRS_NONE, .exact_tap = 1};
+    prs_log_set_level(PRS_WARNING);
     for (int i = 0; i < 2; i++)
         parse_job_run(&alone[i]); /* one after the other, on this thread */
-    CHECK_INT(spp_log_level(), SPP_ERROR); /* the last job's, on this thread */
-    spp_log_set_level(SPP_WARNING);
+    CHECK_INT(prs_log_level(), PRS_ERROR); /* the last job's, on this thread */
+    prs_log_set_level(PRS_WARNING);
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, 2);
     pthread_t th[2];
@@ -671,7 +671,7 @@ static void test_two_threads(void)
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&start);
-    CHECK_INT(spp_log_level(), SPP_WARNING); /* the threads' levels were theirs */
+    CHECK_INT(prs_log_level(), PRS_WARNING); /* the threads' levels were theirs */
     for (int i = 0; i < 2; i++) {
         CHECK_INT(alone[i].rc, 0);
         CHECK_INT(both[i].rc, 0);
@@ -692,9 +692,9 @@ static void test_two_threads(void)
      * and records (same order) of a parse that started in exact mode: a
      * tap without restart; same files too */
     CHECK_INT(alone[0].seen.records, LATE_FILL + 1);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     parse_job_run(&exact);
-    spp_log_set_level(SPP_WARNING);
+    prs_log_set_level(PRS_WARNING);
     CHECK_INT(exact.rc, 0);
     CHECK_INT(exact.seen.restarts, 0);
     CHECK_INT(exact.seen.records, LATE_FILL + 1);

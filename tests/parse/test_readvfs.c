@@ -11,7 +11,7 @@
  *    connection is seen after the reader's next lock;
  *  - read-write and WAL connections through the VFS (writes, truncation,
  *    shared memory) give the same database as plain SQLite;
- *  - opening a missing file fails cleanly; spp_readvfs_main_file hands out
+ *  - opening a missing file fails cleanly; prs_readvfs_main_file hands out
  *    SQLite's own file, for stores of this VFS and of the default one;
  *  - the VFS-level calls reach the default VFS (access, full path,
  *    randomness, time, dlopen errors).
@@ -107,7 +107,7 @@ static void check_reads(void)
     unsigned char *want = file_bytes(dbpath, &size);
     CHECK(want && size > 4 * CHUNK);
     sqlite3 *db;
-    CHECK_INT(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, spp_readvfs_name()), SQLITE_OK);
+    CHECK_INT(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, prs_readvfs_name()), SQLITE_OK);
     CHECK_INT(query_int(db, "SELECT count(*) FROM t"), 4000); /* pages through SQLite */
     sqlite3_file *f = NULL;
     CHECK_INT(sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f), SQLITE_OK);
@@ -131,19 +131,19 @@ static void check_reads(void)
     CHECK_INT(query_int(db, "SELECT sum(length(v)) FROM t"), 4000 * 200);
 
     /* The main file for rawscan: SQLite's own, equal bytes, unbuffered. */
-    sqlite3_file *real = spp_readvfs_main_file(db, 0);
+    sqlite3_file *real = prs_readvfs_main_file(db, 0);
     CHECK(real != NULL && real != f);
     if (real)
         read_same(real, want, size, CHUNK - 100, 200);
     read_same(f, want, size, 5000, 300); /* the wrapper goes straight through now */
-    CHECK(spp_readvfs_main_file(db, 1) == real);
+    CHECK(prs_readvfs_main_file(db, 1) == real);
     read_same(f, want, size, 9000, 300);
     sqlite3_close(db);
 
     /* A store opened with the default VFS: its own file comes back. */
     CHECK_INT(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     CHECK_INT(sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f), SQLITE_OK);
-    CHECK(spp_readvfs_main_file(db, 1) == f);
+    CHECK(prs_readvfs_main_file(db, 1) == f);
     sqlite3_close(db);
     free(want);
 }
@@ -152,7 +152,7 @@ static void check_reads(void)
 static void check_lock_drops_chunk(void)
 {
     sqlite3 *rd, *wr;
-    CHECK_INT(sqlite3_open_v2(dbpath, &rd, SQLITE_OPEN_READONLY, spp_readvfs_name()), SQLITE_OK);
+    CHECK_INT(sqlite3_open_v2(dbpath, &rd, SQLITE_OPEN_READONLY, prs_readvfs_name()), SQLITE_OK);
     CHECK_INT(sqlite3_open(dbpath, &wr), SQLITE_OK);
     CHECK_INT(query_int(rd, "SELECT length(v) FROM t WHERE id = 2000"), 200);
     exec(wr, "UPDATE t SET v = 'x' WHERE id = 2000");
@@ -170,7 +170,7 @@ static void check_writers(void)
     snprintf(path, sizeof path, "%s/wal.db", tmp);
     sqlite3 *db, *plain;
     CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                              spp_readvfs_name()), SQLITE_OK);
+                              prs_readvfs_name()), SQLITE_OK);
     exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE w(a); "
              "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<5000)"
              " INSERT INTO w SELECT randomblob(100) FROM n;");
@@ -194,7 +194,7 @@ static void check_writers(void)
 
 static void check_vfs_calls(void)
 {
-    sqlite3_vfs *v = sqlite3_vfs_find(spp_readvfs_name());
+    sqlite3_vfs *v = sqlite3_vfs_find(prs_readvfs_name());
     CHECK(v != NULL && v != sqlite3_vfs_find(NULL)); /* registered, not the default */
     if (!v)
         return;
@@ -236,7 +236,7 @@ static void check_vfs_calls(void)
 
     /* Opening what is not there fails cleanly (no file left half open). */
     sqlite3 *db;
-    CHECK_INT(sqlite3_open_v2(missing, &db, SQLITE_OPEN_READONLY, spp_readvfs_name()),
+    CHECK_INT(sqlite3_open_v2(missing, &db, SQLITE_OPEN_READONLY, prs_readvfs_name()),
               SQLITE_CANTOPEN);
     sqlite3_close(db);
 }
@@ -246,8 +246,8 @@ int main(void)
     if (!mkdtemp(tmp))
         return 2;
     snprintf(dbpath, sizeof dbpath, "%s/store.db", tmp);
-    CHECK(spp_readvfs_name() != NULL);
-    CHECK_STR(spp_readvfs_name(), "servprof-readahead");
+    CHECK(prs_readvfs_name() != NULL);
+    CHECK_STR(prs_readvfs_name(), "servprof-readahead");
     make_store(dbpath);
     check_reads();
     check_lock_drops_chunk();

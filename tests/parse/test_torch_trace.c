@@ -51,7 +51,7 @@ int main(void)
     put(bad, "{\"traceEvents\": [ {\"ph\": \"X\", ");  /* cut off: not JSON */
     put(nobase, "{\"traceEvents\": []}");
     const char *torch[] = {good, bad, nobase};
-    CHECK_INT(sp_report_ops_all(NULL, 0, torch, 3, out, NULL), 0);
+    CHECK_INT(prs_report_ops_all(NULL, 0, torch, 3, out, NULL), 0);
 
     char path[400];
     snprintf(path, sizeof path, "%s/op_statistic.csv", out);
@@ -83,7 +83,7 @@ int main(void)
     snprintf(out2, sizeof out2, "%s/out2", dir);
     CHECK_INT(mkdir(out2, 0755), 0);
     const char *only_bad[] = {bad, nobase};
-    CHECK_INT(sp_report_ops_all(NULL, 0, only_bad, 2, out2, NULL), 0);
+    CHECK_INT(prs_report_ops_all(NULL, 0, only_bad, 2, out2, NULL), 0);
     snprintf(path, sizeof path, "%s/op_summary.csv", out2);
     CHECK(access(path, F_OK) != 0);
 

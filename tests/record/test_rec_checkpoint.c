@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_rec_checkpoint.c — the store's background checkpoints (store.c).
+ * test_rec_checkpoint.c — the store's background checkpoints (storewrite.c).
  * The writer's connection never checkpoints; a second thread does, woken
  * when the WAL reaches ~16 MiB, and the writer holds rows back meanwhile so
  * the WAL restarts. What must hold:
@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 
 #include "rec_test.h"
-#include "store.h"
+#include "storewrite.h"
 #include "writer.h"
 
 #define PAD 200

@@ -14,41 +14,41 @@
 #include "check.h"
 #include "report.h"
 
-static spr_series *ramp(size_t n, int ncols)
+static rpt_series *ramp(size_t n, int ncols)
 {
-    spr_series *s = spr_series_new(ncols);
+    rpt_series *s = rpt_series_new(ncols);
     CHECK(s != NULL);
     for (size_t i = 0; i < n; i++) {
         double v[4];
         for (int c = 0; c < ncols; c++)
             v[c] = (double)((i * 7 + (size_t)c * 3) % 10); /* values 0..9, varying inside every bucket */
-        CHECK(spr_series_add(s, (double)i * 0.001, v) == 0);
+        CHECK(rpt_series_add(s, (double)i * 0.001, v) == 0);
     }
     return s;
 }
 
 static void small_sets_unchanged(void)
 {
-    spr_series *s = ramp(40, 2);
-    spr_series *d = spr_downsample(s, 20);
+    rpt_series *s = ramp(40, 2);
+    rpt_series *d = rpt_downsample(s, 20);
     CHECK(d != NULL);
     CHECK_INT(d->n, 40);
     for (size_t i = 0; i < 40; i++) {
         CHECK(d->t[i] == s->t[i]);
         CHECK(d->v[1][i] == s->v[1][i]);
     }
-    spr_series_free(d);
-    spr_series_free(s);
+    rpt_series_free(d);
+    rpt_series_free(s);
 }
 
 static void long_sets_keep_extremes(void)
 {
     size_t n = 100000;
-    spr_series *s = ramp(n, 3);
+    rpt_series *s = ramp(n, 3);
     /* One spike in column 1, one dip in column 2, far from the bucket edges. */
     s->v[1][54321] = 1000;
     s->v[2][777] = -5;
-    spr_series *d = spr_downsample(s, 500);
+    rpt_series *d = rpt_downsample(s, 500);
     CHECK(d != NULL);
     CHECK(d->n <= 2 * 500 + 2);
     CHECK(d->n >= 2 * 500 - 2);
@@ -66,18 +66,18 @@ static void long_sets_keep_extremes(void)
     /* The first and last times survive: the chart spans the whole run. */
     CHECK(d->t[0] == s->t[0]);
     CHECK(d->t[d->n - 1] == s->t[n - 1]);
-    spr_series_free(d);
-    spr_series_free(s);
+    rpt_series_free(d);
+    rpt_series_free(s);
 }
 
 static void nan_never_wins(void)
 {
-    spr_series *s = spr_series_new(2);
+    rpt_series *s = rpt_series_new(2);
     for (int i = 0; i < 1000; i++) {
         double v[2] = {i % 2 ? NAN : (double)i, NAN}; /* column 1 is NaN everywhere */
-        CHECK(spr_series_add(s, i, v) == 0);
+        CHECK(rpt_series_add(s, i, v) == 0);
     }
-    spr_series *d = spr_downsample(s, 10);
+    rpt_series *d = rpt_downsample(s, 10);
     CHECK(d != NULL);
     CHECK(d->n <= 22);
     int maxseen = 0;
@@ -89,47 +89,47 @@ static void nan_never_wins(void)
     }
     CHECK(maxseen);
     const char *names[] = {"a", "b"};
-    json_t *j = spr_series_json(d, names, 6);
+    json_t *j = rpt_series_json(d, names, 6);
     CHECK(j != NULL);
     CHECK(json_array_size(json_object_get(j, "t")) == d->n);
     CHECK(json_is_null(json_array_get(json_object_get(j, "b"), 0)));
     json_decref(j);
-    spr_series_free(d);
-    spr_series_free(s);
+    rpt_series_free(d);
+    rpt_series_free(s);
 }
 
 static void json_rounds(void)
 {
-    spr_series *s = spr_series_new(1);
+    rpt_series *s = rpt_series_new(1);
     double v = 3.14159265358979;
-    CHECK(spr_series_add(s, 1.5, &v) == 0);
+    CHECK(rpt_series_add(s, 1.5, &v) == 0);
     const char *names[] = {"v"};
-    json_t *j = spr_series_json(s, names, 4);
+    json_t *j = rpt_series_json(s, names, 4);
     char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
     CHECK(text != NULL);
     CHECK_STR(text, "{\"t\":[1.5],\"v\":[3.142]}");
     free(text);
     json_decref(j);
-    spr_series_free(s);
+    rpt_series_free(s);
 }
 
 static void empty_and_flat(void)
 {
-    spr_series *s = spr_series_new(1);
-    spr_series *d = spr_downsample(s, 10);
+    rpt_series *s = rpt_series_new(1);
+    rpt_series *d = rpt_downsample(s, 10);
     CHECK(d != NULL && d->n == 0);
-    spr_series_free(d);
+    rpt_series_free(d);
     /* All rows at one time: one bucket, two rows (min, max). */
     for (int i = 0; i < 100; i++) {
         double v = i;
-        CHECK(spr_series_add(s, 5.0, &v) == 0);
+        CHECK(rpt_series_add(s, 5.0, &v) == 0);
     }
-    d = spr_downsample(s, 10);
+    d = rpt_downsample(s, 10);
     CHECK(d != NULL);
     CHECK_INT(d->n, 2);
     CHECK(d->v[0][0] == 0 && d->v[0][1] == 99);
-    spr_series_free(d);
-    spr_series_free(s);
+    rpt_series_free(d);
+    rpt_series_free(s);
 }
 
 int main(void)

@@ -55,15 +55,15 @@ int main(void)
 
     /* no kernel anywhere: nothing written, success */
     const char *only_empty[] = {empty};
-    CHECK_INT(sp_report_ops(only_empty, 1, dir), 0);
+    CHECK_INT(prs_report_ops(only_empty, 1, dir), 0);
     char out[600];
     snprintf(out, sizeof out, "%s/op_statistic.csv", dir);
     CHECK(access(out, F_OK) != 0);
-    CHECK_INT(sp_report_ops(NULL, 0, dir), 0);
+    CHECK_INT(prs_report_ops(NULL, 0, dir), 0);
 
     const char *paths[] = {a, bad, b, empty};
     capture_begin();
-    CHECK_INT(sp_report_ops(paths, 4, dir), 0);
+    CHECK_INT(prs_report_ops(paths, 4, dir), 0);
     char *log = capture_end();
     CHECK(strstr(log, "not_a_db.db") != NULL);
     free(log);
@@ -102,7 +102,7 @@ int main(void)
 
     /* an output folder that cannot be written: an error, named */
     capture_begin();
-    CHECK_INT(sp_report_ops(paths, 1, "/nonexistent/out"), -1);
+    CHECK_INT(prs_report_ops(paths, 1, "/nonexistent/out"), -1);
     log = capture_end();
     CHECK(strstr(log, "/nonexistent/out/op_summary.csv") != NULL);
     free(log);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.h — the SQLite raw store of one process (docs/api.md, "The raw store").
+ * storewrite.h — the SQLite raw store of one process (docs/api.md, "The raw store").
  * Used by the writer thread only; nothing here is thread-safe.
  */
-#ifndef SERVPROF_STORE_H
-#define SERVPROF_STORE_H
+#ifndef SERVPROF_STOREWRITE_H
+#define SERVPROF_STOREWRITE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -70,4 +70,4 @@ typedef struct sp_store_stats {
 } sp_store_stats;
 void sp_store_last_stats(sp_store_stats *out);
 
-#endif /* SERVPROF_STORE_H */
+#endif /* SERVPROF_STOREWRITE_H */

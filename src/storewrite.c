@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.c — the raw store: one SQLite file per process and session.
+ * storewrite.c — the raw store: one SQLite file per process and session.
  *
  * DESIGN
  * The layout is the reference tool's (docs/api.md, "The raw store"), created with
@@ -65,7 +65,7 @@
 
 #include "internal.h"
 #include "rec_state.h"
-#include "store.h"
+#include "storewrite.h"
 
 /* Slice rows are inserted BATCH at a time with one multi-row INSERT: SQLite's
  * per-statement cost (VDBE start, AUTOINCREMENT bookkeeping) is then paid

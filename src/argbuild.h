@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * args.h — JSON text for the `args` column, built on the writer thread from
+ * argbuild.h — JSON text for the `args` column, built on the writer thread from
  * the compact attribute stream of rec_format.h. Writer thread only.
  */
-#ifndef SERVPROF_ARGS_H
-#define SERVPROF_ARGS_H
+#ifndef SERVPROF_ARGBUILD_H
+#define SERVPROF_ARGBUILD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,4 +49,4 @@ void sp_json_int(sp_sbuf *b, int64_t v);
  * *bad_json. Returns 0, or -1 when the stream is malformed (a bug). */
 int sp_args_members(sp_sbuf *b, const uint8_t **p, const uint8_t *end, uint64_t *bad_json);
 
-#endif /* SERVPROF_ARGS_H */
+#endif /* SERVPROF_ARGBUILD_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * args.c — decodes a record's `args` JSON for the keys the reports need.
+ * argdecode.c — decodes a record's `args` JSON for the keys the reports need.
  *
  * This is the parser's hot loop (every record passes here), so it is a
  * hand-written single-pass scanner over the text SQLite hands us: no
@@ -11,7 +11,7 @@
  *
  * Values may come as numbers or as numeric strings (older writers quoted
  * everything); both are accepted for numeric keys. Which keys are read,
- * and into which field of spp_args, is one table ("the keys" below).
+ * and into which field of prs_args, is one table ("the keys" below).
  */
 #include <math.h>
 #include <stddef.h>
@@ -86,7 +86,7 @@ static int escape_len(const unsigned char *p, const unsigned char *e)
     }
 }
 
-static int str(J *j, spp_str *out)
+static int str(J *j, prs_str *out)
 {
     if (j->p >= j->e || *j->p != '"')
         return j->err = 1, 0;
@@ -102,7 +102,7 @@ static int str(J *j, spp_str *out)
             break;
         if (*p == '\\') {
             /* Escapes are checked here, so that a text called valid can be
-             * copied verbatim into chrome_tracing.json and spp_str_copy()
+             * copied verbatim into chrome_tracing.json and prs_str_copy()
              * never meets a malformed one. */
             esc = 1;
             int n = escape_len(p, e);
@@ -111,7 +111,7 @@ static int str(J *j, spp_str *out)
             p += n;
             continue;
         }
-        int n = spp_utf8_len((const char *)p, (const char *)e);
+        int n = prs_utf8_len((const char *)p, (const char *)e);
         if (!n)
             return j->err = 1, 0;
         p += n;
@@ -126,7 +126,7 @@ static int str(J *j, spp_str *out)
 
 /* An object member's key and its ':' (whitespace allowed between). 0, with
  * err set, when either is missing. */
-static int key(J *j, spp_str *k)
+static int key(J *j, prs_str *k)
 {
     if (!str(j, k))
         return 0;
@@ -146,7 +146,7 @@ static double pow10i(int e)
 
 /* A JSON number; the fast path covers integers and plain decimals exactly
  * as strtod would for up to 15 significant digits. */
-static int num(J *j, double *out, spp_str *raw)
+static int num(J *j, double *out, prs_str *raw)
 {
     const char *s = j->p;
     int neg = 0;
@@ -218,7 +218,7 @@ static void skip(J *j, int depth)
     ws(j);
     if (j->p >= j->e)
         return (void)(j->err = 1);
-    spp_str s;
+    prs_str s;
     double d;
     switch (*j->p) {
     case '"': str(j, &s); return;
@@ -336,7 +336,7 @@ static double numval_raw(J *j)
         ws(j);
     double d = NAN;
     if (j->p < j->e && *j->p == '"') {
-        spp_str s;
+        prs_str s;
         if (!str(j, &s))
             return NAN;
         char buf[64];
@@ -370,7 +370,7 @@ static double numval_raw(J *j)
 }
 
 /* A string, or a number kept as its text (ids may be either). */
-static void idval(J *j, spp_str *out)
+static void idval(J *j, prs_str *out)
 {
     if (j->p < j->e && (unsigned char)*j->p <= ' ')
         ws(j);
@@ -405,7 +405,7 @@ static int entry_key(J *j, int guess)
         j->p += ekey[guess].n;
         return guess;
     }
-    spp_str k;
+    prs_str k;
     if (!key(j, &k))
         return -1;
     for (int i = 0; i < EK_N; i++)
@@ -414,13 +414,13 @@ static int entry_key(J *j, int guess)
     return EK_N;
 }
 
-static void rid_entry(J *j, spp_args *a)
+static void rid_entry(J *j, prs_args *a)
 {
     if (a->nrids == a->caprids) {
         a->caprids = a->caprids ? a->caprids * 2 : 64;
         a->rids = realloc(a->rids, (size_t)a->caprids * sizeof *a->rids);
     }
-    spp_rident *r = &a->rids[a->nrids];
+    prs_rident *r = &a->rids[a->nrids];
     memset(r, 0, sizeof *r);
     r->iter = r->type = -1;
     r->sched_tokens = r->prompt_tokens = r->computed_tokens = r->spec_tokens = NAN;
@@ -466,7 +466,7 @@ static void rid_entry(J *j, spp_args *a)
         a->nrids++;
 }
 
-static void rid_value(J *j, spp_args *a)
+static void rid_value(J *j, prs_args *a)
 {
     ws(j);
     if (j->p < j->e && *j->p == '[') {
@@ -493,12 +493,12 @@ static void rid_value(J *j, spp_args *a)
         a->rid_kind = 1;
 }
 
-void spp_args_init(spp_args *a)
+void prs_args_init(prs_args *a)
 {
     memset(a, 0, sizeof *a);
 }
 
-void spp_args_free(spp_args *a)
+void prs_args_free(prs_args *a)
 {
     free(a->rids);
     memset(a, 0, sizeof *a);
@@ -506,7 +506,7 @@ void spp_args_free(spp_args *a)
 
 /* Every record starts from this: one struct copy instead of a memset and
  * two dozen stores. */
-static const spp_args blank = {
+static const prs_args blank = {
     .type = -1, .device = -1, .cpu_index = -1,
     .queue_size = NAN, .total = NAN, .used = NAN, .free = NAN, .free_before = NAN, .free_after = NAN,
     .allocated = NAN, .usage_pct = NAN, .device_block = NAN, .recv_tokens = NAN, .reply_tokens = NAN,
@@ -514,9 +514,9 @@ static const spp_args blank = {
     .usage = NAN, .mtotal = NAN, .util = NAN, .mused = NAN, .available = NAN, .cpu = NAN, .rss = NAN,
 };
 
-static void reset(spp_args *a)
+static void reset(prs_args *a)
 {
-    spp_rident *rids = a->rids;
+    prs_rident *rids = a->rids;
     int cap = a->caprids;
     long long range = a->range_errors;
     *a = blank;
@@ -527,7 +527,7 @@ static void reset(spp_args *a)
 
 /* ------------------------------------------------------------ the keys
  *
- * Which key fills which field of spp_args is this table, not code: a key
+ * Which key fills which field of prs_args is this table, not code: a key
  * is decoded by its kind (a number, an int, an id, a string, the raw text
  * of a value, or a rid list), into the field at its offset. A row holds the
  * keys that begin with one letter, so a lookup compares a handful of keys
@@ -541,7 +541,7 @@ static void reset(spp_args *a)
  * keys accepted both with and without it; a key written with its '='
  * ("rss=") is accepted only so.
  *
- * To add a key: a field in spp_args (and its absent value in `blank`),
+ * To add a key: a field in prs_args (and its absent value in `blank`),
  * then one entry in the row of its first letter. The compiler checks the
  * field's type against the kind (FIELD), a row given twice
  * (-Woverride-init) and a row longer than ROW_MAX; test_parse_keys.c's
@@ -550,9 +550,9 @@ static void reset(spp_args *a)
 enum arg_kind {
     ARG_NUM,  /* double: a number or a numeric string, NAN when absent (numval) */
     ARG_INT,  /* int: the same, -1 when absent or beyond int (to_int) */
-    ARG_ID,   /* spp_str: a string, or a number kept as its digits (idval) */
-    ARG_STR,  /* spp_str: a string only; anything else makes the text invalid */
-    ARG_RAW,  /* spp_str: the value's whole JSON text, decoded later by who needs it */
+    ARG_ID,   /* prs_str: a string, or a number kept as its digits (idval) */
+    ARG_STR,  /* prs_str: a string only; anything else makes the text invalid */
+    ARG_RAW,  /* prs_str: the value's whole JSON text, decoded later by who needs it */
     ARG_RIDS, /* "rid": one id, or a list of entries (rid_value) */
 };
 
@@ -561,16 +561,16 @@ typedef struct arg_field {
     unsigned char n;         /* strlen(key) */
     unsigned char eq;        /* 1: also accepted with a trailing '=' */
     unsigned char kind;      /* enum arg_kind */
-    unsigned short off;      /* offset of the field in spp_args */
+    unsigned short off;      /* offset of the field in prs_args */
 } arg_field;
 
 enum { EQ = 1, ROW_MAX = 5 };
 
 /* The field's offset, and a compile error unless the field has type T. */
-#define FIELD(f, T) _Generic(((spp_args *)0)->f, T: offsetof(spp_args, f))
+#define FIELD(f, T) _Generic(((prs_args *)0)->f, T: offsetof(prs_args, f))
 #define NUM(k, f, e) {k, sizeof k - 1, e, ARG_NUM, FIELD(f, double)}
 #define INT(k, f) {k, sizeof k - 1, 0, ARG_INT, FIELD(f, int)}
-#define SLICE(kind, k, f) {k, sizeof k - 1, 0, kind, FIELD(f, spp_str)}
+#define SLICE(kind, k, f) {k, sizeof k - 1, 0, kind, FIELD(f, prs_str)}
 #define ROW(c) [(c) - 'A']
 
 static const arg_field fields['z' - 'A' + 1][ROW_MAX] = {
@@ -600,7 +600,7 @@ static const arg_field *const type_field = &fields['t' - 'A'][0];
 static const arg_field *const rid_field = &fields['r' - 'A'][0];
 
 /* k's entry, or NULL: only the row of its first byte is searched. */
-static const arg_field *lookup(spp_str k)
+static const arg_field *lookup(prs_str k)
 {
     unsigned row = (unsigned)(unsigned char)k.p[0] - 'A';
     if (row >= sizeof fields / sizeof *fields)
@@ -614,7 +614,7 @@ static const arg_field *lookup(spp_str k)
 }
 
 /* The value's JSON text, whatever it is (checked, not decoded). */
-static void raw_value(J *j, spp_str *out)
+static void raw_value(J *j, prs_str *out)
 {
     ws(j);
     const char *s = j->p;
@@ -625,20 +625,20 @@ static void raw_value(J *j, spp_str *out)
 }
 
 /* Decodes the value at j into f's field of a. */
-static void field_value(J *j, spp_args *a, const arg_field *f)
+static void field_value(J *j, prs_args *a, const arg_field *f)
 {
     char *at = (char *)a + f->off;
     switch ((enum arg_kind)f->kind) {
     case ARG_NUM: *(double *)at = numval(j); return;
     case ARG_INT: *(int *)at = to_int(j, numval(j)); return;
-    case ARG_ID: idval(j, (spp_str *)at); return;
-    case ARG_STR: ws(j); str(j, (spp_str *)at); return;
-    case ARG_RAW: raw_value(j, (spp_str *)at); return;
+    case ARG_ID: idval(j, (prs_str *)at); return;
+    case ARG_STR: ws(j); str(j, (prs_str *)at); return;
+    case ARG_RAW: raw_value(j, (prs_str *)at); return;
     case ARG_RIDS: rid_value(j, a); return;
     }
 }
 
-const char *spp_args_key(int i, int *eq)
+const char *prs_args_key(int i, int *eq)
 {
     for (size_t r = 0; r < sizeof fields / sizeof *fields; r++)
         for (int c = 0; c < ROW_MAX && fields[r][c].key; c++)
@@ -649,7 +649,7 @@ const char *spp_args_key(int i, int *eq)
     return NULL;
 }
 
-void spp_args_decode(spp_args *a, const char *text, int len)
+void prs_args_decode(prs_args *a, const char *text, int len)
 {
     reset(a);
     J j = {text, text + len, 0, &a->range_errors};
@@ -665,7 +665,7 @@ void spp_args_decode(spp_args *a, const char *text, int len)
         return;
     }
     for (;;) {
-        spp_str k;
+        prs_str k;
         const arg_field *f;
         ws(&j);
         /* "type" and "rid" lead almost every record: taken as literals
@@ -758,7 +758,7 @@ static unsigned u_escape(const char *p, const char *e, int *used)
  * (Python's json.dumps escapes non-ASCII) and raw from another (C) are the
  * same bytes. The unescaped text is never longer than s.n. Cut at cap-1
  * bytes, never inside a UTF-8 sequence. */
-int spp_str_copy(spp_str s, char *buf, int cap)
+int prs_str_copy(prs_str s, char *buf, int cap)
 {
     int o = 0;
     if (cap <= 0)
@@ -800,7 +800,7 @@ int spp_str_copy(spp_str s, char *buf, int cap)
 /* Walks the members of a flat object, calling back with the key and a J
  * positioned on the value; the callback consumes the value and returns 1 to
  * stop. */
-typedef int (*member_fn)(J *j, spp_str k, void *ctx);
+typedef int (*member_fn)(J *j, prs_str k, void *ctx);
 
 static void each_member(const char *text, int len, member_fn fn, void *ctx, long long *range)
 {
@@ -810,7 +810,7 @@ static void each_member(const char *text, int len, member_fn fn, void *ctx, long
         return;
     j.p++;
     for (;;) {
-        spp_str k;
+        prs_str k;
         ws(&j);
         if (j.p < j.e && *j.p == '}')
             return;
@@ -829,13 +829,13 @@ static void each_member(const char *text, int len, member_fn fn, void *ctx, long
     }
 }
 
-typedef struct find_ctx { const char *key; int keylen; double d; spp_str s; int found; } find_ctx;
+typedef struct find_ctx { const char *key; int keylen; double d; prs_str s; int found; } find_ctx;
 
-static int find_num(J *j, spp_str k, void *c)
+static int find_num(J *j, prs_str k, void *c)
 {
     find_ctx *f = c;
     char tmp[256];
-    spp_str_copy(k, tmp, sizeof tmp);
+    prs_str_copy(k, tmp, sizeof tmp);
     if ((int)strlen(tmp) == f->keylen && !memcmp(tmp, f->key, (size_t)f->keylen)) {
         f->d = numval(j);
         f->found = 1;
@@ -845,14 +845,14 @@ static int find_num(J *j, spp_str k, void *c)
     return 0;
 }
 
-double spp_json_object_number(spp_str obj, const char *key, int keylen)
+double prs_json_object_number(prs_str obj, const char *key, int keylen)
 {
     find_ctx f = {key, keylen, NAN, {0}, 0};
     each_member(obj.p, obj.n, find_num, &f, NULL);
     return f.d;
 }
 
-static int find_str(J *j, spp_str k, void *c)
+static int find_str(J *j, prs_str k, void *c)
 {
     find_ctx *f = c;
     if (k.n == f->keylen && !memcmp(k.p, f->key, (size_t)f->keylen)) {
@@ -865,7 +865,7 @@ static int find_str(J *j, spp_str k, void *c)
     return 0;
 }
 
-int spp_json_object_string(const char *text, int len, const char *key, spp_str *out)
+int prs_json_object_string(const char *text, int len, const char *key, prs_str *out)
 {
     find_ctx f = {key, (int)strlen(key), NAN, {0}, 0};
     each_member(text, len, find_str, &f, NULL);
@@ -874,9 +874,9 @@ int spp_json_object_string(const char *text, int len, const char *key, spp_str *
     return f.found;
 }
 
-typedef struct each_ctx { spp_json_num_fn fn; void *ctx; } each_ctx;
+typedef struct each_ctx { prs_json_num_fn fn; void *ctx; } each_ctx;
 
-static int each_num(J *j, spp_str k, void *c)
+static int each_num(J *j, prs_str k, void *c)
 {
     each_ctx *e = c;
     double d = numval(j);
@@ -884,7 +884,7 @@ static int each_num(J *j, spp_str k, void *c)
     return 0;
 }
 
-void spp_json_each_number(spp_str obj, spp_json_num_fn fn, void *ctx, long long *range)
+void prs_json_each_number(prs_str obj, prs_json_num_fn fn, void *ctx, long long *range)
 {
     each_ctx e = {fn, ctx};
     each_member(obj.p, obj.n, each_num, &e, range);

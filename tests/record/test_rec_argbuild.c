@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_rec_args.c — the JSON text of args.c on its own: string escaping
+ * test_rec_argbuild.c — the JSON text of argbuild.c on its own: string escaping
  * (invalid UTF-8 becomes \ufffd), shortest exact numbers, and valid JSON
  * for random doubles and random byte strings.
  */
 #include <math.h>
 #include <stdlib.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "rec_test.h"
 
 static const char *str_json(const char *s, size_t n)

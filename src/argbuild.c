@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * args.c — the `args` JSON text, built on the writer thread.
+ * argbuild.c — the `args` JSON text, built on the writer thread.
  *
  * The calling thread only copied bytes (rec_format.h); this file turns the
  * attribute stream into JSON members in the order the caller gave them.
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "argbuild.h"
 #include "rec_format.h"
 
 /* ------------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store.c — one raw store, read as a stream of records in time order.
+ * storeread.c — one raw store, read as a stream of records in time order.
  *
  * A store is opened read-only through a `file:...?mode=ro` URI, so the
  * parser never writes, never takes a write lock and never blocks the
@@ -78,11 +78,11 @@
  * with no second look at the timestamps). A
  * small window keeps the buffered rows in the CPU caches (5.15 M records:
  * 0.5 s measured 15-20 % less CPU than 5 s); a span longer than that and
- * than anything before it costs a second run (store.c top comment). */
+ * than anything before it costs a second run (storeread.c top comment). */
 #define WINDOW0_NS 500000000LL
 #define PREFIX_ROWS 16384
 
-void spp_store_exact(spp_parse_ctx *c, int on)
+void prs_store_exact(prs_parse_ctx *c, int on)
 {
     c->exact = on;
     c->quiet_open = on;
@@ -95,9 +95,9 @@ void spp_store_exact(spp_parse_ctx *c, int on)
 }
 
 /* Once per store across the one-pass run and its exact rerun. */
-static void warn_bad(const spp_store *s, long long bad)
+static void warn_bad(const prs_store *s, long long bad)
 {
-    spp_parse_ctx *c = s->ctx;
+    prs_parse_ctx *c = s->ctx;
     if (s->index < c->nbad_warned && c->bad_warned[s->index])
         return;
     if (s->index >= c->nbad_warned) {
@@ -107,12 +107,12 @@ static void warn_bad(const spp_store *s, long long bad)
         c->nbad_warned = n;
     }
     c->bad_warned[s->index] = 1;
-    spp_log(SPP_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
+    prs_log(PRS_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
 }
 
-int spp_store_violations(const spp_parse_ctx *c) { return c->violations; }
+int prs_store_violations(const prs_parse_ctx *c) { return c->violations; }
 
-#define OPEN_WARN(...) do { if (!c->quiet_open) spp_log(SPP_WARNING, __VA_ARGS__); } while (0)
+#define OPEN_WARN(...) do { if (!c->quiet_open) prs_log(PRS_WARNING, __VA_ARGS__); } while (0)
 
 static char *stem_of(const char *path)
 {
@@ -206,7 +206,7 @@ static int has_table(sqlite3 *db, const char *name)
     return found;
 }
 
-static void read_meta(spp_store *s)
+static void read_meta(prs_store *s)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT name, value FROM Meta", -1, &st, NULL) != SQLITE_OK)
@@ -231,7 +231,7 @@ static void read_meta(spp_store *s)
     sqlite3_finalize(st);
 }
 
-static void read_process_name(spp_store *s)
+static void read_process_name(prs_store *s)
 {
     if (s->process_name && *s->process_name)
         return;
@@ -246,7 +246,7 @@ static void read_process_name(spp_store *s)
     sqlite3_finalize(st);
 }
 
-static void read_threads(spp_store *s)
+static void read_threads(prs_store *s)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT tid, thread_name FROM thread WHERE thread_name IS NOT NULL "
@@ -262,7 +262,7 @@ static void read_threads(spp_store *s)
     sqlite3_finalize(st);
 }
 
-const char *spp_store_thread_name(const spp_store *s, long long tid)
+const char *prs_store_thread_name(const prs_store *s, long long tid)
 {
     for (int i = 0; i < s->nthreads; i++)
         if (s->thread_tids[i] == tid)
@@ -271,36 +271,36 @@ const char *spp_store_thread_name(const spp_store *s, long long tid)
 }
 
 /* The cursor (SQLite's or the raw scan) is live: rows may follow. */
-static int live(const spp_store *s) { return s->cur || s->raw; }
+static int live(const prs_store *s) { return s->cur || s->raw; }
 
-static void end_cursor(spp_store *s)
+static void end_cursor(prs_store *s)
 {
     sqlite3_finalize(s->cur);
     s->cur = NULL;
-    spp_rawscan_close(s->raw);
+    prs_rawscan_close(s->raw);
     s->raw = NULL;
 }
 
-static void fail(spp_store *s, const char *what, const char *why)
+static void fail(prs_store *s, const char *what, const char *why)
 {
-    spp_log(SPP_WARNING, "store %s: %s after %lld records: %s; the rest of this store is skipped",
+    prs_log(PRS_WARNING, "store %s: %s after %lld records: %s; the rest of this store is skipped",
             s->path, what, s->nrec, why ? why : sqlite3_errmsg(s->db));
     s->failed = 1;
     end_cursor(s);
 }
 
-static void step(spp_store *s);
+static void step(prs_store *s);
 
 /* The raw scan met a row it does not read as SQLite would: SQLite reads
  * from that row on, in the same rowid order. */
-static void hand_to_sqlite(spp_store *s, int64_t rowid)
+static void hand_to_sqlite(prs_store *s, int64_t rowid)
 {
-    spp_log(SPP_DEBUG, "store %s: row %lld: %s; SQLite reads the rest", s->path, (long long)rowid,
-            spp_rawscan_error(s->raw));
-    spp_rawscan_close(s->raw);
+    prs_log(PRS_DEBUG, "store %s: row %lld: %s; SQLite reads the rest", s->path, (long long)rowid,
+            prs_rawscan_error(s->raw));
+    prs_rawscan_close(s->raw);
     s->raw = NULL;
     s->raw_path = 2;
-    spp_readvfs_main_file(s->db, 1); /* SQLite's reads through the read-ahead chunk again */
+    prs_readvfs_main_file(s->db, 1); /* SQLite's reads through the read-ahead chunk again */
     const char *sql = s->raw_where
         ? "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED WHERE rowid >= ?1 "
           "AND timestamp > 0"
@@ -313,20 +313,20 @@ static void hand_to_sqlite(spp_store *s, int64_t rowid)
     step(s);
 }
 
-static void raw_step(spp_store *s)
+static void raw_step(prs_store *s)
 {
     for (;;) {
-        int rc = spp_rawscan_next(s->raw, s->raw_row);
-        if (rc == SPP_RAW_ROW) {
+        int rc = prs_rawscan_next(s->raw, s->raw_row);
+        if (rc == PRS_RAW_ROW) {
             if (s->raw_where && s->raw_row->ts <= 0) /* WHERE timestamp > 0 */
                 continue;
             return;
         }
-        if (rc == SPP_RAW_HANDOFF) {
+        if (rc == PRS_RAW_HANDOFF) {
             hand_to_sqlite(s, s->raw_row->rowid);
-        } else if (rc == SPP_RAW_CORRUPT) {
+        } else if (rc == PRS_RAW_CORRUPT) {
             char why[240];
-            snprintf(why, sizeof why, "damaged page: %s", spp_rawscan_error(s->raw));
+            snprintf(why, sizeof why, "damaged page: %s", prs_rawscan_error(s->raw));
             fail(s, "read error", why);
         } else {
             end_cursor(s);
@@ -335,7 +335,7 @@ static void raw_step(spp_store *s)
     }
 }
 
-static void step(spp_store *s)
+static void step(prs_store *s)
 {
     if (s->raw) {
         raw_step(s);
@@ -352,13 +352,13 @@ static void step(spp_store *s)
     fail(s, "read error", NULL);
 }
 
-/* A duration no report can use: longer than SPP_MAX_DUR_NS, or one whose
+/* A duration no report can use: longer than PRS_MAX_DUR_NS, or one whose
  * end would be past INT64_MAX ns (year 2262), so that timestamp + duration
  * overflows. Such a record is read as an event (duration 0) and counted
- * (spp_store.absurd_dur); the driver prints the count. */
+ * (prs_store.absurd_dur); the driver prints the count. */
 static int dur_absurd(int64_t ts, int64_t dur)
 {
-    return dur > SPP_MAX_DUR_NS || (ts > 0 && dur > INT64_MAX - ts);
+    return dur > PRS_MAX_DUR_NS || (ts > 0 && dur > INT64_MAX - ts);
 }
 
 /* Twice v without overflow (windows are doubled lateness). */
@@ -387,7 +387,7 @@ static void late_add(late_acc *a, int64_t ts)
     a->n++;
 }
 
-/* spp_lateness(timestamp [, duration]) */
+/* prs_lateness(timestamp [, duration]) */
 static void late_step(sqlite3_context *c, int argc, sqlite3_value **argv)
 {
     late_acc *a = sqlite3_user_data(c);
@@ -410,24 +410,24 @@ static int raw_off(void)
  * row it hands over: SQLite's aggregate from that rowid on). Returns 0
  * when the raw scan cannot read this store (SQLite runs the pass), else 1
  * with *rc as sqlite3_step would leave it. */
-static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
+static int raw_first_pass(prs_store *s, late_acc *a, int *rc)
 {
     const char *why = NULL;
-    spp_rawscan *rs = raw_off() ? NULL : spp_rawscan_open(s->db, &s->ctx->nscans, &why);
+    prs_rawscan *rs = raw_off() ? NULL : prs_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (!rs)
         return 0;
-    spp_rawrow w;
+    prs_rawrow w;
     int r;
-    while ((r = spp_rawscan_next(rs, &w)) == SPP_RAW_ROW)
+    while ((r = prs_rawscan_next(rs, &w)) == PRS_RAW_ROW)
         late_add(a, w.ts);
     *rc = SQLITE_DONE;
-    if (r == SPP_RAW_CORRUPT) {
-        spp_log(SPP_DEBUG, "store %s: first pass: damaged page: %s", s->path, spp_rawscan_error(rs));
+    if (r == PRS_RAW_CORRUPT) {
+        prs_log(PRS_DEBUG, "store %s: first pass: damaged page: %s", s->path, prs_rawscan_error(rs));
         *rc = SQLITE_CORRUPT;
-    } else if (r == SPP_RAW_HANDOFF) {
+    } else if (r == PRS_RAW_HANDOFF) {
         sqlite3_stmt *st;
-        spp_readvfs_main_file(s->db, 1);
-        if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED WHERE rowid >= ?1", -1,
+        prs_readvfs_main_file(s->db, 1);
+        if (sqlite3_prepare_v2(s->db, "SELECT prs_lateness(timestamp) FROM slice NOT INDEXED WHERE rowid >= ?1", -1,
                                &st, NULL) != SQLITE_OK) {
             *rc = SQLITE_ERROR;
         } else {
@@ -436,7 +436,7 @@ static int raw_first_pass(spp_store *s, late_acc *a, int *rc)
             sqlite3_finalize(st);
         }
     }
-    spp_rawscan_close(rs);
+    prs_rawscan_close(rs);
     return 1;
 }
 
@@ -447,7 +447,7 @@ static void late_final(sqlite3_context *c) { sqlite3_result_null(c); }
  * Both passes are plain scans of `slice`, so they visit the rows in the
  * same (rowid) order: the lateness measured by the first is the one the
  * second sees. */
-static const char *choose_mode(spp_store *s, int *plain)
+static const char *choose_mode(prs_store *s, int *plain)
 {
     /* NOT INDEXED: an index on timestamp (some writer's) must not turn
      * either scan into an index walk in another order. */
@@ -458,7 +458,7 @@ static const char *choose_mode(spp_store *s, int *plain)
         "ORDER BY timestamp, rowid";
     sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
     late_acc acc = {INT64_MIN, INT64_MAX, 0, 0, 0, 0};
-    if (sqlite3_create_function(s->db, "spp_lateness", -1, SQLITE_UTF8, &acc, NULL, late_step, late_final) !=
+    if (sqlite3_create_function(s->db, "prs_lateness", -1, SQLITE_UTF8, &acc, NULL, late_step, late_final) !=
         SQLITE_OK)
         return sorted;
     sqlite3_stmt *st;
@@ -467,7 +467,7 @@ static const char *choose_mode(spp_store *s, int *plain)
         /* One pass: the first window from the first rows; rows with no
          * valid timestamp are counted in C (reorder_fill). */
         char q[160];
-        snprintf(q, sizeof q, "SELECT spp_lateness(timestamp, duration) FROM (SELECT timestamp, duration FROM "
+        snprintf(q, sizeof q, "SELECT prs_lateness(timestamp, duration) FROM (SELECT timestamp, duration FROM "
                  "slice NOT INDEXED LIMIT %d)", PREFIX_ROWS);
         if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK)
             return sorted;
@@ -475,18 +475,18 @@ static const char *choose_mode(spp_store *s, int *plain)
         sqlite3_finalize(st);
         if (acc.n + acc.bad >= PREFIX_ROWS) {
             int64_t w = twice(acc.late > acc.maxdur ? acc.late : acc.maxdur);
-            s->mode = SPP_READ_REORDER;
+            s->mode = PRS_READ_REORDER;
             s->one_pass = 1;
             s->lateness = w > WINDOW0_NS ? w : WINDOW0_NS;
             s->released = INT64_MIN;
-            s->rb = spp_reorder_new();
-            spp_log(SPP_DEBUG, "store %s: one pass, first window %.3f ms", s->path, (double)s->lateness / 1e6);
+            s->rb = prs_reorder_new();
+            prs_log(PRS_DEBUG, "store %s: one pass, first window %.3f ms", s->path, (double)s->lateness / 1e6);
             *plain = 1;
             return "SELECT timestamp, duration, name, cat, args, pid, tid FROM slice NOT INDEXED";
         }
         /* the whole store was measured: choose as exact mode does */
     } else if (!raw_first_pass(s, &acc, &rc)) {
-        if (sqlite3_prepare_v2(s->db, "SELECT spp_lateness(timestamp) FROM slice NOT INDEXED", -1, &st, NULL) !=
+        if (sqlite3_prepare_v2(s->db, "SELECT prs_lateness(timestamp) FROM slice NOT INDEXED", -1, &st, NULL) !=
             SQLITE_OK)
             return sorted;
         rc = sqlite3_step(st);
@@ -501,9 +501,9 @@ static const char *choose_mode(spp_store *s, int *plain)
     s->lateness = late;
     s->maxts = INT64_MIN;
     if (rc != SQLITE_DONE)
-        spp_log(SPP_DEBUG, "store %s: first pass stopped after %lld rows: %s", s->path, n, sqlite3_errmsg(s->db));
+        prs_log(PRS_DEBUG, "store %s: first pass stopped after %lld rows: %s", s->path, n, sqlite3_errmsg(s->db));
     if (late == 0) {
-        s->mode = SPP_READ_DIRECT;
+        s->mode = PRS_READ_DIRECT;
         *plain = 2;
         return cols;
     }
@@ -511,48 +511,48 @@ static const char *choose_mode(spp_store *s, int *plain)
     double bytes = stat(s->path, &sb) == 0 ? (double)sb.st_size : 1e12;
     double span = n > 1 && maxts > tmin ? (double)(maxts - tmin) : 1;
     double window = bytes * ((double)late / span) * 2 + 1e6;
-    spp_log(SPP_DEBUG, "store %s: %lld rows, largest lateness %.3f ms, window ~%.0f KiB", s->path, n,
+    prs_log(PRS_DEBUG, "store %s: %lld rows, largest lateness %.3f ms, window ~%.0f KiB", s->path, n,
             (double)late / 1e6, window / 1024);
     if (window <= (double)REORDER_MAX_BYTES) {
-        s->mode = SPP_READ_REORDER;
-        s->rb = spp_reorder_new();
+        s->mode = PRS_READ_REORDER;
+        s->rb = prs_reorder_new();
         *plain = 2;
         return cols;
     }
-    s->mode = SPP_READ_SORTED;
+    s->mode = PRS_READ_SORTED;
     return sorted;
 }
 
 /* The plain scan of slice (where: with WHERE timestamp > 0) from the
  * b-tree pages, when rawscan can read this store exactly; else SQLite. */
-static void open_raw(spp_store *s, int where)
+static void open_raw(prs_store *s, int where)
 {
     const char *why = NULL;
     if (raw_off())
         why = "the raw scan is off (SERVPROF_RAWSCAN=0)";
     else
-        s->raw = spp_rawscan_open(s->db, &s->ctx->nscans, &why);
+        s->raw = prs_rawscan_open(s->db, &s->ctx->nscans, &why);
     if (s->raw && !(s->raw_row = calloc(1, sizeof *s->raw_row))) {
-        spp_rawscan_close(s->raw);
+        prs_rawscan_close(s->raw);
         s->raw = NULL;
         why = "out of memory";
     }
     if (!s->raw) {
-        spp_log(SPP_DEBUG, "store %s: slice read through SQLite: %s", s->path, why);
+        prs_log(PRS_DEBUG, "store %s: slice read through SQLite: %s", s->path, why);
         return;
     }
     s->raw_where = where;
     s->raw_path = 1;
     /* the pages the mode's look cached are not read again */
     sqlite3_db_release_memory(s->db);
-    spp_log(SPP_DEBUG, "store %s: slice read from its b-tree pages (raw scan)", s->path);
+    prs_log(PRS_DEBUG, "store %s: slice read from its b-tree pages (raw scan)", s->path);
 }
 
 /* A WAL SQLite will not read whole: said by name, with what is lost. 1 if so. */
-static int warn_wal(const spp_parse_ctx *c, const char *path, unsigned psz)
+static int warn_wal(const prs_parse_ctx *c, const char *path, unsigned psz)
 {
-    spp_wal_info w;
-    if (!spp_wal_check(path, psz, &w))
+    prs_wal_info w;
+    if (!prs_wal_check(path, psz, &w))
         return 0;
     if (!w.header_ok)
         OPEN_WARN("store %s: its WAL file (%s-wal, %lld bytes, %lld frames, about %lld rows) has a damaged header, "
@@ -565,7 +565,7 @@ static int warn_wal(const spp_parse_ctx *c, const char *path, unsigned psz)
     return 1;
 }
 
-spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
+prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index)
 {
     const char *why = NULL;
     unsigned psz = 0;
@@ -574,7 +574,7 @@ spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
         return NULL;
     }
     int wal_damaged = !c->quiet_open && warn_wal(c, path, psz); /* the rerun does not read the WAL twice */
-    spp_store *s = calloc(1, sizeof *s);
+    prs_store *s = calloc(1, sizeof *s);
     s->index = index;
     s->ctx = c;
     s->path = strdup(path);
@@ -585,11 +585,11 @@ spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
     s->last_ts = INT64_MIN;
     char *uri = uri_of(path);
     int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
-                             spp_readvfs_name());
+                             prs_readvfs_name());
     free(uri);
     if (rc != SQLITE_OK) {
         OPEN_WARN("store %s: cannot open (%s); skipped", path, sqlite3_errmsg(s->db));
-        spp_store_close(s);
+        prs_store_close(s);
         return NULL;
     }
     sqlite3_busy_timeout(s->db, 5000);
@@ -600,7 +600,7 @@ spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
     int mstx = slice == 1 ? 0 : has_table(s->db, "Mstx");
     if (slice < 0 || mstx < 0) {
         OPEN_WARN("store %s: unreadable (%s); skipped", path, sqlite3_errmsg(s->db));
-        spp_store_close(s);
+        prs_store_close(s);
         return NULL;
     }
     if (slice != 1 && mstx != 1) {
@@ -609,7 +609,7 @@ spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
                       "(above); skipped", path);
         else
             OPEN_WARN("store %s: has neither a 'slice' nor an 'Mstx' table; skipped", path);
-        spp_store_close(s);
+        prs_store_close(s);
         return NULL;
     }
     s->legacy = slice != 1;
@@ -625,12 +625,12 @@ spp_store *spp_store_open(spp_parse_ctx *c, const char *path, int index)
         open_raw(s, plain == 2);
     if (!s->raw && sqlite3_prepare_v2(s->db, sql, -1, &s->cur, NULL) != SQLITE_OK) {
         OPEN_WARN("store %s: cannot read records (%s); skipped", path, sqlite3_errmsg(s->db));
-        spp_store_close(s);
+        prs_store_close(s);
         return NULL;
     }
     step(s);
     if (s->failed && s->nrec == 0) {
-        spp_store_close(s);
+        prs_store_close(s);
         return NULL;
     }
     return s;
@@ -643,7 +643,7 @@ static const char *text_or(sqlite3_stmt *st, int col, const char *dflt)
 }
 
 /* Converts the pseudo-JSON message into s->legacy_buf. */
-static int convert_legacy(spp_store *s, const char *msg, int n)
+static int convert_legacy(prs_store *s, const char *msg, int n)
 {
     if ((size_t)n + 4 > s->legacy_cap) {
         s->legacy_cap = (size_t)n * 2 + 64;
@@ -666,27 +666,27 @@ static int convert_legacy(spp_store *s, const char *msg, int n)
     return (int)(o - s->legacy_buf);
 }
 
-void spp_legacy_decode(spp_store *s, const char *msg, int n, spp_rec *r)
+void prs_legacy_decode(prs_store *s, const char *msg, int n, prs_rec *r)
 {
     r->args_len = convert_legacy(s, msg, n);
     r->args = s->legacy_buf;
-    spp_str v;
+    prs_str v;
     s->legacy_name[0] = s->legacy_cat[0] = 0;
-    if (spp_json_object_string(r->args, r->args_len, "name", &v))
-        spp_str_copy(v, s->legacy_name, sizeof s->legacy_name);
-    if (spp_json_object_string(r->args, r->args_len, "domain", &v))
-        spp_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
+    if (prs_json_object_string(r->args, r->args_len, "name", &v))
+        prs_str_copy(v, s->legacy_name, sizeof s->legacy_name);
+    if (prs_json_object_string(r->args, r->args_len, "domain", &v))
+        prs_str_copy(v, s->legacy_cat, sizeof s->legacy_cat);
     r->name = s->legacy_name;
     r->cat = s->legacy_cat;
 }
 
 /* Fills r from the cursor's current row. */
-static void read_cur(spp_store *s, spp_rec *r)
+static void read_cur(prs_store *s, prs_rec *r)
 {
     sqlite3_stmt *st = s->cur;
     r->store = s;
     if (s->raw) {
-        const spp_rawrow *w = s->raw_row;
+        const prs_rawrow *w = s->raw_row;
         r->ts = w->ts;
         r->dur = w->dur < 0 ? 0 : w->dur;
         if (dur_absurd(r->ts, r->dur)) {
@@ -713,7 +713,7 @@ static void read_cur(spp_store *s, spp_rec *r)
     } else {
         int64_t end = sqlite3_column_int64(st, 1);
         r->dur = end > r->ts ? end - r->ts : 0;
-        spp_legacy_decode(s, text_or(st, 2, ""), sqlite3_column_bytes(st, 2), r);
+        prs_legacy_decode(s, text_or(st, 2, ""), sqlite3_column_bytes(st, 2), r);
         r->pid = sqlite3_column_int64(st, 3);
         r->tid = sqlite3_column_int64(st, 4);
     }
@@ -732,14 +732,14 @@ static void read_cur(spp_store *s, spp_rec *r)
 /* One-pass mode: a row earlier than one already handed out ends the store
  * (the driver starts again in exact mode); otherwise the window follows the
  * largest lateness seen. 0: the row is not to be buffered. */
-static int one_pass_check(spp_store *s, const spp_rec *r)
+static int one_pass_check(prs_store *s, const prs_rec *r)
 {
     if (r->ts <= 0) { /* NULL, not a number, or before 1970: no place in time */
         s->bad++;
         return 0;
     }
     if (r->ts < s->released) {
-        spp_log(SPP_DEBUG, "store %s: a record %.3f ms earlier than one already read (window %.3f ms); "
+        prs_log(PRS_DEBUG, "store %s: a record %.3f ms earlier than one already read (window %.3f ms); "
                 "reading the stores again with a first pass", s->path, (double)(s->released - r->ts) / 1e6,
                 (double)s->lateness / 1e6);
         s->violated = 1;
@@ -755,14 +755,14 @@ static int one_pass_check(spp_store *s, const spp_rec *r)
 /* Reorder mode: read rows until the earliest buffered one is safe to give.
  * In one-pass mode a buffer over REORDER_MAX_BYTES gives its earliest row
  * anyway: a row that later turns out to be earlier is a violation. */
-static int reorder_fill(spp_store *s)
+static int reorder_fill(prs_store *s)
 {
     for (;;) {
         int64_t m;
-        int have = spp_reorder_min(s->rb, &m);
+        int have = prs_reorder_min(s->rb, &m);
         if (have && (!live(s) || m < s->maxts - s->lateness ||
-                     (s->one_pass && spp_reorder_bytes(s->rb) > (size_t)REORDER_MAX_BYTES))) {
-            spp_reorder_pop(s->rb, s->row);
+                     (s->one_pass && prs_reorder_bytes(s->rb) > (size_t)REORDER_MAX_BYTES))) {
+            prs_reorder_pop(s->rb, s->row);
             s->row->store = s;
             s->released = s->row->ts;
             return 1;
@@ -773,7 +773,7 @@ static int reorder_fill(spp_store *s)
             s->bad = 0;
             return 0;
         }
-        spp_rec r;
+        prs_rec r;
         read_cur(s, &r);
         if (s->one_pass && !one_pass_check(s, &r)) {
             if (live(s))
@@ -784,17 +784,17 @@ static int reorder_fill(spp_store *s)
             s->maxts = r.ts;
         /* The scan is in rowid order: its row count breaks ties exactly as
          * the rowid would, without asking SQLite for it. */
-        spp_reorder_push(s->rb, &r, ++s->seq);
+        prs_reorder_push(s->rb, &r, ++s->seq);
         step(s);
     }
 }
 
-int spp_store_peek(spp_store *s, spp_rec *rec)
+int prs_store_peek(prs_store *s, prs_rec *rec)
 {
     if (!s->have_row) {
         if (s->disordered)
             return 0;
-        if (s->mode == SPP_READ_REORDER) {
+        if (s->mode == PRS_READ_REORDER) {
             if (!reorder_fill(s))
                 return 0;
         } else {
@@ -820,18 +820,18 @@ int spp_store_peek(spp_store *s, spp_rec *rec)
     return 1;
 }
 
-void spp_store_next(spp_store *s)
+void prs_store_next(prs_store *s)
 {
-    spp_rec skipped;
-    if (!s->have_row && !spp_store_peek(s, &skipped))
+    prs_rec skipped;
+    if (!s->have_row && !prs_store_peek(s, &skipped))
         return;
     s->nrec++;
     s->have_row = 0;
-    if (s->mode != SPP_READ_REORDER)
+    if (s->mode != PRS_READ_REORDER)
         step(s);
 }
 
-void spp_store_close(spp_store *s)
+void prs_store_close(prs_store *s)
 {
     if (!s)
         return;
@@ -845,7 +845,7 @@ void spp_store_close(spp_store *s)
     free(s->process_name);
     free(s->legacy_buf);
     free(s->row);
-    spp_reorder_free(s->rb);
+    prs_reorder_free(s->rb);
     for (int i = 0; i < s->nthreads; i++)
         free(s->thread_names[i]);
     free(s->thread_names);
