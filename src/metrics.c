@@ -45,9 +45,9 @@
  * needs no millisecond latency, only to keep rings far from full: 10 ms
  * after a pass that found DRAIN_BUSY_BYTES (a 4 MiB ring takes ~70 ms to
  * fill at the fastest one thread records), doubling up to 100 ms
- * otherwise. A wake-up costs ~36 us of CPU on this VM (measured idle: 100
- * wake-ups in 5 s, 3.6 ms); at the writer's 1..20 ms they were most of the
- * thread's CPU in the demo (0.47 % of the server's, bench_metrics_demo.py). */
+ * otherwise. Wake-ups are what this thread's CPU is made of: at the
+ * writer's 1..20 ms they were most of it in the demo (docs/benchmarks.md,
+ * "Figures behind design comments"; bench_metrics_demo.py). */
 #define DRAIN_BUSY_BYTES (16 * 1024)
 #define DRAIN_BUSY_MS 10
 #define DRAIN_IDLE_MAX_MS 100

@@ -9,8 +9,9 @@
  * stored per value). Time buckets are 16 per doubling, 2^-12 s (0.24 ms)
  * to 2^9 s (512 s): histogram_quantile() interpolates inside one bucket,
  * and a bucket 4.4 % wide keeps its answer within a few percent of the
- * exact quantile (8 per doubling, 9 % wide, was measured 8 % off at P50 of
- * 100 requests), where vLLM's coarser buckets can be off by half. The
+ * exact quantile (8 per doubling, 9 % wide, was measured further off:
+ * docs/benchmarks.md, "Figures behind design comments"), where vLLM's
+ * coarser buckets can be off by half. The
  * price is 338 series per histogram and label set. Count buckets
  * (requests, tokens per step) are 1, 1.5, 2, 3, 4, 6 ... 65536.
  */

@@ -32,7 +32,8 @@
  * WAL hook (called after each of the writer's commits) wakes the
  * checkpointer once the WAL holds CKPT_FRAMES pages. A checkpoint copies
  * the WAL into the .db and fsyncs both: done on the writer thread it took
- * ~35 % of the writer's CPU and stalled it while the thread buffers filled.
+ * a third of the writer's CPU and stalled it while the thread buffers
+ * filled (docs/benchmarks.md, "Figures behind design comments").
  * PASSIVE checkpoints never block the writer. The WAL only restarts from
  * its beginning (instead of growing) when the writer's next transaction
  * starts after a checkpoint that copied everything, so from the commit

@@ -5,7 +5,8 @@
  * A store is read in rowid order (twice: the timestamp pass, then the rows;
  * see storeread.c), and SQLite asks the OS for one page at a time: a 2 GB store
  * with 4 KiB pages costs a million pread() calls, and on the VMs we run on a
- * system call costs microseconds (perf: ~8% of a full parse in pread). This
+ * system call costs microseconds (perf put a visible share of a full parse
+ * in pread: docs/benchmarks.md, "Figures behind design comments"). This
  * VFS wraps the default one and, for main database files opened read-only,
  * serves reads from a 128 KiB chunk read in one call; every other file
  * (journal, WAL, -shm, and anything opened for writing) goes straight

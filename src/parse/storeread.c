@@ -76,8 +76,9 @@
  * duration among the first PREFIX_ROWS rows, and at least WINDOW0_NS (a
  * store no longer than that has been measured whole: exact mode's choice,
  * with no second look at the timestamps). A
- * small window keeps the buffered rows in the CPU caches (5.15 M records:
- * 0.5 s measured 15-20 % less CPU than 5 s); a span longer than that and
+ * small window keeps the buffered rows in the CPU caches (0.5 s took less
+ * CPU than 5 s: docs/benchmarks.md, "Figures behind design comments"); a
+ * span longer than that and
  * than anything before it costs a second run (storeread.c top comment). */
 #define WINDOW0_NS 500000000LL
 #define PREFIX_ROWS 16384

@@ -49,8 +49,9 @@ typedef struct lane { int store; long long tid; char *cat; int id; char *name; s
 
 /* The trace's output buffer: appends are inlined memcpys into a buffer of
  * dwrite.c, which the writer thread puts on disk while the next one fills
- * (stdio cost a call per fputs/fwrite plus its own checks: ~5% of a
- * json-only parse; a buffered write() a new page-cache page per 4 KiB). */
+ * (stdio cost a call per fputs/fwrite plus its own checks, a measurable
+ * share of a json-only parse: docs/benchmarks.md, "Figures behind design
+ * comments"; a buffered write() a new page-cache page per 4 KiB). */
 typedef struct wout {
     prs_dw *dw;
     char *b;             /* PRS_DW_BUF bytes, from dwrite */
