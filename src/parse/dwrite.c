@@ -39,6 +39,7 @@
  * and is not a regular file (a FIFO, /dev/null) is written in place,
  * unstaged: a rename would replace the node (sp_output_target).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -201,6 +202,31 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
     s->q[s->n].final = strdup(final);
     s->n++;
 }
+
+static int has_nodes(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0; /* not there yet: nothing in it */
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[PATH_MAX], target[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        int how = sp_output_target(path, target, sizeof target);
+        if (how == SP_OUT_IN_PLACE)
+            found = 1;
+        else if (how == -EISDIR && depth > 0)
+            found = has_nodes(path, depth - 1);
+    }
+    closedir(d);
+    return found;
+}
+
+int prs_dw_dir_has_nodes(const char *dir) { return has_nodes(dir, 1); }
 
 static void stage_end(prs_dw_stage *s)
 {

@@ -128,8 +128,13 @@ int prs_run(const prs_opts *opts)
     int again = 0;
     prs_parse_ctx ctx = {0};
     prs_store_exact(&ctx, 0);
-    /* open-time warnings are still said when a tap forces exact mode */
-    ctx.exact = (prs_tap_now.row || prs_tap_now.record) && !prs_tap_now.restart;
+    /* Exact mode from the start when what a first run hands out cannot be
+     * taken back: a tap that cannot start over, or an output written in
+     * place (a FIFO's reader would get the abandoned run's rows too). The
+     * open-time warnings are still said. */
+    int outputs = opts->csv || opts->json || opts->db;
+    ctx.exact = ((prs_tap_now.row || prs_tap_now.record) && !prs_tap_now.restart) ||
+                (outputs && prs_dw_dir_has_nodes(opts->output));
     int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         prs_log(PRS_INFO, "a record came later than the reorder window of one pass; parsing again with a "

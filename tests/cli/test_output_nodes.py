@@ -17,6 +17,8 @@ stands for it.
     link: the CSV goes through the FIFO, the trace through the link;
     OUT/profiler.db a FIFO: left alone, one ERROR naming it, exit 1, the
     other outputs written;
+  - a parse whose one pass would restart, into OUT/request.csv a FIFO: it
+    starts in exact mode, so the FIFO gets the rows once;
   - parse -o OUT with OUT/profiler.db a link to a file elsewhere: the link
     stays, the file it names becomes the new database;
   - config init --force FIFO / LINK: the same rule;
@@ -36,6 +38,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "parse"))
 import scenario  # noqa: E402
+from fixtures import Store  # noqa: E402
 
 BIN = os.environ["SERVPROF_BIN"]
 
@@ -153,6 +156,42 @@ class OutputNodes(unittest.TestCase):
             self.assertIn("traceEvents", json.load(f))
         self.assertTrue(os.path.isfile(os.path.join(out, "batch.csv")))
         self.assertEqual([n for n in os.listdir(out) if n.endswith(".partial")], [])
+
+    def test_parse_that_would_restart_into_a_fifo(self):
+        # A span over the whole run inserted last, after more rows than one pass sizes its
+        # window from: a parse into plain files runs once, is abandoned and runs again in
+        # exact mode. A FIFO cannot take back what the first run wrote (its reader would get
+        # the rows twice, or, like `cat`, end at the first close and leave the second run
+        # blocked), so a parse with an output written in place starts in exact mode.
+        raw = self.path("late")
+        scenario.build(raw)
+        s = Store(os.path.join(raw, "hostA", "Trace_Service", "ms_service_hostA-400.db"), "hostA", 400)
+        s.db.execute("BEGIN")
+        for i in range(17000):
+            s.event("tick", i, "Misc")
+        s.span("serverLifetime", -1, 17001, "Service")
+        s.close()
+        plain = self.path("late-plain")
+        p = sp("parse", "-i", raw, "-o", plain, "--quiet", "--log-level", "info")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("parsing again", p.stderr)  # the input does make a one-pass parse restart
+        with open(os.path.join(plain, "request.csv"), "rb") as f:
+            expected = f.read()
+        out = self.path("late-out")
+        os.mkdir(out)
+        reader = FifoReader(os.path.join(out, "request.csv"))
+        e = dict(os.environ)
+        e.pop("SERVICE_PROF_CONFIG_PATH", None)
+        try:
+            p = subprocess.run([BIN, "parse", "-i", raw, "-o", out, "--quiet", "--log-level", "info"],
+                               capture_output=True, text=True, timeout=60, env=e)
+        except subprocess.TimeoutExpired:
+            self.fail("the parse blocked on the FIFO (a second run opened it after its reader had ended)")
+        data = reader.finish()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("parsing again", p.stderr)
+        self.assertEqual(data, expected)
+        self.assertTrue(is_fifo(os.path.join(out, "request.csv")))
 
     def test_parse_db_through_a_symlink(self):
         out = self.path("out-db")
