@@ -67,7 +67,7 @@ static _Atomic int quit;
 /* Set by the watcher thread itself as it starts: `running` and `thread`
  * are only stored after pthread_create returns, which may be after the
  * thread's first changed() call. */
-static __thread int on_watcher;
+static _Thread_local int on_watcher;
 static _Atomic uint64_t passes; /* loops finished, never reset (tests wait on it) */
 
 static void get_ident(ident *id)
