@@ -198,6 +198,14 @@ static int64_t thread_cpu_now(void)
     return (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
 }
 
+/* The deadline of the job running now (sampler thread only; observers). */
+static __thread int64_t pass_deadline;
+
+int64_t sp_samplers_pass_deadline(void)
+{
+    return pass_deadline;
+}
+
 /* Runs every job whose deadline has passed and moves its deadline on by
  * whole periods. A deadline that has already passed when the pass is over
  * (the pass, or the machine, was slow) is skipped and counted. */
@@ -207,6 +215,7 @@ static void run_due(job *jobs, int n, int64_t now)
         job *j = &jobs[i];
         if (j->next_ns > now)
             continue;
+        pass_deadline = j->next_ns;
         j->run();
         if (!j->period_ns) {
             j->next_ns = INT64_MAX;
@@ -243,6 +252,7 @@ static void *sampler_main(void *arg)
     /* First deadlines count from t0 (after the opening work, which may be
      * slow), one period in: the host rates need one period of history. */
     int64_t base = sp_now_monotonic_ns();
+    ctl.stats.base_ns = base;
     for (int i = 0; i < n; i++)
         jobs[i].next_ns = base + (jobs[i].period_ns ? jobs[i].period_ns
                                                     : (int64_t)ctl.cupti_seconds * 1000000000LL);
@@ -281,7 +291,8 @@ static void *sampler_main(void *arg)
     ctl.host = NULL;
     ctl.nvml = NULL;
     ctl.stats.thread_cpu_ns = thread_cpu_now();
-    ctl.stats.run_ns = sp_now_monotonic_ns() - t0;
+    ctl.stats.end_ns = sp_now_monotonic_ns();
+    ctl.stats.run_ns = ctl.stats.end_ns - t0;
     return NULL;
 }
 

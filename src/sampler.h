@@ -59,8 +59,15 @@ typedef struct sp_sampler_stats {
     int64_t thread_cpu_ns;   /* CPU time of the sampler thread, all of it */
     int64_t open_cpu_ns;     /* part spent opening the samplers (dlopen ...) */
     int64_t run_ns;          /* monotonic time from thread start to exit */
+    int64_t base_ns;         /* monotonic time the deadlines count from */
+    int64_t end_ns;          /* monotonic time the thread exited */
 } sp_sampler_stats;
 void sp_samplers_get_stats(sp_sampler_stats *out);
+
+/* The absolute CLOCK_MONOTONIC deadline of the pass running now; valid on
+ * the sampler thread only, i.e. in an observer (tests check with it that
+ * pass k is due at base_ns + k periods). */
+int64_t sp_samplers_pass_deadline(void);
 
 /* ------------------------------------------------------------------ */
 /* Host (sampler_host.c)                                                */

@@ -5,11 +5,12 @@ limits, two processes, fork, rapid toggling, logs."""
 import fcntl
 import json
 import os
+import re
 import stat
 import time
 import unittest
 
-from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config, SANITIZE
+from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
 
 
 class Live(RuntimeCase):
@@ -49,13 +50,11 @@ class Live(RuntimeCase):
         p = self.probe()
         p.wait_ticks(100)  # the library runs (its watch is set) and has made no session
         self.assertEqual(sessions(self.prof), [])
-        t0 = time.monotonic()
         write_config(self.cfg, self.base_config(enable=1))  # the edit: temp file + rename
+        # The enable is seen: the bound only stops a hung test (the latency
+        # is a figure: bench/bench_toggle.c, docs/benchmarks.md).
         first = wait_until(lambda: sessions(self.prof), bound(2), 0.002)
-        took = time.monotonic() - t0
         self.assertTrue(first, "no session folder; log:\n" + p.log())
-        limit = 0.2 if not SANITIZE else 2.0
-        self.assertLess(took, limit, "session folder took %.3fs" % took)
         p.wait_state(True)
         d, store = p.session()
         self.assertEqual(d, os.path.join(self.prof, first[0]))
@@ -100,10 +99,11 @@ class Live(RuntimeCase):
         p = self.probe(env={"SERVPROF_WATCH_POLL_ONLY": "1"})
         self.assertTrue(wait_until(lambda: "polling" in p.log(), bound(5)), p.log())
         p.wait_ticks(1)
-        t0 = time.monotonic()
+        # Each change is seen by polling alone (wait_state's bound only stops
+        # a hung test; the poll's latency: bench_toggle with
+        # SERVPROF_WATCH_POLL_ONLY=1, docs/benchmarks.md).
         write_config(self.cfg, self.base_config(enable=1), atomic=False)
         p.wait_state(True)
-        self.assertLess(time.monotonic() - t0, bound(0.5))
         write_config(self.cfg, self.base_config(enable=0), atomic=True)  # new inode
         p.wait_state(False)
         # Same size, same inode, rewritten in place: mtime/ctime in ns tell.
@@ -181,14 +181,16 @@ class Live(RuntimeCase):
         os.chmod(self.cfg, 0o600)
         p = self.probe()
         p.wait_state(True)
-        t0 = time.monotonic()
         p.wait_state(False, timeout=5)
-        self.assertGreater(time.monotonic() - t0, 0.5)
+        # It stopped after the limit, by the process's own clock (the reading
+        # it compared with the deadline), not the test's.
+        m = re.search(r"timelimit: 1 s reached after (\d+) ms of collection", p.log())
+        self.assertTrue(m, p.log())
+        self.assertGreaterEqual(int(m.group(1)), 1000)
         self.assertTrue(wait_until(lambda: '"enable": 0' in open(self.cfg).read(), bound(2)))
         with open(self.cfg) as f:
             self.assertEqual(f.read(), text.replace('"enable": 1,', '"enable": 0,', 1))
         self.assertEqual(stat.S_IMODE(os.stat(self.cfg).st_mode), 0o600)
-        self.assertIn("timelimit: 1 s reached", p.log())
         # The watcher reads the file it wrote itself: that must not start again.
         self.assertTrue(wait_until(lambda: '"enable" stays 0: collection stays off' in p.log(),
                                    bound(2)), p.log())
@@ -252,8 +254,9 @@ class Live(RuntimeCase):
         self.assertEqual(child[2], d)
         self.assertEqual(child[3], os.path.join(d, "Trace_Service", "ms_service_%s-%d.db"
                                                 % (os.uname().nodename, cpid)))
-        self.assertTrue(p.state.startswith("ON "))
-        self.assertEqual(p.session()[0], d)
+        now = p.now().split(" ")  # the parent collects on, in the same folder
+        self.assertEqual(now[0], "ON")
+        self.assertEqual(now[1], d)
         self.assertEqual(p.quit(), 0)
 
     @ASAN_FORK_SKIP

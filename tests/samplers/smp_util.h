@@ -106,6 +106,7 @@ typedef struct obs_row {
     char scope_key[16];
     int64_t scope;
     int64_t mono_ns;
+    int64_t deadline_ns; /* the pass's deadline (sampler thread), 0 elsewhere */
 } obs_row;
 
 static struct {
@@ -135,6 +136,7 @@ static inline void obs_fn(void *ctx, const sp_sample_row *r)
             o->scope = r->scope;
         }
         o->mono_ns = sp_now_monotonic_ns();
+        o->deadline_ns = sp_samplers_pass_deadline();
     }
     pthread_mutex_unlock(&obs.mu);
 }

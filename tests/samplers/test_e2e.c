@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_e2e.c — samplers through the real runtime and recorder: a config
- * file with host_system_usage_freq 10, started by servprof_init(), run for
- * 2 s, stopped. The raw store must hold 20 ± 2 host passes (sanitizer
- * builds: more slack in the count, none in the values) whose args are sane
- * JSON per the samplers contract; with NVML and CUPTI absent, one log line
+ * file with host_system_usage_freq 10, started by servprof_init(), run
+ * until 20 passes were taken, stopped. The raw store must hold every pass
+ * taken (the batch pending at the stop included), each with args of sane
+ * JSON per the samplers contract, all between the start and the stop; with NVML and CUPTI absent, one log line
  * each, no "npu" row and no activity store. A second session with the NVML
  * test double records one DeviceMemory row per device and pass.
  */
@@ -54,7 +54,10 @@ static void session_one(const char *tmp)
     CHECK_INT(servprof_store_path(store, sizeof store), 0);
     CHECK_INT(servprof_session_dir(dir, sizeof dir), 0);
     int64_t t0 = servprof_now_ns();
-    sleep_ms(2000); /* the window of a rate check (10 Hz: 18 to 22 passes), not a wait */
+    /* Until 20 passes were taken (bounded: 10 s, 100 s under sanitizers; the
+     * rate is a figure: bench/bench_sampler.c and test_scheduler's grid). */
+    for (int i = 0; i < (smp_sanitized() ? 1000 : 100) && atomic_load(&mem_rows_taken) < 20; i++)
+        sleep_ms(100); /* a poll period */
     CHECK_INT(servprof_stop(), 0);
     int64_t t1 = servprof_now_ns();
     char *log = capture_end();
@@ -69,10 +72,7 @@ static void session_one(const char *tmp)
     sp_samplers_set_observer(NULL, NULL);
     /* every row taken is stored, the batch pending at the stop included */
     CHECK_INT(passes, atomic_load(&mem_rows_taken));
-    if (smp_sanitized())
-        CHECK(passes >= 10 && passes <= 22);
-    else
-        CHECK(passes >= 18 && passes <= 22);
+    CHECK(passes >= 20);
     CHECK(q_int(store, "SELECT COUNT(*) FROM slice WHERE cat='host' AND name='CpuUsage'") >=
           passes - 1);
     CHECK(q_int(store, "SELECT COUNT(*) FROM slice WHERE cat='host' AND name='ProcessUsage'") >=
