@@ -65,10 +65,14 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len)
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
         return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
