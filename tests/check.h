@@ -11,13 +11,16 @@
 
 #include <ftw.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int check_failures;
-static int check_count;
+/* Atomic: a test may check from several threads (each ++ is one atomic
+ * add; a test's own threads need no lock around CHECK). */
+static _Atomic int check_failures;
+static _Atomic int check_count;
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -124,7 +127,8 @@ static inline int check_wait_until(int (*cond)(void *), void *arg, long ms)
 
 #define CHECK_DONE()                                                           \
     do {                                                                       \
-        fprintf(stderr, "%d checks, %d failed\n", check_count, check_failures); \
+        fprintf(stderr, "%d checks, %d failed\n", atomic_load(&check_count),     \
+                atomic_load(&check_failures));                                 \
         return check_failures ? 1 : 0;                                         \
     } while (0)
 
