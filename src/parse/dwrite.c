@@ -203,30 +203,35 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
     s->n++;
 }
 
-static int has_nodes(const char *dir, int depth)
+static int has_nodes(const char *dir, int depth, char *found, size_t cap)
 {
     DIR *d = opendir(dir);
     if (!d)
         return 0; /* not there yet: nothing in it */
-    int found = 0;
+    int hit = 0;
     struct dirent *e;
-    while (!found && (e = readdir(d))) {
+    while (!hit && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         char path[PATH_MAX], target[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
             continue;
         int how = sp_output_target(path, target, sizeof target);
-        if (how == SP_OUT_IN_PLACE)
-            found = 1;
-        else if (how == -EISDIR && depth > 0)
-            found = has_nodes(path, depth - 1);
+        if (how == SP_OUT_IN_PLACE) {
+            snprintf(found, cap, "%s", path);
+            hit = 1;
+        } else if (how == -EISDIR && depth > 0) {
+            hit = has_nodes(path, depth - 1, found, cap);
+        }
     }
     closedir(d);
-    return found;
+    return hit;
 }
 
-int prs_dw_dir_has_nodes(const char *dir) { return has_nodes(dir, 1); }
+int prs_dw_dir_has_nodes(const char *dir, char *found, size_t cap)
+{
+    return dir && has_nodes(dir, 1, found, cap);
+}
 
 static void stage_end(prs_dw_stage *s)
 {

@@ -49,8 +49,9 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final);
 int prs_dw_remove(const char *path);
 /* 1 when dir, or a folder in it (span_info/), holds a name an output
  * would be written into in place (a FIFO, a device, a dangling link:
- * sp_output_target): what is written there cannot be taken back. */
-int prs_dw_dir_has_nodes(const char *dir);
+ * sp_output_target): what is written there cannot be taken back. The
+ * first such path goes into found (cap bytes). 0 for a NULL dir. */
+int prs_dw_dir_has_nodes(const char *dir, char *found, size_t cap);
 int prs_dw_stage_commit(prs_dw_stage *s);
 void prs_dw_stage_discard(prs_dw_stage *s);
 /* The buffer to fill next: cap bytes, aligned. */

@@ -132,9 +132,12 @@ int prs_run(const prs_opts *opts)
      * taken back: a tap that cannot start over, or an output written in
      * place (a FIFO's reader would get the abandoned run's rows too). The
      * open-time warnings are still said. */
-    int outputs = opts->csv || opts->json || opts->db;
-    ctx.exact = ((prs_tap_now.row || prs_tap_now.record) && !prs_tap_now.restart) ||
-                (outputs && prs_dw_dir_has_nodes(opts->output));
+    char node[4096];
+    int in_place = (opts->csv || opts->json || opts->db) && prs_dw_dir_has_nodes(opts->output, node, sizeof node);
+    if (in_place)
+        prs_log(PRS_INFO, "%s is written in place (not a regular file): the stores' timestamps are read once "
+                "before any row, so that no row reaches it twice", node);
+    ctx.exact = ((prs_tap_now.row || prs_tap_now.record) && !prs_tap_now.restart) || in_place;
     int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         prs_log(PRS_INFO, "a record came later than the reorder window of one pass; parsing again with a "

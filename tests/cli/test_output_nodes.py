@@ -190,6 +190,7 @@ class OutputNodes(unittest.TestCase):
         data = reader.finish()
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("parsing again", p.stderr)
+        self.assertIn(os.path.join(out, "request.csv") + " is written in place", p.stderr)
         self.assertEqual(data, expected)
         self.assertTrue(is_fifo(os.path.join(out, "request.csv")))
 
