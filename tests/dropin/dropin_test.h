@@ -11,7 +11,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "check.h"
 
 /* Sets the function pointer f to the symbol of the same name, or exits. */
 #define LOOK(h, f)                                                                 \
@@ -48,18 +49,15 @@ static inline void dropin_write_config(const char *cfg, const char *prof, const 
     }
 }
 
-/* Polls cond every 5 ms for at most 20 s (x10 under sanitizers). */
+static inline int dropin_call_cond(void *cond)
+{
+    return (*(int (**)(void))cond)();
+}
+
+/* Waits (check_wait_until) at most 20 s, x10 under sanitizers, for cond. */
 static inline int dropin_wait_for(int (*cond)(void))
 {
-    const char *san = getenv("SERVPROF_SANITIZE");
-    int limit = san && *san ? 40000 : 4000;
-    struct timespec ts = {0, 5000000};
-    for (int i = 0; i < limit; i++) {
-        if (cond())
-            return 1;
-        nanosleep(&ts, NULL);
-    }
-    return 0;
+    return check_wait_until(dropin_call_cond, &cond, 20000);
 }
 
 #endif
