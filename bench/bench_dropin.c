@@ -1,7 +1,7 @@
 /*
  * bench_dropin.c — the drop-in library (libms_service_profiler.so) through
  * the reference's ABI, loaded the way its clients load it (dlopen by name,
- * dlsym): run it with LD_LIBRARY_PATH=<build>/src/dropin.
+ * dlsym): run it with LD_LIBRARY_PATH=<build>/dropin.
  *
  * Phases (each printed; per-call figures are the calling thread's CPU
  * time, medians of REPS runs):
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
     int seconds = argc > 3 ? atoi(argv[3]) : 3;
     void *h = dlopen("libms_service_profiler.so", RTLD_NOW);
     if (!h) {
-        fprintf(stderr, "dlopen: %s (run with LD_LIBRARY_PATH=<build>/src/dropin)\n", dlerror());
+        fprintf(stderr, "dlopen: %s (run with LD_LIBRARY_PATH=<build>/dropin)\n", dlerror());
         return 1;
     }
     *(void **)&IsEnable = dlsym(h, "IsEnable");

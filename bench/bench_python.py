@@ -9,7 +9,7 @@ Prints, for each kind of call site, ns per call for:
 and the overhead (instrumented - clean) / calls. Best of several repeats,
 since the machine is shared.
 
-    SERVPROF_LIB=build/src/libservprof.so python3 bench/bench_python.py [--calls N]
+    SERVPROF_LIB=build/lib/libservprof.so python3 bench/bench_python.py [--calls N]
 
 It runs in a temporary folder (config file and prof_dir; removed at the
 end unless KEEP_TMP=1) and checks, after the enabled run, that the store

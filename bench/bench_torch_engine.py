@@ -20,7 +20,7 @@ profiled steps cost — torch's profiler, not servprof: the median forward
 span in the profiled steps against the others, and the pause after the
 last profiled step (torch's stop, which turns its records into events).
 
-    SERVPROF_LIB=build/src/libservprof.so python3 bench/bench_torch_engine.py \\
+    SERVPROF_LIB=build/lib/libservprof.so python3 bench/bench_torch_engine.py \\
         [--load build/bin/servprof-load] [--rounds 3] [--requests 256]
 
 Verifies, while timing: every request ok in every run, and in the "on"

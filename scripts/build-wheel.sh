@@ -29,7 +29,7 @@ fi
 if [ "${SERVPROF_WHEEL_PREBUILT:-0}" != 1 ]; then
   cmake --build "$BUILD" -j2 --target servprof servprof_cli >/dev/null
 fi
-lib=$(readlink -f "$BUILD/src/libservprof.so.0")
+lib=$(readlink -f "$BUILD/lib/libservprof.so.0")
 cli=$(readlink -f "$BUILD/bin/servprof")
 mkdir -p "$OUT"
 "$PY" - "$OUT" "$lib" "$cli" <<'PYEOF'

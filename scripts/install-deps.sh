@@ -28,10 +28,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# uPlot for `servprof report`, at the version pinned in src/report/package-lock.json (MIT; the
+# uPlot for `servprof report`, at the version pinned in tool/report/package-lock.json (MIT; the
 # build embeds it into the servprof binary, so nothing is fetched at run time). Only when the
 # installed copy is missing or another version; re-run cmake after it (the build warns).
-REPORT_DIR="$(cd "$(dirname "$0")/.." && pwd)/src/report"
+REPORT_DIR="$(cd "$(dirname "$0")/.." && pwd)/tool/report"
 want=$(sed -n 's/.*"uplot": "\([0-9.]*\)".*/\1/p' "$REPORT_DIR/package.json")
 have=$(sed -n 's/^ *"version": "\([0-9.]*\)".*/\1/p' "$REPORT_DIR/node_modules/uplot/package.json" 2>/dev/null | head -1 || true)
 if [ "$want" != "$have" ]; then

@@ -13,7 +13,7 @@
 # kept in <dir>/ctest.log. See README.md for how long it takes.
 # SERVPROF_TEST_BUILDS="plain asan tsan clang" picks the builds (default all four).
 # Opt-in: "coverage" (build-cov/, --coverage at -O0) runs the suite once
-# more and prints src/'s line coverage (gcovr) after the totals.
+# more and prints the line coverage of common/ lib/ dropin/ tool/ (gcovr) after the totals.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -31,10 +31,10 @@ coverage_report() {
   if ! command -v gcovr >/dev/null; then
     echo "test.sh: gcovr not found; no coverage figure" >&2; return 0
   fi
-  echo "=== coverage of src/ (lowest files first) ==="
-  local g=(gcovr -r . --object-directory build-cov --filter 'src/' --gcov-ignore-parse-errors)
-  "${g[@]}" 2>/dev/null | awk '/^src\// && NF >= 4' | sort -k4,4n | head -10
-  "${g[@]}" --print-summary -o /dev/null 2>/dev/null | sed -n 's/^lines: /src\/ line coverage: /p'
+  echo "=== coverage of common/ lib/ dropin/ tool/ (lowest files first) ==="
+  local g=(gcovr -r . --object-directory build-cov --filter '(common|lib|dropin|tool)/' --gcov-ignore-parse-errors)
+  "${g[@]}" 2>/dev/null | awk '/^(common|lib|dropin|tool)\// && NF >= 4' | sort -k4,4n | head -10
+  "${g[@]}" --print-summary -o /dev/null 2>/dev/null | sed -n 's/^lines: /line coverage of the C sources: /p'
 }
 # -------------------------------------------------------------------------
 for b in $BUILDS; do

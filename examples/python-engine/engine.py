@@ -33,7 +33,7 @@ Records (the tiny-llm-server vocabulary):
 
 Run it (collection follows SERVICE_PROF_CONFIG_PATH, edited while it runs):
 
-    SERVPROF_LIB=build/src/libservprof.so SERVICE_PROF_CONFIG_PATH=/tmp/prof.json \\
+    SERVPROF_LIB=build/lib/libservprof.so SERVICE_PROF_CONFIG_PATH=/tmp/prof.json \\
         python3 examples/python-engine/engine.py --port 8000
     build/bin/servprof-load --port 8000 --requests 64 --vocab 256 --prompt-len 8:32 \\
         --output-len 4:16 --shared-prefix 0

@@ -33,7 +33,7 @@ import threading
 
 _SONAMES = ("libservprof.so.0", "libservprof.so")
 
-# SP_LEVEL_UNINIT in src/internal.h: servprof__level holds INT_MAX until the
+# SP_LEVEL_UNINIT in lib/core/internal.h: servprof__level holds INT_MAX until the
 # library has initialized in this process (and again in a fork child).
 LEVEL_UNINIT = 2**31 - 1
 

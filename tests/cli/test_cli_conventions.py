@@ -2,7 +2,7 @@
 """test_cli_conventions.py — every verb of `servprof` follows the same conventions.
 
 The verbs are read from `servprof --help` (generated from the dispatch table
-in cli/commands.h), so a verb added there is walked here with no change:
+in tool/cli/commands.h), so a verb added there is walked here with no change:
   - VERB --help / -h and `servprof help VERB`: the usage on stdout, status 0;
   - VERB --version: "servprof X.Y.Z", status 0;
   - an unknown option (--opt and --opt=value): ONE line on stderr naming it
@@ -48,7 +48,7 @@ def options(verb):
     out = sp(verb, "--help").stdout
     if "\noptions:\n" not in out:
         raise AssertionError("servprof %s --help has no 'options:' section: print the usage with "
-                             "cli_usage() from cli/opts.h\n%s" % (verb, out))
+                             "cli_usage() from tool/cli/opts.h\n%s" % (verb, out))
     opts = []
     for line in out.split("\noptions:\n", 1)[1].splitlines():
         m = OPT_RE.match(line)

@@ -4,7 +4,7 @@
 Outputs are written to a temporary name and renamed over the path, so that
 a full disk never leaves half a file. Renaming over a FIFO or a device
 (`servprof report -o /dev/null` as root) would replace the node with a plain
-file. The rule (src/fsutil.h, sp_output_target): a path that exists and is
+file. The rule (common/fsutil.h, sp_output_target): a path that exists and is
 not a regular file is written in place; a symlink is followed, so the link
 stays a link and the file it points to gets the data. /dev/null itself is
 never touched here: a FIFO made by the test, drained by a reader thread,
@@ -99,7 +99,7 @@ class OutputNodes(unittest.TestCase):
 
     def report_or_skip(self, p):
         if "without its charting library" in p.stderr:
-            self.skipTest("servprof built without uPlot (npm ci in src/report)")
+            self.skipTest("servprof built without uPlot (npm ci in tool/report)")
 
     def test_report_into_a_fifo(self):
         fifo = self.path("page.fifo")

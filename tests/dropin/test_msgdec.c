@@ -1,5 +1,5 @@
 /*
- * test_msgdec.c — the message decoder (src/msgdec.c) case by case: each
+ * test_msgdec.c — the message decoder (lib/record/msgdec.c) case by case: each
  * input, whether name and domain are taken from it, and the args members,
  * name, domain, type and malformed flag it must give. Then every case and
  * a set of broken inputs go through the fuzz entry (servprof__msg_fuzz),

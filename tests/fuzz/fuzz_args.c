@@ -1,5 +1,5 @@
 /*
- * fuzz_args.c — the args decoder (src/parse/argdecode.c), the parser's hot
+ * fuzz_args.c — the args decoder (tool/parse/decode/argdecode.c), the parser's hot
  * loop over text written by any process: decoded, every string it returns
  * unescaped and interned, the nested-object helpers run. Checked beyond
  * memory safety: an unescaped string is never longer than its text and

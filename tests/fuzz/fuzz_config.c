@@ -1,5 +1,5 @@
 /*
- * fuzz_config.c — the library's config parser (src/config.c): any text a
+ * fuzz_config.c — the library's config parser (common/config.c): any text a
  * user may save as the file named by SERVICE_PROF_CONFIG_PATH. Messages
  * are swallowed; the result must be a config within the documented ranges.
  */

@@ -1,6 +1,6 @@
 /*
  * fuzz_config_edit.c — the editor behind `servprof enable/disable`
- * (src/config_edit.c): the first byte picks the value, the rest is the
+ * (common/config_edit.c): the first byte picks the value, the rest is the
  * file's text. An edit it reports as done must read back, through the
  * library's own parser, with "enable" set to that value whenever the
  * library accepts the file.

@@ -1,5 +1,5 @@
 /*
- * fuzz_mstx.c — the legacy `Mstx` message decoder (src/parse/storeread.c,
+ * fuzz_mstx.c — the legacy `Mstx` message decoder (tool/parse/read/storeread.c,
  * prs_legacy_decode): the reference's pseudo-JSON with `^` for `"`, turned
  * into a JSON object whose name and domain members name the record, then
  * decoded as args like every record.

@@ -1,5 +1,5 @@
 /*
- * fuzz_store.c — the store reader (src/parse/storeread.c, rawscan.c,
+ * fuzz_store.c — the store reader (tool/parse/read/storeread.c, rawscan.c,
  * readvfs.c): the input is a whole store file, read three ways as the
  * parser may read it — one pass through the raw b-tree scan, exact mode
  * (a first pass over the timestamps), and SQLite alone

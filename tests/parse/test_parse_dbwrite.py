@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""profiler.db written page by page (src/parse/btwrite.c), seen from the
+"""profiler.db written page by page (tool/parse/out/btwrite.c), seen from the
 CLI: the file SQLite reads back is sound (integrity_check), holds every
 record, has the same schema texts SQLite itself would store and the
 indexes; a file size limit that only profiler.db reaches gives one error
@@ -108,7 +108,7 @@ def dump(path):
 
 class SqliteWriter(unittest.TestCase):
     """`--db-writer sqlite` / SERVPROF_PARSE_DB_WRITER=sqlite: SQLite's own
-    INSERT (src/parse/dbsql.c) makes the same database as the page writer,
+    INSERT (tool/parse/out/dbsql.c) makes the same database as the page writer,
     and the other outputs do not change (its write failure: WriteFailure)."""
 
     def test_same_database_both_writers(self):

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "parse/fmt.h"
+#include "fmt.h"
 
 static int same_as_printf(double d)
 {

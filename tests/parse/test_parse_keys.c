@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_keys.c — the parser's two lookup tables walked entry by
- * entry: the args keys (src/parse/argdecode.c: key -> field of prs_args) and
- * the record names (src/parse/model.c: name -> kind).
+ * entry: the args keys (tool/parse/decode/argdecode.c: key -> field of prs_args) and
+ * the record names (tool/parse/model/model.c: name -> kind).
  *
  * Each table is checked against a list written here independently, so an
  * entry that points at the wrong field or kind, one filed in the wrong row

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The whole parse with the raw b-tree scan of `slice` (src/parse/rawscan.c,
+"""The whole parse with the raw b-tree scan of `slice` (tool/parse/read/rawscan.c,
 the default) and with SQLite reading every row (SERVPROF_RAWSCAN=0): every
 output identical, on the shared scenario plus a store whose odd values hand
 the scan over to SQLite half-way and a store with WAL frames (SQLite path).

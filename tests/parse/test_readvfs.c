@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_readvfs.c — the parser's read-ahead VFS (src/parse/readvfs.c) on real
+ * test_readvfs.c — the parser's read-ahead VFS (tool/parse/read/readvfs.c) on real
  * SQLite files, compared byte for byte with the file itself:
  *
  *  - xRead of the read-only main file at every kind of offset (inside one

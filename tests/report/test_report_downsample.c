@@ -1,6 +1,6 @@
 /*
  * test_report_downsample.c — the report's min/max-per-bucket reduction
- * (src/report/downsample.c): small sets pass unchanged; long sets shrink to
+ * (tool/report/downsample.c): small sets pass unchanged; long sets shrink to
  * at most two rows per bucket, in time order, keeping every column's extremes
  * over each bucket (a one-row spike survives); NaN never wins a bucket and a
  * column NaN over a whole bucket stays NaN; the JSON form rounds values and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fsutil.c — the runtime's file helpers (src/fsutil.c) on real files:
+ * test_fsutil.c — the runtime's file helpers (common/fsutil.c) on real files:
  *
  *  - sp_mkdirs: parents created with the mode asked for whatever the umask,
  *    existing folders left alone, a file in the way refused (-ENOTDIR),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_log.c — the library's log lines (src/log.c), read back from stderr
+ * test_log.c — the library's log lines (common/log.c), read back from stderr
  * redirected into a file:
  *
  *  - the line format "[msservice_profiler] [PID:<pid>] [<LEVEL>] message\n";

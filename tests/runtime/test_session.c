@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_session.c — the session folder protocol (src/session.c) on a real
+ * test_session.c — the session folder protocol (lib/core/session.c) on a real
  * prof_dir:
  *
  *  - a start makes <MMDD-HHMM>[-N]/Trace_Service (0750), names the store

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_watch.c — the config watcher thread (src/watch.c) alone, with hooks
+ * test_watch.c — the config watcher thread (lib/core/watch.c) alone, with hooks
  * that count their calls, on a real file:
  *
  *  - changed() once at start, then for a rename over the file, an edit in

@@ -2,7 +2,7 @@
 /*
  * cupti_abi_real.c — half of test_cupti_abi: the offsets and constants of
  * NVIDIA's own CUPTI header (built only where CMake finds cupti.h). Kept in
- * its own file because src/cupti_abi.h declares the same names.
+ * its own file because lib/samplers/cupti_abi.h declares the same names.
  */
 #include <stddef.h>
 #include <cupti.h>

@@ -8,7 +8,7 @@
  * Model: every cuptiActivityFlushAll() "completes" one scripted batch of
  * activity for the kinds enabled at any time since the previous flush
  * (nothing when none was), at most FAKE_CUPTI_BATCHES times (default 1000). Records are laid out as
- * CUPTI lays them out (the prefixes of src/cupti_abi.h, followed by junk
+ * CUPTI lays them out (the prefixes of lib/samplers/cupti_abi.h, followed by junk
  * bytes standing for the fields newer record versions append), 8-byte
  * aligned. The fake clock is CLOCK_MONOTONIC + 10^15 ns, so a missing or
  * wrong conversion to epoch ns is obvious.

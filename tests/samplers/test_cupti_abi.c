@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_cupti_abi.c — src/cupti_abi.h (declared by hand from the public
+ * test_cupti_abi.c — lib/samplers/cupti_abi.h (declared by hand from the public
  * documentation) against NVIDIA's own CUPTI header, where one is installed:
  * every field offset the activity parser reads, in the oldest and newest
  * record versions, and every constant it uses. Registered only when CMake

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * parse.h — the parser's entry: its options and prs_run (parse.c).
+ *
+ * The parser is a pipeline that never holds a whole table. Each module has
+ * its own header (module.c -> module.h; tap.h is table.c's too). The
+ * reading and decoding stages call nothing of a later stage and nothing of
+ * each other in a circle; the reports share model.h's state and helpers
+ * with model.c, and table.c asks dbout.c which indexes a table gets:
+ *
+ *  read/        discover.c    finds raw stores, activity stores, torch traces
+ *               sessions.c    which session folder each store belongs to
+ *               storeread.c   one store as records in time order, served by
+ *                             reorder.c (the bounded window),
+ *                             rawscan.c (slice read from its b-tree pages),
+ *                             readvfs.c (read-ahead VFS under SQLite) and
+ *                             walcheck.c (a damaged WAL named as such)
+ *               clockalign.c  several hosts' stores put on one clock
+ *               merge.c       k-way merge of the stores by timestamp
+ *               torch_trace.c torch profiler traces
+ *  decode/      argdecode.c   the keys the reports need from args JSON;
+ *               ids.c         request ids and Links
+ *  model/       model.c       hands each record to the reports (model.h is
+ *                             their shared state): request.c, reqorder.c,
+ *                             batch.c, forward.c, kvcache.c, reqstatus.c,
+ *                             spaninfo.c, pdsplit.c, coordcount.c, pending.c
+ *                             (rows held for a look-ahead); stats.c
+ *                             percentiles; colmap.c report columns found by
+ *                             name, for consumers
+ *  out/         table.c       one row sink per report: CSV and/or profiler.db;
+ *                             tap.h lets analyze/report see rows and records
+ *               timeline.c    chrome_tracing.json
+ *               report_ops.c  op_summary/op_statistic
+ *               dwrite.c      output files under temporary names until the end
+ *               btwrite.c, btindex.c   profiler.db's pages written directly;
+ *               dbsql.c       or through SQLite's INSERT (--db-writer sqlite)
+ *               affinity.c    column affinity, shared by writer and reader
+ *               dbout.c, dbcompat.c    profiler.db's extra tables and views
+ *               summary.c the terminal summary; progress.c; fmt.c datetimes
+ *               and numbers
+ *  (here)       parse.c the driver; plog.c messages; tap.h
+ *
+ * A parse runs on the thread that calls prs_run (only the output writers
+ * of dwrite.c and dbsql.c have threads of their own); two parses may run
+ * at once on two threads: their state is in their context and model, and
+ * the log level and the tap are thread-local. Record strings (name, cat,
+ * args) belong to SQLite and are valid only until the store's cursor
+ * steps again: modules copy what they keep.
+ */
+#ifndef SERVPROF_PARSE_H
+#define SERVPROF_PARSE_H
+
+typedef struct prs_opts {
+    const char *input;        /* --input-path */
+    const char *output;       /* --output-path (default ./output) */
+    int csv, json, db;        /* --format; all three by default */
+    const char **spans;       /* --span NAME ... */
+    int nspans;
+    int progress;             /* -1 auto (TTY and large), 0 off, 1 on */
+    int summary;              /* print the terminal summary */
+    int flows_all;            /* --flows all: a flow step on every slice naming a request */
+    const char *session;      /* --session NAME: only the stores of that session folder */
+    int tap_counters;         /* no json/db: still hand the timeline's counter rows to the tap */
+    const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
+    long long *clock_ns;
+    int nclock;
+} prs_opts;
+
+/* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
+ * failed, 2 bad input path. Messages on stderr; summary too. Thread-safe:
+ * parses on two threads at once share nothing (each uses its thread's log
+ * level and tap); their output folders must differ. */
+int prs_run(const prs_opts *opts);
+
+#endif
