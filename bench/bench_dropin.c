@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_dropin.c — the drop-in library (libms_service_profiler.so) through
  * the reference's ABI, loaded the way its clients load it (dlopen by name,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_report.py — `servprof report` on a large input: size, time, render.
 
 The goals (docs/benchmarks.md, Report), on the 5 M-record bench input of bench_parse:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_get.c — the reference ABI's configuration getters: GetProfPath,
  * GetAclTaskTimeLevel, GetAclProfAicoreMetrics, GetTorchProfStack,

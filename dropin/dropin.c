@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dropin.c — libms_service_profiler.so: the reference collector's C ABI on
  * libservprof. This file: events, levels and domains, start/stop, Meta and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dropin.h — what the files of the drop-in library share (not installed).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spans.c — the reference ABI's spans: StartSpan, StartSpanWithName,
  * SpanEndEx, MarkSpanAttr, EndSpan.

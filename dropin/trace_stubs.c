@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace_stubs.c — the reference header's OpenTelemetry-style tracing
  * symbols (Tracer.h: IsTraceEnable, ResAddAttr, NewSpanData, SpanActivate,

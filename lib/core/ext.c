@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ext.c — the small entry points of ext.h that read the recorder's shared
  * state for the drop-in library (dropin/): the domain filter and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ext.h — the few libservprof entry points that the drop-in library
  * (dropin/, libms_service_profiler.so) needs beyond servprof.h.
@@ -85,12 +86,6 @@ typedef struct servprof__cfg {
     char session_dir[4096];     /* "" when not collecting */
 } servprof__cfg;
 SERVPROF_API void servprof__config_view(servprof__cfg *out);
-
-/* A libFuzzer-style entry over the message decoder (msgdec.c): decodes
- * data as a message both ways (JSON / legacy, with and without taking
- * name and domain) and checks that the result is valid JSON. Returns 0;
- * aborts when the decoder produced text that is not JSON (a bug). */
-SERVPROF_API int servprof__msg_fuzz(const uint8_t *data, size_t size);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * msgdec.c — the reference collector's message text turned into the args
  * members a native record of the same content gets. Writer thread.
@@ -642,7 +643,7 @@ int sp_msg_apply(sp_msg *m, int is_event, const char **name, size_t *nl, const c
 /* The fuzz entry (ext.h)                                               */
 /* ------------------------------------------------------------------ */
 
-SERVPROF_API int servprof__msg_fuzz(const uint8_t *data, size_t size)
+int servprof__msg_fuzz(const uint8_t *data, size_t size)
 {
     for (int take = 0; take < 2; take++) {
         sp_msg m = {0};

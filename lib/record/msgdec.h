@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * msgdec.h — decoding the reference collector's message text into args
  * members (msgdec.c). Writer thread only (one sp_msg per writer).
@@ -43,5 +44,13 @@ void sp_msg_decode(sp_msg *m, sp_sbuf *b, const char *text, size_t n);
  * domain filter does not keep). */
 int sp_msg_apply(sp_msg *m, int is_event, const char **name, size_t *nl, const char **cat,
                  size_t *cl, int *type);
+
+/* A libFuzzer-style entry over the decoder: decodes data as a message both
+ * ways (JSON / legacy, with and without taking name and domain) and checks
+ * that the result is valid JSON. Returns 0; aborts when the decoder produced
+ * text that is not JSON (a bug). Not exported from libservprof.so (hidden,
+ * like every internal): the test and the fuzz target link the static
+ * library. */
+int servprof__msg_fuzz(const uint8_t *data, size_t size);
 
 #endif /* SERVPROF_MSGDEC_H */

@@ -157,13 +157,6 @@ static void register_fork_hooks(void)
     pthread_atfork(ck_fork_prepare, ck_fork_after, ck_fork_after);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void atomic_max_i64(_Atomic int64_t *a, int64_t v)
 {
     int64_t old = atomic_load_explicit(a, memory_order_relaxed);
@@ -177,7 +170,7 @@ static void atomic_max_i64(_Atomic int64_t *a, int64_t v)
  * row, readers see them, and the store's close checkpoints again. */
 static void checkpoint_once(sp_store *st)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = sp_now_monotonic_ns();
     int log_frames = 0, done = 0;
     pthread_mutex_lock(&ck_fork_mu);
     int rc = sqlite3_wal_checkpoint_v2(st->ckdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
@@ -192,7 +185,7 @@ static void checkpoint_once(sp_store *st)
     }
     pthread_mutex_unlock(&ck_fork_mu);
     atomic_fetch_add_explicit(&stat_ckpts, 1, memory_order_relaxed);
-    atomic_max_i64(&stat_ckpt_longest_ns, mono_ns() - t0);
+    atomic_max_i64(&stat_ckpt_longest_ns, sp_now_monotonic_ns() - t0);
 }
 
 static void *ckpt_main(void *arg)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fixture.py — a hand-made raw store for the analyze tests, small enough
 that every figure can be worked out by hand (test_analyze_figures.py does,
 next to each assertion). One engine process, times in ms after T0:

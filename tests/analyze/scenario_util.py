@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scenario_util.py — runs tiny-llm-server with a planted limit under
 servprof-load, collection on from the start, and returns `servprof analyze
 --format json` of the profile. Shared by the analyze scenario and compare

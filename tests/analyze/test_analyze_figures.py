@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_analyze_figures.py — servprof analyze's figures against values worked
 out by hand on fixture.py, from raw stores and from a parse output folder,
 the `complete` column, threshold overrides and the CLI's conventions."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_analyze_findings.py — the findings the demo scenarios do not plant
 (slow tokenize, unbalanced dp ranks, preemptions) on synthetic raw stores,
 and the per-process / per-rank windows. Each request is served alone:

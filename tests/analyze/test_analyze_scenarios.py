@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_analyze_scenarios.py — planted limits on the real demo server
 (tiny-llm-server under servprof-load, collection on): analyze must rank the
 planted cause first, and report no bottleneck for an under-loaded server.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_compare.py — servprof compare on hand-made fixtures: a run against an
 identical one flags nothing, the --fail-if gates and their exit status,
 spans present in one run only, and the CLI's conventions."""

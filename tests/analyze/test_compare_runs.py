@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_compare_runs.py — servprof compare on real demo runs: two runs that
 differ by a known server setting (host time per step 3 ms -> 8 ms) name
 its effect (TPOT) first, significant, and a --fail-if gate on it exits 3;

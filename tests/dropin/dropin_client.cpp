@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // dropin_client.cpp — a program written only against the reference
 // collector's C ABI, used the way its header-only C++ client uses it: the
 // library is dlopen'ed by name, each function is looked up with dlsym, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dropin_lib.py — what the drop-in's tests share: record a scenario in a
 fresh session, compare two stores row by row, compare the reports that
 `servprof parse` makes of them.

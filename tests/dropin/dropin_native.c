@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dropin_native.c — dropin_client.cpp's scenario, step for step, through
  * servprof's own C API. test_dropin_equiv.py records both and checks that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dropin_py_scenario.py — dropin_native.c's scenario driven the way the
 reference's Python package drives its library: ctypes.cdll.LoadLibrary of
 "libms_service_profiler.so" by bare name (found by the dynamic loader),

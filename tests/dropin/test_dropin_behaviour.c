@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dropin_behaviour.c — the drop-in library's behaviour through the
  * reference ABI alone (dlopen of "libms_service_profiler.so" by name,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_dropin_equiv.py — a C++ program written only against the reference
 collector's ABI (dropin_client.cpp: dlopen by name, dlsym, the header's
 message text) records through servprof exactly what the same scenario

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dropin_getters.c — the drop-in library's configuration getters and
  * tracing stubs, through the reference ABI alone (dlopen of

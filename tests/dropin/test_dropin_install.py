@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_dropin_install.py — `cmake --install` puts libms_service_profiler.so
 in the library folder under its exact name, with RUNPATH $ORIGIN (it finds
 the libservprof installed beside it), and a program of the reference's ABI

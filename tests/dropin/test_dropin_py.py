@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_dropin_py.py — a Python program using only what the reference's
 Python package uses (ctypes, the library by bare name, JSON messages;
 dropin_py_scenario.py) records through servprof what dropin_native.c

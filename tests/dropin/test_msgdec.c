@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_msgdec.c — the message decoder (lib/record/msgdec.c) case by case: each
  * input, whether name and domain are taken from it, and the args members,

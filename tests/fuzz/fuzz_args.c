@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_args.c — the args decoder (tool/parse/decode/argdecode.c), the parser's hot
  * loop over text written by any process: decoded, every string it returns

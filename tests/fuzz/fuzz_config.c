@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_config.c — the library's config parser (common/config.c): any text a
  * user may save as the file named by SERVICE_PROF_CONFIG_PATH. Messages

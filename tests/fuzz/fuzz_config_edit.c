@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_config_edit.c — the editor behind `servprof enable/disable`
  * (common/config_edit.c): the first byte picks the value, the rest is the

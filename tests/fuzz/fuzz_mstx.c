@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_mstx.c — the legacy `Mstx` message decoder (tool/parse/read/storeread.c,
  * prs_legacy_decode): the reference's pseudo-JSON with `^` for `"`, turned

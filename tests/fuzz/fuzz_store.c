@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_store.c — the store reader (tool/parse/read/storeread.c, rawscan.c,
  * readvfs.c): the input is a whole store file, read three ways as the

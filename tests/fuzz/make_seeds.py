@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make_seeds.py — writes the seed corpora of the fuzz targets (checked in;
 rerun only to change them): small stores with 512-byte pages for fuzz_store
 (many pages, interior pages and overflow chains in a few kilobytes), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * replay_main.c — runs a fuzz target's LLVMFuzzerTestOneInput once on each
  * file of the folders (or files) named on the command line, for builds

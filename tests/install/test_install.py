@@ -115,6 +115,18 @@ class Installed(unittest.TestCase):
         p = run([os.path.join(self.prefix, "bin", "servprof"), "--version"])
         self.assertEqual(p.stdout.strip(), "servprof " + self.project_version())
 
+    def test_exports(self):
+        # The installed library exports the public API (servprof_) and the drop-in's
+        # few entry points (servprof__, lib/core/ext.h), nothing else: no
+        # internal sp_ symbol, no test or fuzz hook.
+        lib = os.path.join(self.libdir, "libservprof.so")
+        out = run(["nm", "-D", "--defined-only", lib]).stdout
+        names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+        self.assertIn("servprof_event", names)
+        self.assertNotIn("servprof__msg_fuzz", names)
+        stray = [n for n in names if not n.startswith("servprof_")]
+        self.assertEqual(stray, [], "exported beyond the API")
+
     def test_pkg_config_shared(self):
         self.assertEqual(self.pkg_config("--modversion"), [self.project_version()])
         libdir = self.pkg_config("--variable=libdir")[0]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dashqueries.py — the two Grafana dashboards' queries over profiler.db, and
 one check that runs them all on a parsed run with its own time range.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """parity_fixture.py — stores shaped like the ones real servers write, for
 the parity tests (test_parse_parity.py, test_parse_compat.py).
 

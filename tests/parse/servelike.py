@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """servelike.py — a serving run of a few seconds, shaped like the stores the
 demo server writes, for the profiler.db dashboard tests.
 

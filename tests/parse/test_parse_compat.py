@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docs/compat.md is the exact list of differences from the reference parser
 on the parity fixture.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_parse_faults.py — hostile and damaged input, each attack kept as a
 regression test: a store that hit a full disk in WAL mode, numbers beyond
 every integer type in args, absurd durations, a parse killed mid-write, a

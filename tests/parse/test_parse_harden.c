@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse_harden.c — the args decoder on hostile input: numbers beyond every integer type become "absent" and
  * are counted (never undefined behaviour: this test runs in the sanitizer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every column of every report on the parity fixture (parity_fixture.py),
 against values worked out by hand from the fixture's times (ms after T0,
 2023-11-14 22:13:20 UTC; the parse runs with TZ=UTC).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """profiler.db read the way the reference's (msServiceProfiler's) Grafana
 dashboard and tools read theirs: every query shape of its dashboard
 (profiler_visualization.json, 7 panels), the tables and columns its own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cdp.py — drives Debian's headless Chromium through the DevTools protocol.
 
 For the report's browser tests and its benchmark: start /usr/bin/chromium

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fixture.py — a document of the shape of `servprof analyze`'s JSON
 (docs/analyze.md, "The JSON document") made from a profiler.db with plain SQL.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_report_browser.py — `servprof report` pages in a real browser.
 
 Two short real demo runs (tiny-llm-server under Poisson load from

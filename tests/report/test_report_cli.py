@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_report_cli.py — `servprof report` on hand-made raw stores (the parse
 tests' scenario, tests/parse/scenario.py), without a browser:
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_report_downsample.c — the report's min/max-per-bucket reduction
  * (tool/report/downsample.c): small sets pass unchanged; long sets shrink to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * analyze.c — the library entry: options, thresholds and sa_analyze()
  * (load the profile, build the document, free the profile).

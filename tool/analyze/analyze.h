@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * analyze.h — `servprof analyze` as a library call: summaries, per-window
  * series, the engine's time budget, TTFT breakdown and ranked findings of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * budget.c — the per-window series and the engine's time budget.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compare.c — servprof compare: A and B, metric by metric.
  *
@@ -34,7 +35,7 @@
 #include "compare.h"
 #include "profile.h"
 
-void sc_opts_init(sc_opts *o)
+void sa_compare_opts_init(sa_compare_opts *o)
 {
     o->resamples = 400;
     o->max_sample = 4000;
@@ -123,7 +124,7 @@ static void resample(const sample *src, double *dst, long long n, unsigned long 
 }
 
 typedef struct ctx {
-    const sc_opts *o;
+    const sa_compare_opts *o;
     json_t *rows;
     double de2e;               /* change of mean e2e, ms */
     unsigned long long rng;
@@ -367,7 +368,7 @@ static int cmp_rows(const void *x, const void *y)
     return (ia > ib) - (ia < ib);
 }
 
-json_t *sc_compare(const sa_opts *oa, const sa_opts *ob, const sc_opts *o, char *err, size_t errcap)
+json_t *sa_compare(const sa_opts *oa, const sa_opts *ob, const sa_compare_opts *o, char *err, size_t errcap)
 {
     char e[512];
     sa_profile *A = sa_profile_load(oa, e, sizeof e);
@@ -425,7 +426,7 @@ json_t *sc_compare(const sa_opts *oa, const sa_opts *ob, const sc_opts *o, char 
 
 /* ---------------------------------------------------------------- gates */
 
-int sc_gate(json_t *cmp, const char *expr, char *msg, size_t cap)
+int sa_gate(json_t *cmp, const char *expr, char *msg, size_t cap)
 {
     /* KEY OP NUMBER [%|ms], OP one of > < >= <= */
     const char *op = strpbrk(expr, "<>");
@@ -473,7 +474,7 @@ int sc_gate(json_t *cmp, const char *expr, char *msg, size_t cap)
     return trips;
 }
 
-void sc_render_text(json_t *cmp, FILE *f)
+void sa_compare_render_text(json_t *cmp, FILE *f)
 {
     fprintf(f, "servprof compare\n  A: %s\n  B: %s\n", json_string_value(json_object_get(cmp, "a")),
             json_string_value(json_object_get(cmp, "b")));

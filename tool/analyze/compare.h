@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compare.h — two profiles side by side (servprof compare): request,
  * step and span metrics of A and B, the change in %, a bootstrap
@@ -14,25 +15,25 @@
 
 #include "analyze.h"
 
-typedef struct sc_opts {
+typedef struct sa_compare_opts {
     int resamples;        /* bootstrap resamples (default 400) */
     int max_sample;       /* values drawn per run and resample, at most (default 4000) */
     double confidence;    /* of the interval (default 0.95) */
     double min_effect;    /* |change| below this share is never called significant (default 0.10) */
     double min_abs_ms;    /* nor a change of a time below this many ms (default 0.05) */
     unsigned long long seed; /* of the resampling (fixed: repeatable results) */
-} sc_opts;
+} sa_compare_opts;
 
-void sc_opts_init(sc_opts *o);
+void sa_compare_opts_init(sa_compare_opts *o);
 /* Compares the inputs of a and b (raw stores are parsed one after the
  * other). Returns the document of docs/analyze.md "compare" (caller frees
  * with json_decref), or NULL with the reason in err. */
-json_t *sc_compare(const sa_opts *a, const sa_opts *b, const sc_opts *o, char *err, size_t errcap);
+json_t *sa_compare(const sa_opts *a, const sa_opts *b, const sa_compare_opts *o, char *err, size_t errcap);
 /* Evaluates one --fail-if expression against the document: 1 it trips, 0
  * it does not, -1 the expression is malformed or names no metric (why in
  * msg). On 0/1, msg says what was compared. */
-int sc_gate(json_t *cmp, const char *expr, char *msg, size_t cap);
+int sa_gate(json_t *cmp, const char *expr, char *msg, size_t cap);
 /* The comparison as a terminal table. */
-void sc_render_text(json_t *cmp, FILE *f);
+void sa_compare_render_text(json_t *cmp, FILE *f);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doc.c — the analyze JSON document (docs/analyze.md, "The JSON
  * document"): headline, reference summaries, thresholds, findings,

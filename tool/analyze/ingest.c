@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ingest.c — fills a profile from one input, reusing the parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pct.c — percentile objects (n, mean, min, P50, P90, P99, max) and the
  * JSON numbers of the analyze document. Percentiles use numpy's default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pdfind.c — the findings of disaggregated (prefill/decode split) serving,
  * from the parser's pd_split_communication and pd_split_kvcache rows (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * profile.h — what analyze keeps of one profile, and the modules that
  * compute over it (internal to tool/analyze).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * refsum.c — the reference's three summaries (request_summary.csv,
  * batch_summary.csv, service_summary.csv: same file names, columns and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render.c — the analyze document as terminal tables and as CSV files.
  * Everything here reads the JSON document (never the profile), so text,

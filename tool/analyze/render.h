@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render.h — the analyze document (analyze.h) as text tables and CSV.
  */

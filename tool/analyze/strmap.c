@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strmap.c — string -> int hash map (open addressing, linear probing,
  * FNV-1a), for request ids and span names. Keys are copied; the table

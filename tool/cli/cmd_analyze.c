@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_analyze.c — `servprof analyze`: summaries, time windows, the engine's
  * time budget, TTFT breakdown and ranked findings of one profile

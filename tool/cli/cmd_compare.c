@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_compare.c — `servprof compare A B`: two profiles (raw stores or
  * parse output folders) metric by metric, with a bootstrap significance
@@ -45,7 +46,7 @@ static const cli_verb verb = {
     opts};
 
 /* A numeric option's value into o; 0, or 2 with the one-line message printed. */
-static int take_number(const cli_parser *p, int id, sc_opts *o)
+static int take_number(const cli_parser *p, int id, sa_compare_opts *o)
 {
     long n;
     if (id == OPT_RESAMPLES) {
@@ -68,8 +69,8 @@ int cmd_compare(int argc, char **argv)
     sa_opts a, b;
     sa_opts_init(&a);
     sa_opts_init(&b);
-    sc_opts o;
-    sc_opts_init(&o);
+    sa_compare_opts o;
+    sa_compare_opts_init(&o);
     const char *format = "text", **gates = NULL;
     int ngates = 0, rc = 2;
     cli_parser p;
@@ -106,7 +107,7 @@ int cmd_compare(int argc, char **argv)
         }
     }
     char err[600];
-    json_t *doc = sc_compare(&a, &b, &o, err, sizeof err);
+    json_t *doc = sa_compare(&a, &b, &o, err, sizeof err);
     if (!doc) {
         fprintf(stderr, "servprof compare: %s\n", err);
         rc = 1;
@@ -117,7 +118,7 @@ int cmd_compare(int argc, char **argv)
     int tripped = 0;
     for (int g = 0; g < ngates; g++) {
         char msg[600];
-        int t = sc_gate(doc, gates[g], msg, sizeof msg);
+        int t = sa_gate(doc, gates[g], msg, sizeof msg);
         if (t < 0) {
             fprintf(stderr, "servprof compare: %s\n", msg);
             json_decref(results);
@@ -133,7 +134,7 @@ int cmd_compare(int argc, char **argv)
         json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
         putchar('\n');
     } else {
-        sc_render_text(doc, stdout);
+        sa_compare_render_text(doc, stdout);
         size_t i;
         json_t *r;
         json_array_foreach(json_object_get(doc, "gates"), i, r)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_report.c — `servprof report`: reads the options and hands them to the
  * report writer (tool/report). Options follow the tool's conventions

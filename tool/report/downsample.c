@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * downsample.c — series sets and their min/max-per-bucket reduction.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # embed.cmake — run at build time (cmake -P) to turn the report's assets into
 # report_assets.c: the page template, the page script and uPlot's minified JS,
 # CSS and MIT licence text as NUL-terminated byte arrays, so `servprof report` needs no file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.c — the driver of `servprof report`: input folder in, one HTML file out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.h — the contracts between the modules of `servprof report` (not API).
  *

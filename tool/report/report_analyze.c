@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_analyze.c — calls analyze's C entry point (tool/analyze/analyze.h)
  * for the report (see report_analyze.h).
@@ -43,10 +44,10 @@ json_t *rpt_compare(const char *input_a, const char *dir_a, const char *input_b,
     sa_opts_init(&b);
     a.input = dir_a;
     b.input = dir_b;
-    sc_opts co;
-    sc_opts_init(&co);
+    sa_compare_opts co;
+    sa_compare_opts_init(&co);
     char err[512] = "";
-    json_t *doc = sc_compare(&a, &b, &co, err, sizeof err);
+    json_t *doc = sa_compare(&a, &b, &co, err, sizeof err);
     if (!doc)
         fprintf(stderr, "servprof report: analyze's compare of %s and %s failed: %s; the page has no compare "
                         "table\n", input_a, input_b, err[0] ? err : "no reason given");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_analyze.h — the report's bridge to `servprof analyze`:
  * the page shows analyze's figures and findings, computed by analyze's own

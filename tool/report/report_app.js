@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_app.js — the script of the servprof report page (inlined by
  * `servprof report` after uPlot and the page data; see report.html).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_db.c — feeds a profiler.db's report tables to report_rows.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_html.c — writes the page: the template with its placeholders
  * replaced by the embedded assets and the data.

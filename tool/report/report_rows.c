@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_rows.c — turns report rows into the page's charts data.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_tap.c — the parser tap that feeds report_rows.c while a parse runs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * colmap.c — finding report columns by name in the parser's rows, for the
  * consumers of those rows (servprof analyze and servprof report read them

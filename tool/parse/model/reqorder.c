@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reqorder.c — request.csv rows in start-time order, as the reference
  * writes them, without holding the whole report.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbcompat.c — profiler.db as the reference (msServiceProfiler) reads it:
  * its Grafana dashboard (profiler_visualization.json), its curve views and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dbcompat.h — profiler.db as the reference's dashboards and tools read it
  * (dbcompat.c): its column names beside ours, its extra views. */
 #ifndef SERVPROF_PARSE_DBCOMPAT_H

@@ -51,6 +51,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "bigendian.h"
 #include "affinity.h"
 #include "rawscan.h"
 #include "readvfs.h"
@@ -105,12 +106,6 @@ struct prs_rawscan {
     int state;            /* sticky END / CORRUPT, 0 while scanning */
     char err[200];
 };
-
-static uint32_t be16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* A varint at p, not reading at or past end; bytes used, 0 if cut off. */
 static int varint_slow(const unsigned char *p, const unsigned char *end, uint64_t *v)

@@ -62,6 +62,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bigendian.h"
 #include "argdecode.h"
 #include "plog.h"
 #include "rawscan.h"
@@ -141,11 +142,6 @@ static char *uri_of(const char *path)
     }
     strcpy(o, "?mode=ro");
     return u;
-}
-
-static unsigned be32(const unsigned char *p)
-{
-    return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
 }
 
 /* 0 ok; -1 with *why set. *psz: the page size. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * walcheck.c — what a store's `-wal` file holds, checked before SQLite
  * reads it, so that a damaged WAL is named as such.
@@ -28,15 +29,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bigendian.h"
 #include "walcheck.h"
 
 #define WAL_HDR 32
 #define FRAME_HDR 24
-
-static uint32_t be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static uint32_t le32(const unsigned char *p)
 {

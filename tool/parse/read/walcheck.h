@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * walcheck.h — a store's -wal file checked as SQLite would read it
  * (walcheck.c), to tell a damaged WAL from a wrong or empty store.
