@@ -46,7 +46,6 @@
 #include "fsutil.h"
 #include "plog.h"
 #include "table.h"
-#include "tap.h"
 
 /* profiler.db while it is built (renamed when complete), beside the file
  * it replaces. */
@@ -385,23 +384,11 @@ static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, si
     return rc;
 }
 
-/* The calling thread's tap: the one parse running on a thread sees only
- * its own consumer (tap.h). */
-_Thread_local prs_tap prs_tap_now;
-
-void prs_set_tap(const prs_tap *tap)
-{
-    if (tap)
-        prs_tap_now = *tap;
-    else
-        memset(&prs_tap_now, 0, sizeof prs_tap_now);
-}
-
 void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
 {
     t->rows++;
-    if (prs_tap_now.row)
-        prs_tap_now.row(prs_tap_now.ctx, t, v);
+    if (o->tap.row) /* the parse's consumer (tap.h) */
+        o->tap.row(o->tap.ctx, t, v);
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
         for (int i = 0; i < t->ncsv; i++) {

@@ -32,6 +32,7 @@
 #include "dwrite.h"
 #include "fmt.h"
 #include "plog.h"
+#include "repcols.h"
 #include "storeread.h"
 #include "table.h"
 #include "timeline.h"
@@ -167,8 +168,8 @@ static const char slice_view[] =
  * kilobytes; events' args are tens of bytes). */
 #define LONG_ARGS 512
 /* counter and flow: `id` (the rowid, in time order) as the reference has it. */
-static const prs_col c_counter[] = {{"id", "INTEGER PRIMARY KEY"}, {"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
-                                    {"series", "TEXT"}, {"value", "REAL"}};
+static const prs_col c_counter[] = {{PRS_CT_ID, "INTEGER PRIMARY KEY"}, {PRS_CT_NAME, "TEXT"}, {PRS_CT_PID, "INTEGER"},
+                                    {PRS_CT_TIMESTAMP, "INTEGER"}, {PRS_CT_SERIES, "TEXT"}, {PRS_CT_VALUE, "REAL"}};
 static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
                                  {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
 
@@ -213,7 +214,7 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t 
         prs_log(PRS_ERROR, "profiler.db: cannot create view slice: %s", sqlite3_errmsg(o->db_conn));
         o->failed = 1;
     }
-    prs_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
+    prs_table_init(o, &t->t_counter, NULL, PRS_T_COUNTER, c_counter, NCOLS(c_counter), NULL);
     prs_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
     return t;
 }
