@@ -139,10 +139,8 @@ static result report_parse(const char *in, int restartable)
     rpt_rows *rows = rpt_rows_new();
     counting c;
     prs_tap tap = counting_tap(&c, rows, restartable);
-    prs_opts po = {.input = in, .output = ".", .tap_counters = 1};
-    prs_set_tap(&tap);
+    prs_opts po = {.input = in, .output = ".", .tap_counters = 1, .tap = &tap};
     CHECK_INT(prs_run(&po), 0);
-    prs_set_tap(NULL);
     result r = {.charts = charts_of(rows), .restarts = c.restarts, .records = c.records};
     rpt_rows_free(rows);
     return r;

@@ -429,15 +429,19 @@ static int same_file(const char *a, const char *b)
     return same;
 }
 
-/* One whole parse of in into out (every format), in this process. */
-static int parse_into(const char *in, const char *out)
+/* One whole parse of in into out (every format), in this process, with
+ * tap (NULL: none) seeing its rows and records. */
+static int parse_tapped(const char *in, const char *out, const prs_tap *tap)
 {
     prs_opts o = {0};
     o.input = in;
     o.output = out;
     o.csv = o.json = o.db = 1;
+    o.tap = tap;
     return prs_run(&o);
 }
+
+static int parse_into(const char *in, const char *out) { return parse_tapped(in, out, NULL); }
 
 /* The same parse in a child process of its own: the reference a parse that
  * follows another in one process must equal. */
@@ -622,11 +626,9 @@ static void *parse_job_run(void *arg)
     j->seen = (tap_seen){0, 0, 0, FNV_BASIS};
     prs_tap tap = {.row = seen_row, .record = seen_record, .restart = j->exact_tap ? NULL : seen_restart,
                    .ctx = &j->seen};
-    prs_set_tap(&tap);
     if (j->start)
         pthread_barrier_wait(j->start);
-    j->rc = parse_into(j->in, j->out);
-    prs_set_tap(NULL);
+    j->rc = parse_tapped(j->in, j->out, &tap);
     j->level_after = prs_log_level();
     return NULL;
 }
@@ -635,8 +637,10 @@ static void *parse_job_run(void *arg)
  * that restarts in exact mode, with the log silenced; one with PD,
  * coordinator and request reports, at level error), each with its own tap:
  * each writes, byte for byte, what it writes alone, and each tap sees
- * exactly its own parse's rows and records. The log level and the tap are
- * the thread's; everything else is in the parse's context and model.
+ * exactly its own parse's rows and records. The log level is the
+ * thread's, the tap the parse's option; everything else is in the parse's
+ * context and model, and a later parse on the same thread without a tap
+ * reaches none of the earlier parses' taps.
  * The taps can start over: the late input's parse keeps its one pass,
  * restarts once, and after its restart the tap sees exactly what a tap
  * without restart sees (that parse starts in exact mode, never restarts). */
@@ -648,8 +652,8 @@ static void test_two_threads(void)
     late_input(dir, in_a, in_b);
     snprintf(path, sizeof path, "%s/ms_service_b.db", in_b);
     serving_store(path, 40, 6, LIFETIME_NONE);
-    char out[5][96];
-    for (int i = 0; i < 5; i++)
+    char out[6][96];
+    for (int i = 0; i < 6; i++)
         snprintf(out[i], sizeof out[i], "%s/out%d", dir, i);
     parse_job alone[2] = {{.in = in_a, .out = out[0], .level = PRS_NONE},
                           {.in = in_b, .out = out[1], .level = PRS_ERROR}};
@@ -701,6 +705,12 @@ static void test_two_threads(void)
     CHECK_INT(exact.seen.rows, alone[0].seen.rows);
     CHECK(exact.seen.hash == alone[0].seen.hash);
     check_same_tree(out[4], out[0], 0);
+    /* no tap given: no tap called (the taps above belonged to their parses) */
+    tap_seen before = exact.seen;
+    CHECK_INT(parse_into(in_a, out[5]), 0);
+    CHECK_INT(exact.seen.rows, before.rows);
+    CHECK_INT(exact.seen.records, before.records);
+    check_same_tree(out[5], out[0], 0);
     /* B's outputs are the reports compared, not empty files */
     static const char *const b_files[] = {"request.csv", "batch.csv", "forward.csv", "kvcache.csv",
                                           "coordinator.csv", "coordinator_running.csv", "profiler.db"};

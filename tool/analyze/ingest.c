@@ -29,34 +29,37 @@
 #include "parse.h"
 #include "plog.h"
 #include "profile.h"
+#include "repcols.h"
 #include "storeread.h"
 #include "table.h"
 #include "tap.h"
 
-/* Columns analyze reads, per table. */
+/* Columns analyze reads, per table (their names: the parser's repcols.h). */
 enum { RQ_RID, RQ_START, RQ_E2E, RQ_TTFT, RQ_TPOT, RQ_QUEUE, RQ_PREFILL, RQ_DECODE, RQ_IN, RQ_OUT,
        RQ_PREEMPT, RQ_COMPLETE, RQ_N };
 static const char *const rq_names[RQ_N] = {
-    "http_rid", "start_time(ms)", "execution_time(ms)", "first_token_latency(ms)", "tpot(ms)",
-    "queue_wait_time(ms)", "prefill_time(ms)", "decode_time(ms)", "recv_token_size", "reply_token_size",
-    "preempted", "complete"};
+    PRS_RQ_HTTP_RID, PRS_RQ_START_MS, PRS_RQ_EXEC_MS, PRS_RQ_TTFT_MS, PRS_RQ_TPOT_MS,
+    PRS_RQ_QUEUE_MS, PRS_RQ_PREFILL_MS, PRS_RQ_DECODE_MS, PRS_RQ_RECV_TOKENS, PRS_RQ_REPLY_TOKENS,
+    PRS_RQ_PREEMPTED, PRS_RQ_COMPLETE};
 enum { ST_NAME, ST_RES, ST_START, ST_END, ST_TYPE, ST_BS, ST_PBS, ST_DBS, ST_TOK, ST_DP, ST_PROF, ST_KV,
        ST_HOST, ST_N };
+/* batch and forward rows (a step's columns have the same names in both;
+ * hostname is forward's only, kvcache_usage_rate batch's) */
 static const char *const st_names[ST_N] = {
-    "name", "res_list", "start_time(ms)", "end_time(ms)", "batch_type", "batch_size", "prefill_batch_size",
-    "decode_batch_size", "total_scheduled_tokens", "dp_rank", "prof_id", "kvcache_usage_rate", "hostname"};
+    PRS_BT_NAME, PRS_BT_RES_LIST, PRS_BT_START_MS, PRS_BT_END_MS, PRS_BT_TYPE, PRS_BT_SIZE, PRS_BT_PREFILL_SIZE,
+    PRS_BT_DECODE_SIZE, PRS_BT_TOTAL_TOK, PRS_BT_DP_RANK, PRS_BT_PROF_ID, PRS_BT_KV_USAGE, PRS_FW_HOSTNAME};
 
 /* Disaggregated serving: pd_split_communication and pd_split_kvcache. */
 enum { PC_RID, PC_REQ, PC_SEND, PC_SUCC, PC_PRES, PC_END, PC_TTFT, PC_SHARE, PC_N };
 static const char *const pc_names[PC_N] = {
-    "rid", "http_req_time(ms)", "send_request_time(ms)", "send_request_succ_time(ms)", "prefill_res_time(ms)",
-    "request_end_time(ms)", "ttft(ms)", "handoff_share"};
+    PRS_PC_RID, PRS_PC_REQ_MS, PRS_PC_SEND_MS, PRS_PC_SUCC_MS, PRS_PC_PREFILL_RES_MS,
+    PRS_PC_END_MS, PRS_PC_TTFT_MS, PRS_PC_SHARE};
 enum { PK_RID, PK_RANK, PK_DUR, PK_START, PK_BYTES, PK_N };
-static const char *const pk_names[PK_N] = {"rid", "rank", "during_time(ms)", "start_time(ms)", "kv_bytes"};
+static const char *const pk_names[PK_N] = {PRS_PK_RID, PRS_PK_RANK, PRS_PK_DUR_MS, PRS_PK_START_MS, PRS_PK_BYTES};
 
 enum { CO_TIME, CO_PSTART, CO_DSTART, CO_PEND, CO_DEND, CO_N };
-static const char *const co_names[CO_N] = {"start_datetime", "prefillStart", "decodeStart", "prefillEnd",
-                                           "decodeEnd"};
+static const char *const co_names[CO_N] = {PRS_CO_START_DT, PRS_CO_PREFILL_START, PRS_CO_DECODE_START,
+                                           PRS_CO_PREFILL_END, PRS_CO_DECODE_END};
 
 /* Column indexes of one table: the parser's colmap (colmap.h), shared with
  * servprof report, which reads the same rows. */
@@ -331,22 +334,22 @@ static void ingest_row(ingest *g, const char *key, const prs_col *cols, int ncol
 {
     if (!key)
         return;
-    if (!strcmp(key, "request")) {
+    if (!strcmp(key, PRS_T_REQUEST)) {
         map_cols(&g->rq, cols, ncols, rq_names, RQ_N);
         add_request(g->p, &g->rq, v);
-    } else if (!strcmp(key, "batch")) {
+    } else if (!strcmp(key, PRS_T_BATCH)) {
         map_cols(&g->bt, cols, ncols, st_names, ST_N);
         add_step(g->p, &g->bt, v, -1);
-    } else if (!strcmp(key, "forward")) {
+    } else if (!strcmp(key, PRS_T_FORWARD)) {
         map_cols(&g->fw, cols, ncols, st_names, ST_N);
         add_step(g->p, &g->fw, v, SA_SRC_FORWARD);
-    } else if (!strcmp(key, "pd_split_communication")) {
+    } else if (!strcmp(key, PRS_T_PD_COMM)) {
         map_cols(&g->pc, cols, ncols, pc_names, PC_N);
         add_handoff(g->p, &g->pc, v);
-    } else if (!strcmp(key, "pd_split_kvcache")) {
+    } else if (!strcmp(key, PRS_T_PD_KV)) {
         map_cols(&g->pk, cols, ncols, pk_names, PK_N);
         add_pull(g->p, &g->pk, v);
-    } else if (!strcmp(key, "coordinator")) {
+    } else if (!strcmp(key, PRS_T_COORDINATOR)) {
         map_cols(&g->co, cols, ncols, co_names, CO_N);
         add_coord(g->p, &g->co, v);
     }
@@ -423,9 +426,8 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
     /* a consumer riding along that cannot start over keeps the parse exact */
     int can_restart = !g->also || g->also->restart;
     prs_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL, .ctx = g};
-    prs_set_tap(&tap);
+    po.tap = &tap;
     int rc = prs_run(&po);
-    prs_set_tap(NULL);
     prs_log_set_level(level);
     if (rc == 2 || g->p->records == 0) {
         snprintf(err, errcap, "%s: no raw store (ms_service_*.db) could be read, and no profiler.db there",
@@ -480,12 +482,12 @@ static int load_db(ingest *g, const char *path, char *err, size_t errcap)
         sqlite3_close(db);
         return -1;
     }
-    read_table(g, db, "request");
-    read_table(g, db, "batch");
-    read_table(g, db, "forward");
-    read_table(g, db, "pd_split_communication");
-    read_table(g, db, "pd_split_kvcache");
-    read_table(g, db, "coordinator");
+    read_table(g, db, PRS_T_REQUEST);
+    read_table(g, db, PRS_T_BATCH);
+    read_table(g, db, PRS_T_FORWARD);
+    read_table(g, db, PRS_T_PD_COMM);
+    read_table(g, db, PRS_T_PD_KV);
+    read_table(g, db, PRS_T_COORDINATOR);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
                            NULL) == SQLITE_OK) {

@@ -23,6 +23,7 @@
 #include "tap.h"
 #include "timeline.h"
 #include "torch_trace.h"
+#include "xalloc.h"
 
 static double now_s(void)
 {
@@ -63,12 +64,8 @@ static void run_release(run_owned *o)
 {
     if (o->model == MODEL_OPEN)
         prs_model_close(&o->m);
-    if (o->model != MODEL_NONE) {
-        prs_pdsplit_summary(&o->m, 0); /* a no-op when the run printed it */
-        prs_stats_free(o->m.stats);
-        free(o->m.fin);
-        free(o->m.span_names);
-    }
+    if (o->model != MODEL_NONE)
+        prs_model_free(&o->m); /* the reports' states, kept for the summary */
     prs_clock_free(&o->clock);
     for (int i = 0; i < o->n; i++)
         prs_store_close(o->stores[i]);
@@ -124,6 +121,8 @@ static void warn_dropped_values(const prs_model *m, prs_store **stores, int n)
  * (docs/benchmarks.md, "Analyze"). */
 int prs_run(const prs_opts *opts)
 {
+    static const prs_tap none;
+    const prs_tap *tap = opts->tap ? opts->tap : &none;
     double t0 = now_s();
     int again = 0;
     prs_parse_ctx ctx = {0};
@@ -137,13 +136,13 @@ int prs_run(const prs_opts *opts)
     if (in_place)
         prs_log(PRS_INFO, "%s is written in place (not a regular file): the stores' timestamps are read once "
                 "before any row, so that no row reaches it twice", node);
-    ctx.exact = ((prs_tap_now.row || prs_tap_now.record) && !prs_tap_now.restart) || in_place;
+    ctx.exact = ((tap->row || tap->record) && !tap->restart) || in_place;
     int rc = run_once(&ctx, opts, t0, &again);
     if (again) {
         prs_log(PRS_INFO, "a record came later than the reorder window of one pass; parsing again with a "
                 "first pass over the timestamps");
-        if (prs_tap_now.restart)
-            prs_tap_now.restart(prs_tap_now.ctx);
+        if (tap->restart)
+            tap->restart(tap->ctx);
         prs_store_exact(&ctx, 1);
         rc = run_once(&ctx, opts, t0, &again);
     }
@@ -179,8 +178,8 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
         rc = 2;
         goto done;
     }
-    o.stores = calloc((size_t)o.paths.nraw, sizeof *o.stores);
-    o.session_of = calloc((size_t)o.paths.nraw, sizeof *o.session_of);
+    o.stores = prs_xcalloc((size_t)o.paths.nraw, sizeof *o.stores);
+    o.session_of = prs_xcalloc((size_t)o.paths.nraw, sizeof *o.session_of);
     long long est = 0;
     int64_t origin = INT64_MAX;
     for (int i = 0; i < o.paths.nraw; i++) {
@@ -253,7 +252,6 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
         rc = 1;
     if (opts->summary)
         prs_summary_print(m, o.n, skipped, o.paths.nactivity + o.paths.ntorch, now_s() - t0, &o.ss, started_ns);
-    prs_pdsplit_summary(m, opts->summary);
 done:
     run_release(&o);
     return rc;

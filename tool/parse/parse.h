@@ -20,11 +20,13 @@
  *               torch_trace.c torch profiler traces
  *  decode/      argdecode.c   the keys the reports need from args JSON;
  *               ids.c         request ids and Links
- *  model/       model.c       hands each record to the reports (model.h is
- *                             their shared state): request.c, reqorder.c,
- *                             batch.c, forward.c, kvcache.c, reqstatus.c,
- *                             spaninfo.c, pdsplit.c, coordcount.c, pending.c
- *                             (rows held for a look-ahead); stats.c
+ *  model/       model.c       hands each record to the reports of the table in
+ *                             reports.c (model.h: the model, and prs_report,
+ *                             a report's hooks; each report owns its state):
+ *                             request.c, reqorder.c, batch.c, forward.c,
+ *                             kvcache.c, reqstatus.c, spaninfo.c, pdsplit.c,
+ *                             coordcount.c, pending.c (rows held for a
+ *                             look-ahead); stats.c
  *                             percentiles; colmap.c report columns found by
  *                             name, for consumers
  *  out/         table.c       one row sink per report: CSV and/or profiler.db;
@@ -38,12 +40,16 @@
  *               dbout.c, dbcompat.c    profiler.db's extra tables and views
  *               summary.c the terminal summary; progress.c; fmt.c datetimes
  *               and numbers
- *  (here)       parse.c the driver; plog.c messages; tap.h
+ *  (here)       parse.c the driver; plog.c messages; tap.h a consumer's
+ *               view of rows and records (prs_opts.tap); repcols.h the
+ *               report columns other parts read back; xalloc.c the tool's
+ *               checked allocation (out of memory: one message, status 1)
  *
  * A parse runs on the thread that calls prs_run (only the output writers
  * of dwrite.c and dbsql.c have threads of their own); two parses may run
- * at once on two threads: their state is in their context and model, and
- * the log level and the tap are thread-local. Record strings (name, cat,
+ * at once on two threads: their state is in their context and model, the
+ * tap is an option of each (prs_opts.tap), and the log level is
+ * thread-local. Record strings (name, cat,
  * args) belong to SQLite and are valid only until the store's cursor
  * steps again: modules copy what they keep.
  */
@@ -64,12 +70,14 @@ typedef struct prs_opts {
     const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
     long long *clock_ns;
     int nclock;
+    const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
 } prs_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
  * failed, 2 bad input path. Messages on stderr; summary too. Thread-safe:
- * parses on two threads at once share nothing (each uses its thread's log
- * level and tap); their output folders must differ. */
+ * parses on two threads at once share nothing (each has its own tap,
+ * opts->tap, and uses its thread's log level); their output folders must
+ * differ. */
 int prs_run(const prs_opts *opts);
 
 #endif

@@ -49,13 +49,11 @@ static void run_cleanup(run *r)
 static int parse_rows(run *r)
 {
     prs_tap tap = rpt_rows_tap(r->rows);
-    prs_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1};
+    prs_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1, .tap = &tap};
     int level = prs_log_level();
     if (level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);
-    prs_set_tap(&tap);
     int rc = prs_run(&po);
-    prs_set_tap(NULL);
     prs_log_set_level(level);
     if (rc != 0) {
         fprintf(stderr, "servprof report: no raw store under %s could be read; no report written\n", r->input);

@@ -33,24 +33,26 @@
 #include <string.h>
 
 #include "colmap.h"
+#include "repcols.h"
 #include "report.h"
 
-/* Column names this file reads, per table. */
+/* Column names this file reads, per table (the parser's repcols.h). */
 enum { RQ_RID, RQ_START, RQ_E2E, RQ_TTFT, RQ_QUEUE, RQ_PREFILL, RQ_DECODE, RQ_IN, RQ_OUT, RQ_PREEMPT, RQ_TPOT,
        RQ_N };
 static const char *const rq_cols[RQ_N] = {
-    "http_rid", "start_time(ms)", "execution_time(ms)", "first_token_latency(ms)", "queue_wait_time(ms)",
-    "prefill_time(ms)", "decode_time(ms)", "recv_token_size", "reply_token_size", "preempted", "tpot(ms)"};
+    PRS_RQ_HTTP_RID, PRS_RQ_START_MS, PRS_RQ_EXEC_MS, PRS_RQ_TTFT_MS, PRS_RQ_QUEUE_MS,
+    PRS_RQ_PREFILL_MS, PRS_RQ_DECODE_MS, PRS_RQ_RECV_TOKENS, PRS_RQ_REPLY_TOKENS, PRS_RQ_PREEMPTED,
+    PRS_RQ_TPOT_MS};
 static const char *const rq_keys[RQ_N] = {"rid", "start_s", "e2e_ms", "ttft_ms", "queue_ms", "prefill_ms",
                                           "decode_ms", "in_tokens", "out_tokens", "preempted", "tpot_ms"};
 enum { BT_NAME, BT_START, BT_BS, BT_PBS, BT_DBS, BT_TOK, BT_PTOK, BT_DTOK, BT_KV, BT_N };
 static const char *const bt_cols[BT_N] = {
-    "name", "start_time(ms)", "batch_size", "prefill_batch_size", "decode_batch_size",
-    "total_scheduled_tokens", "prefill_scheduled_tokens", "decode_scheduled_tokens", "kvcache_usage_rate"};
+    PRS_BT_NAME, PRS_BT_START_MS, PRS_BT_SIZE, PRS_BT_PREFILL_SIZE, PRS_BT_DECODE_SIZE,
+    PRS_BT_TOTAL_TOK, PRS_BT_PREFILL_TOK, PRS_BT_DECODE_TOK, PRS_BT_KV_USAGE};
 enum { FW_START, FW_DUR, FW_GAP, FW_BS, FW_N };
-static const char *const fw_cols[FW_N] = {"start_time(ms)", "during_time(ms)", "bubble_time(ms)", "batch_size"};
+static const char *const fw_cols[FW_N] = {PRS_FW_START_MS, PRS_FW_DUR_MS, PRS_FW_BUBBLE_MS, PRS_FW_SIZE};
 enum { CT_NAME, CT_PID, CT_TS, CT_SERIES, CT_VALUE, CT_N };
-static const char *const ct_cols[CT_N] = {"name", "pid", "timestamp", "series", "value"};
+static const char *const ct_cols[CT_N] = {PRS_CT_NAME, PRS_CT_PID, PRS_CT_TIMESTAMP, PRS_CT_SERIES, PRS_CT_VALUE};
 
 #define MAXCOLS PRS_COLMAP_MAX
 typedef prs_colmap colmap;
@@ -324,16 +326,16 @@ void rpt_rows_add(rpt_rows *r, const char *key, const prs_col *cols, int ncols, 
 {
     if (!key || ncols > MAXCOLS * 2)
         return;
-    if (!strcmp(key, "batch")) {
+    if (!strcmp(key, PRS_T_BATCH)) {
         prs_colmap_fit(&r->bt, cols, ncols, bt_cols, BT_N);
         add_step(r, v);
-    } else if (!strcmp(key, "forward")) {
+    } else if (!strcmp(key, PRS_T_FORWARD)) {
         prs_colmap_fit(&r->fw, cols, ncols, fw_cols, FW_N);
         add_forward(r, v);
-    } else if (!strcmp(key, "counter")) {
+    } else if (!strcmp(key, PRS_T_COUNTER)) {
         prs_colmap_fit(&r->ct, cols, ncols, ct_cols, CT_N);
         add_counter(r, v);
-    } else if (!strcmp(key, "request")) {
+    } else if (!strcmp(key, PRS_T_REQUEST)) {
         prs_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
         add_request(r, v);
     }

@@ -20,6 +20,7 @@
 
 #include "argdecode.h"
 #include "fmt.h"
+#include "xalloc.h"
 
 
 /* The decoder's state; range counts the values out of range (NULL: not
@@ -418,7 +419,7 @@ static void rid_entry(J *j, prs_args *a)
 {
     if (a->nrids == a->caprids) {
         a->caprids = a->caprids ? a->caprids * 2 : 64;
-        a->rids = realloc(a->rids, (size_t)a->caprids * sizeof *a->rids);
+        a->rids = prs_xrealloc(a->rids, (size_t)a->caprids * sizeof *a->rids);
     }
     prs_rident *r = &a->rids[a->nrids];
     memset(r, 0, sizeof *r);

@@ -22,6 +22,7 @@
 
 #include "argdecode.h"
 #include "ids.h"
+#include "xalloc.h"
 
 
 typedef struct node {
@@ -62,9 +63,9 @@ static unsigned hash(const char *s, int n)
 
 prs_ids *prs_ids_new(void)
 {
-    prs_ids *ids = calloc(1, sizeof *ids);
+    prs_ids *ids = prs_xcalloc(1, sizeof *ids);
     ids->nslots = 1024;
-    ids->slots = calloc(ids->nslots, sizeof *ids->slots);
+    ids->slots = prs_xcalloc(ids->nslots, sizeof *ids->slots);
     return ids;
 }
 
@@ -81,7 +82,7 @@ void prs_ids_free(prs_ids *ids)
 static void grow(prs_ids *ids)
 {
     unsigned ns = ids->nslots * 2;
-    int *slots = calloc(ns, sizeof *slots);
+    int *slots = prs_xcalloc(ns, sizeof *slots);
     for (int i = 0; i < ids->n; i++) {
         node *nd = &ids->nodes[i];
         unsigned h = hash(ids->arena + nd->name, nd->len) & (ns - 1);
@@ -107,11 +108,11 @@ static int lookup(prs_ids *ids, const char *s, int n, int create)
         return -1;
     if (ids->n == ids->cap) {
         ids->cap = ids->cap ? ids->cap * 2 : 1024;
-        ids->nodes = realloc(ids->nodes, (size_t)ids->cap * sizeof *ids->nodes);
+        ids->nodes = prs_xrealloc(ids->nodes, (size_t)ids->cap * sizeof *ids->nodes);
     }
     if (ids->used + (size_t)n + 1 > ids->acap) {
         ids->acap = (ids->acap + (size_t)n + 1) * 2;
-        ids->arena = realloc(ids->arena, ids->acap);
+        ids->arena = prs_xrealloc(ids->arena, ids->acap);
     }
     if (n) /* s may be NULL for the empty id */
         memcpy(ids->arena + ids->used, s, (size_t)n);
@@ -134,7 +135,7 @@ static int lookup_str(prs_ids *ids, prs_str s, int create)
 {
     if (!s.esc)
         return lookup(ids, s.p, s.n, create);
-    char small[512], *buf = s.n < (int)sizeof small ? small : malloc((size_t)s.n + 1);
+    char small[512], *buf = s.n < (int)sizeof small ? small : prs_xmalloc((size_t)s.n + 1);
     if (!buf)
         return -1;
     int n = prs_str_copy(s, buf, s.n + 1);

@@ -24,6 +24,8 @@
 
 #include "fmt.h"
 #include "model.h"
+#include "repcols.h"
+#include "xalloc.h"
 
 #define MAX_PENDING 4096
 #define SCHED_FIFO 64
@@ -34,22 +36,62 @@ enum { C_NAME, C_RES, C_START_DT, C_END_DT, C_DUR, C_TYPE, C_PROF, C_SIZE, C_KV0
        C_PSIZE = C_KV0 + 6, C_DSIZE, C_PTOK, C_DTOK, C_TTOK, C_DP, C_START, C_END, C_ACC, C_ACCPOS, C_N };
 
 static const prs_col cols[C_N] = {
-    {"name", "TEXT"}, {"res_list", "TEXT"}, {"start_datetime", "TEXT"}, {"end_datetime", "TEXT"},
-    {"during_time(ms)", "REAL"}, {"batch_type", "TEXT"}, {"prof_id", "TEXT"}, {"batch_size", "INTEGER"},
-    {"total_blocks", "INTEGER"}, {"used_blocks", "INTEGER"},
-    {"free_blocks", "INTEGER"}, {"blocks_allocated", "INTEGER"}, {"blocks_freed", "INTEGER"},
-    {"kvcache_usage_rate", "REAL"},
-    {"prefill_batch_size", "INTEGER"}, {"decode_batch_size", "INTEGER"},
-    {"prefill_scheduled_tokens", "INTEGER"}, {"decode_scheduled_tokens", "INTEGER"},
-    {"total_scheduled_tokens", "INTEGER"}, {"dp_rank", "INTEGER"}, {"start_time(ms)", "REAL"},
-    {"end_time(ms)", "REAL"}, {"accepted_ratio", "REAL"}, {"accepted_ratio_per_pos", "TEXT"},
+    {PRS_BT_NAME, "TEXT"}, {PRS_BT_RES_LIST, "TEXT"}, {PRS_BT_START_DT, "TEXT"}, {PRS_BT_END_DT, "TEXT"},
+    {PRS_BT_DUR_MS, "REAL"}, {PRS_BT_TYPE, "TEXT"}, {PRS_BT_PROF_ID, "TEXT"}, {PRS_BT_SIZE, "INTEGER"},
+    {PRS_BT_TOTAL_BLOCKS, "INTEGER"}, {PRS_BT_USED_BLOCKS, "INTEGER"},
+    {PRS_BT_FREE_BLOCKS, "INTEGER"}, {PRS_BT_ALLOCATED, "INTEGER"}, {PRS_BT_FREED, "INTEGER"},
+    {PRS_BT_KV_USAGE, "REAL"},
+    {PRS_BT_PREFILL_SIZE, "INTEGER"}, {PRS_BT_DECODE_SIZE, "INTEGER"},
+    {PRS_BT_PREFILL_TOK, "INTEGER"}, {PRS_BT_DECODE_TOK, "INTEGER"},
+    {PRS_BT_TOTAL_TOK, "INTEGER"}, {PRS_BT_DP_RANK, "INTEGER"}, {PRS_BT_START_MS, "REAL"},
+    {PRS_BT_END_MS, "REAL"}, {PRS_BT_ACCEPTED, "REAL"}, {PRS_BT_ACCEPTED_POS, "TEXT"},
 };
 
-void prs_batch_init(prs_model *m)
+/* Per process (store): the rows waiting for its next KVCacheStatus, its
+ * schedule steps waiting for their executions, its held specDecoding row. */
+typedef struct batch_store {
+    prs_pending *pend_head, *pend_tail; /* rows waiting for the next KVCacheStatus */
+    int npend;
+    double last_kv[6];     /* the last KVCacheStatus of this process */
+    int have_last_kv;
+    /* a specDecoding row waiting for the next execution (its acceptance) */
+    prs_pending *spec_held;
+    int *spec_roots;          /* its requests (id roots) and drafted tokens */
+    double *spec_drafted;
+    int spec_n;
+    /* schedule steps not yet matched to an execution (FIFO, SCHED_FIFO) */
+    prs_pending **sched_fifo;
+    int sched_n, sched_head;
+} batch_store;
+
+/* A schedule step's requests (id roots) and batch type. */
+typedef struct step_type {
+    int *roots;
+    int nroots;
+    char type[24];
+} step_type;
+
+/* The report's state (prs_report_batch). */
+struct prs_batch {
+    prs_table t;
+    batch_store *st;       /* by store index */
+    int nstores;
+    /* The last schedule steps' request sets and batch types, so that a
+     * forward whose rid list says nothing about its type (no iter, no
+     * type: vLLM-style workers) takes the type of the step it runs. */
+    step_type *step_types;
+    int nstep_types, step_types_next;
+};
+
+static void *open_batch(prs_model *m)
 {
-    prs_table_init(&m->out, &m->t_batch, "batch.csv", "batch", cols, C_N,
+    prs_batch *b = prs_xcalloc(1, sizeof *b);
+    prs_table_init(&m->out, &b->t, "batch.csv", PRS_T_BATCH, cols, C_N,
                    "no batch records (domain BatchSchedule/Execute: batchFrameworkProcessing, "
                    "modelExec) were found");
+    b->nstores = m->nstores;
+    b->st = prs_xcalloc((size_t)m->nstores + 1, sizeof *b->st);
+    return b;
 }
 
 static prs_val num_or_null(double d)
@@ -57,13 +99,13 @@ static prs_val num_or_null(double d)
     return isnan(d) ? prs_v_null() : prs_v_int(llround(d));
 }
 
-static void emit(prs_model *m, prs_pending *p)
+static void emit(prs_batch *b, prs_model *m, prs_pending *p)
 {
-    prs_table_row(&m->out, &m->t_batch, p->vals);
+    prs_table_row(&m->out, &b->t, p->vals);
     prs_pending_free(p);
 }
 
-static void enqueue(prs_model *m, prs_store_state *st, prs_pending *p)
+static void enqueue(prs_batch *b, prs_model *m, batch_store *st, prs_pending *p)
 {
     if (st->pend_tail)
         st->pend_tail->next = p;
@@ -76,7 +118,7 @@ static void enqueue(prs_model *m, prs_store_state *st, prs_pending *p)
         if (!st->pend_head)
             st->pend_tail = NULL;
         st->npend--;
-        emit(m, h);
+        emit(b, m, h);
     }
 }
 
@@ -90,20 +132,20 @@ static void set_kv(prs_pending *p, const double kv[6])
 
 /* A KVCacheStatus of `store`: completes the rows waiting for it, and the
  * schedule steps whose executions are still to come. */
-void prs_batch_kv(prs_model *m, int store, const double kv[6])
+void prs_batch_kv(prs_batch *b, prs_model *m, int store, const double kv[6])
 {
-    prs_store_state *st = &m->st[store];
+    batch_store *st = &b->st[store];
     while (st->pend_head) {
         prs_pending *p = st->pend_head;
         st->pend_head = p->next;
         if (!p->kv_set)
             set_kv(p, kv);
-        emit(m, p);
+        emit(b, m, p);
     }
     st->pend_tail = NULL;
     st->npend = 0;
     for (int i = 0; i < st->sched_n; i++) {
-        prs_pending *p = (prs_pending *)st->sched_fifo[(st->sched_head + i) % SCHED_FIFO];
+        prs_pending *p = st->sched_fifo[(st->sched_head + i) % SCHED_FIFO];
         if (!p->kv_set)
             set_kv(p, kv);
     }
@@ -111,30 +153,30 @@ void prs_batch_kv(prs_model *m, int store, const double kv[6])
     st->have_last_kv = 1;
 }
 
-static void sched_push(prs_store_state *st, const prs_val *v)
+static void sched_push(batch_store *st, const prs_val *v)
 {
     if (!st->sched_fifo)
-        st->sched_fifo = calloc(SCHED_FIFO, sizeof *st->sched_fifo);
+        st->sched_fifo = prs_xcalloc(SCHED_FIFO, sizeof *st->sched_fifo);
     if (st->sched_n == SCHED_FIFO) { /* executions never came: forget the oldest */
-        prs_pending_free((prs_pending *)st->sched_fifo[st->sched_head]);
+        prs_pending_free(st->sched_fifo[st->sched_head]);
         st->sched_head = (st->sched_head + 1) % SCHED_FIFO;
         st->sched_n--;
     }
-    st->sched_fifo[(st->sched_head + st->sched_n) % SCHED_FIFO] = (char *)prs_pending_new(v, C_N);
+    st->sched_fifo[(st->sched_head + st->sched_n) % SCHED_FIFO] = prs_pending_new(v, C_N);
     st->sched_n++;
 }
 
-static prs_pending *sched_pop(prs_store_state *st)
+static prs_pending *sched_pop(batch_store *st)
 {
     if (!st->sched_n)
         return NULL;
-    prs_pending *p = (prs_pending *)st->sched_fifo[st->sched_head];
+    prs_pending *p = st->sched_fifo[st->sched_head];
     st->sched_head = (st->sched_head + 1) % SCHED_FIFO;
     st->sched_n--;
     return p;
 }
 
-typedef struct acc_ctx { prs_model *m; prs_store_state *st; double *acc; } acc_ctx;
+typedef struct acc_ctx { prs_model *m; batch_store *st; double *acc; } acc_ctx;
 
 static void acc_member(prs_str key, double v, void *c)
 {
@@ -150,14 +192,14 @@ static void acc_member(prs_str key, double v, void *c)
 
 /* Completes the held specDecoding row with the acceptance an execution
  * reports (accepted may be empty: the row goes out without it). */
-static void spec_release(prs_model *m, prs_store_state *st, prs_str accepted)
+static void spec_release(prs_batch *b, prs_model *m, batch_store *st, prs_str accepted)
 {
     prs_pending *p = st->spec_held;
     if (!p)
         return;
     st->spec_held = NULL;
     if (accepted.p && st->spec_n) {
-        double *acc = malloc((size_t)st->spec_n * sizeof *acc);
+        double *acc = prs_xmalloc((size_t)st->spec_n * sizeof *acc);
         for (int i = 0; i < st->spec_n; i++)
             acc[i] = NAN;
         acc_ctx c = {m, st, acc};
@@ -181,7 +223,7 @@ static void spec_release(prs_model *m, prs_store_state *st, prs_str accepted)
             p->vals[C_ACC] = prs_v_real(sa / sd);
             /* position k: requests with >= k accepted among those with >= k drafted */
             size_t cap = (size_t)maxd * 16 + 8, o = 0;
-            char *txt = malloc(cap);
+            char *txt = prs_xmalloc(cap);
             txt[o++] = '[';
             for (int k = 1; k <= maxd && k <= 64; k++) {
                 int num = 0, den = 0;
@@ -199,23 +241,23 @@ static void spec_release(prs_model *m, prs_store_state *st, prs_str accepted)
         }
         free(acc);
     }
-    enqueue(m, st, p);
+    enqueue(b, m, st, p);
     st->spec_n = 0;
 }
 
 /* Keeps the schedule step's request set and type for the forwards that
  * run it (in this or another process). */
-static void remember_step_type(prs_model *m, const prs_val *type)
+static void remember_step_type(prs_batch *b, const prs_model *m, const prs_val *type)
 {
     if (type->kind != PRS_TEXT || !m->nroots)
         return;
-    if (!m->step_types)
-        m->step_types = calloc(STEP_TYPES, sizeof *m->step_types);
-    struct prs_step_type *t = &m->step_types[m->step_types_next];
-    m->step_types_next = (m->step_types_next + 1) % STEP_TYPES;
-    if (m->nstep_types < STEP_TYPES)
-        m->nstep_types++;
-    t->roots = realloc(t->roots, (size_t)m->nroots * sizeof *t->roots);
+    if (!b->step_types)
+        b->step_types = prs_xcalloc(STEP_TYPES, sizeof *b->step_types);
+    step_type *t = &b->step_types[b->step_types_next];
+    b->step_types_next = (b->step_types_next + 1) % STEP_TYPES;
+    if (b->nstep_types < STEP_TYPES)
+        b->nstep_types++;
+    t->roots = prs_xrealloc(t->roots, (size_t)m->nroots * sizeof *t->roots);
     memcpy(t->roots, m->roots, (size_t)m->nroots * sizeof *t->roots);
     t->nroots = m->nroots;
     int n = type->n < (int)sizeof t->type - 1 ? type->n : (int)sizeof t->type - 1;
@@ -223,10 +265,10 @@ static void remember_step_type(prs_model *m, const prs_val *type)
     t->type[n] = 0;
 }
 
-const char *prs_batch_step_type(prs_model *m)
+const char *prs_batch_step_type(const prs_batch *b, const prs_model *m)
 {
-    for (int i = 1; i <= m->nstep_types; i++) { /* newest first */
-        struct prs_step_type *t = &m->step_types[(m->step_types_next - i + STEP_TYPES) % STEP_TYPES];
+    for (int i = 1; b && i <= b->nstep_types; i++) { /* newest first */
+        const step_type *t = &b->step_types[(b->step_types_next - i + STEP_TYPES) % STEP_TYPES];
         if (t->nroots != m->nroots)
             continue;
         int j = 0;
@@ -238,10 +280,11 @@ const char *prs_batch_step_type(prs_model *m)
     return NULL;
 }
 
-void prs_batch_record(prs_model *m, const prs_rec *r, enum prs_kind k)
+static void record_batch(void *state, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
+    prs_batch *b = state;
     const prs_args *a = &m->args;
-    prs_store_state *st = &m->st[r->store->index];
+    batch_store *st = &b->st[r->store->index];
     prs_val v[C_N];
     for (int i = 0; i < C_N; i++)
         v[i] = prs_v_null();
@@ -304,9 +347,9 @@ void prs_batch_record(prs_model *m, const prs_rec *r, enum prs_kind k)
     if (!isnan(a->batch_size) && v[C_SIZE].kind == PRS_NULL)
         v[C_SIZE] = prs_v_int(llround(a->batch_size));
     if (k == K_SPEC) {
-        spec_release(m, st, (prs_str){0});
-        st->spec_roots = realloc(st->spec_roots, (size_t)(a->nrids + 1) * sizeof *st->spec_roots);
-        st->spec_drafted = realloc(st->spec_drafted, (size_t)(a->nrids + 1) * sizeof *st->spec_drafted);
+        spec_release(b, m, st, (prs_str){0});
+        st->spec_roots = prs_xrealloc(st->spec_roots, (size_t)(a->nrids + 1) * sizeof *st->spec_roots);
+        st->spec_drafted = prs_xrealloc(st->spec_drafted, (size_t)(a->nrids + 1) * sizeof *st->spec_drafted);
         st->spec_n = 0;
         for (int i = 0; i < a->nrids && i < m->nroots; i++) {
             st->spec_roots[st->spec_n] = m->roots[i];
@@ -316,10 +359,10 @@ void prs_batch_record(prs_model *m, const prs_rec *r, enum prs_kind k)
         return;
     }
     if (k == K_BATCH) {
-        remember_step_type(m, &v[C_TYPE]);
+        remember_step_type(b, m, &v[C_TYPE]);
         sched_push(st, v);
     } else if (k == K_EXEC) {
-        spec_release(m, st, a->accepted);
+        spec_release(b, m, st, a->accepted);
         sched = sched_pop(st);
         if (sched && a->rid_kind == 0) {
             /* Inherit what the schedule step said about the batch. */
@@ -335,18 +378,28 @@ void prs_batch_record(prs_model *m, const prs_rec *r, enum prs_kind k)
             row->vals[C_KV0 + i] = sched->vals[C_KV0 + i];
         row->kv_set = 1;
     }
-    enqueue(m, st, row);
+    enqueue(b, m, st, row);
     prs_pending_free(sched);
 }
 
-void prs_batch_finish(prs_model *m)
+static void free_step_types(prs_batch *b)
 {
+    for (int i = 0; i < b->nstep_types; i++)
+        free(b->step_types[i].roots);
+    free(b->step_types);
+    b->step_types = NULL;
+    b->nstep_types = 0;
+}
+
+static void finish_batch(void *state, prs_model *m)
+{
+    prs_batch *b = state;
     double none[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
-    for (int i = 0; i < m->nstores; i++) {
-        spec_release(m, &m->st[i], (prs_str){0});
+    for (int i = 0; i < b->nstores; i++) {
+        batch_store *st = &b->st[i];
+        spec_release(b, m, st, (prs_str){0});
         /* No KVCacheStatus after these rows: the process's last one. */
-        prs_batch_kv(m, i, m->st[i].have_last_kv ? m->st[i].last_kv : none);
-        prs_store_state *st = &m->st[i];
+        prs_batch_kv(b, m, i, st->have_last_kv ? st->last_kv : none);
         free(st->spec_roots);
         free(st->spec_drafted);
         st->spec_roots = NULL;
@@ -354,9 +407,46 @@ void prs_batch_finish(prs_model *m)
         while (st->sched_n)
             prs_pending_free(sched_pop(st));
     }
-    for (int i = 0; i < m->nstep_types; i++)
-        free(m->step_types[i].roots);
-    free(m->step_types);
-    m->step_types = NULL;
-    m->nstep_types = 0;
+    free_step_types(b);
 }
+
+static void close_batch(void *state, prs_model *m)
+{
+    prs_table_close(&m->out, &((prs_batch *)state)->t);
+}
+
+/* What a run that never finished (abandoned, failed) still holds, too. */
+static void free_batch(void *state)
+{
+    prs_batch *b = state;
+    for (int i = 0; i < b->nstores; i++) {
+        batch_store *st = &b->st[i];
+        while (st->pend_head) {
+            prs_pending *p = st->pend_head;
+            st->pend_head = p->next;
+            prs_pending_free(p);
+        }
+        prs_pending_free(st->spec_held);
+        free(st->spec_roots);
+        free(st->spec_drafted);
+        while (st->sched_n)
+            prs_pending_free(sched_pop(st));
+        free(st->sched_fifo);
+    }
+    free(b->st);
+    free_step_types(b);
+    free(b);
+}
+
+static const prs_table *table_batch(const void *st) { return &((const prs_batch *)st)->t; }
+
+const prs_report prs_report_batch = {
+    .name = "batch",
+    .kinds = PRS_KIND(K_BATCH) | PRS_KIND(K_EXEC) | PRS_KIND(K_SPEC),
+    .open = open_batch,
+    .record = record_batch,
+    .finish = finish_batch,
+    .close = close_batch,
+    .table = table_batch,
+    .free = free_batch,
+};

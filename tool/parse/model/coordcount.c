@@ -19,6 +19,7 @@
 #include "coordcount.h"
 #include "dbcompat.h"
 #include "fmt.h"
+#include "xalloc.h"
 
 #define BUCKET_NS 5000000000LL
 #define MAX_ROWS 10000000LL /* beyond: only buckets with moments are written */
@@ -33,15 +34,15 @@ struct prs_coordcount {
     int nk;
 };
 
-prs_coordcount *prs_coordcount_new(void) { return calloc(1, sizeof(prs_coordcount)); }
+prs_coordcount *prs_coordcount_new(void) { return prs_xcalloc(1, sizeof(prs_coordcount)); }
 
 static int key_of(prs_coordcount *c, const char *address, int decode)
 {
     for (int i = 0; i < c->nk; i++)
         if (c->k[i].decode == decode && !strcmp(c->k[i].address, address))
             return i;
-    c->k = realloc(c->k, (size_t)(c->nk + 1) * sizeof *c->k);
-    c->k[c->nk].address = strdup(address);
+    c->k = prs_xrealloc(c->k, (size_t)(c->nk + 1) * sizeof *c->k);
+    c->k[c->nk].address = prs_xstrdup(address);
     c->k[c->nk].decode = decode;
     return c->nk++;
 }
@@ -52,7 +53,7 @@ void prs_coordcount_note(prs_coordcount *c, int64_t ts, const char *address, int
         return;
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 256;
-        c->m = realloc(c->m, (size_t)c->cap * sizeof *c->m);
+        c->m = prs_xrealloc(c->m, (size_t)c->cap * sizeof *c->m);
     }
     int64_t b = ts / BUCKET_NS - (ts % BUCKET_NS < 0);
     c->m[c->n++] = (moment){b, key_of(c, address, decode), end};
@@ -99,14 +100,14 @@ void prs_coordcount_write(prs_coordcount *c, prs_out *out)
     prs_table_init(out, &t, "coordinator_running.csv", "coordinator_running", cols, 6, NULL);
     if (c && c->n) {
         qsort_r(c->m, (size_t)c->n, sizeof *c->m, by_bucket_key, c);
-        int *order = malloc((size_t)c->nk * sizeof *order);
-        long long *running = calloc((size_t)c->nk, sizeof *running);
+        int *order = prs_xmalloc((size_t)c->nk * sizeof *order);
+        long long *running = prs_xcalloc((size_t)c->nk, sizeof *running);
         for (int i = 0; i < c->nk; i++)
             order[i] = i;
         qsort_r(order, (size_t)c->nk, sizeof *order, key_cmp, c);
         /* profiler.db's Coordinator_curve view needs the instances (dbcompat.c) */
-        const char **addr = malloc((size_t)c->nk * sizeof *addr); /* sorted by address: the view's order */
-        int *dec = malloc((size_t)c->nk * sizeof *dec);
+        const char **addr = prs_xmalloc((size_t)c->nk * sizeof *addr); /* sorted by address: the view's order */
+        int *dec = prs_xmalloc((size_t)c->nk * sizeof *dec);
         for (int i = 0; i < c->nk; i++) {
             addr[i] = c->k[order[i]].address;
             dec[i] = c->k[order[i]].decode;

@@ -13,60 +13,86 @@
 
 #include "fmt.h"
 #include "model.h"
+#include "repcols.h"
+#include "xalloc.h"
 
 enum { F_NAME, F_REL, F_START_DT, F_END_DT, F_DUR, F_BUBBLE, F_SIZE, F_TYPE, F_ITER, F_DP, F_PROF,
        F_HOST, F_START, F_END, F_N };
 
 static const prs_col cols[F_N] = {
-    {"name", "TEXT"}, {"relative_start_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
-    {"end_datetime", "TEXT"}, {"during_time(ms)", "REAL"}, {"bubble_time(ms)", "REAL"},
-    {"batch_size", "INTEGER"}, {"batch_type", "TEXT"}, {"forward_iter", "INTEGER"}, {"dp_rank", "INTEGER"},
-    {"prof_id", "TEXT"}, {"hostname", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
+    {PRS_FW_NAME, "TEXT"}, {PRS_FW_REL_MS, "REAL"}, {PRS_FW_START_DT, "TEXT"},
+    {PRS_FW_END_DT, "TEXT"}, {PRS_FW_DUR_MS, "REAL"}, {PRS_FW_BUBBLE_MS, "REAL"},
+    {PRS_FW_SIZE, "INTEGER"}, {PRS_FW_TYPE, "TEXT"}, {PRS_FW_ITER, "INTEGER"}, {PRS_FW_DP_RANK, "INTEGER"},
+    {PRS_FW_PROF_ID, "TEXT"}, {PRS_FW_HOSTNAME, "TEXT"}, {PRS_FW_START_MS, "REAL"}, {PRS_FW_END_MS, "REAL"},
 };
 
-void prs_forward_init(prs_model *m)
+/* Per process (store): the last row, waiting for the next forward's start. */
+typedef struct fwd_store {
+    prs_pending *held;
+    long long iter;
+} fwd_store;
+
+/* The report's state (prs_report_forward). */
+typedef struct forward {
+    prs_table t;
+    fwd_store *st;         /* by store index */
+    int nstores;
+    char **hosts;          /* the first forward per host (relative_start_time) */
+    int64_t *host_first;
+    int nhosts;
+    const prs_batch *batch; /* for the type of the step a forward runs (batch.c) */
+} forward;
+
+static void *open_forward(prs_model *m)
 {
-    prs_table_init(&m->out, &m->t_forward, "forward.csv", "forward", cols, F_N,
+    forward *f = prs_xcalloc(1, sizeof *f);
+    prs_table_init(&m->out, &f->t, "forward.csv", PRS_T_FORWARD, cols, F_N,
                    "no forward records (domain ModelExecute: forward) were found");
+    f->nstores = m->nstores;
+    f->st = prs_xcalloc((size_t)m->nstores + 1, sizeof *f->st);
+    f->batch = prs_model_state(m, &prs_report_batch); /* before this one in the table */
+    return f;
 }
 
-static int64_t host_first(prs_model *m, const char *host, int64_t ts)
+static int64_t host_first(forward *f, const char *host, int64_t ts)
 {
-    for (int i = 0; i < m->nfwd_hosts; i++)
-        if (!strcmp(m->fwd_hosts[i], host))
-            return m->fwd_host_first[i];
-    m->fwd_hosts = realloc(m->fwd_hosts, (size_t)(m->nfwd_hosts + 1) * sizeof *m->fwd_hosts);
-    m->fwd_host_first = realloc(m->fwd_host_first, (size_t)(m->nfwd_hosts + 1) * sizeof *m->fwd_host_first);
-    m->fwd_hosts[m->nfwd_hosts] = strdup(host);
-    m->fwd_host_first[m->nfwd_hosts] = ts;
-    m->nfwd_hosts++;
+    for (int i = 0; i < f->nhosts; i++)
+        if (!strcmp(f->hosts[i], host))
+            return f->host_first[i];
+    f->hosts = prs_xrealloc(f->hosts, (size_t)(f->nhosts + 1) * sizeof *f->hosts);
+    f->host_first = prs_xrealloc(f->host_first, (size_t)(f->nhosts + 1) * sizeof *f->host_first);
+    f->hosts[f->nhosts] = prs_xstrdup(host);
+    f->host_first[f->nhosts] = ts;
+    f->nhosts++;
     return ts;
 }
 
-static void release(prs_model *m, prs_store_state *st, int64_t next_start)
+static void release(forward *f, prs_model *m, fwd_store *st, int64_t next_start)
 {
-    prs_pending *p = st->fwd_held;
+    prs_pending *p = st->held;
     if (!p)
         return;
     if (next_start >= 0)
         p->vals[F_BUBBLE] = prs_v_ns(next_start - p->end);
-    prs_table_row(&m->out, &m->t_forward, p->vals);
+    prs_table_row(&m->out, &f->t, p->vals);
     prs_pending_free(p);
-    st->fwd_held = NULL;
+    st->held = NULL;
 }
 
-void prs_forward_record(prs_model *m, const prs_rec *r)
+static void record_forward(void *state, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
+    (void)k;
+    forward *f = state;
     const prs_args *a = &m->args;
-    prs_store_state *st = &m->st[r->store->index];
-    release(m, st, r->ts);
+    fwd_store *st = &f->st[r->store->index];
+    release(f, m, st, r->ts);
     prs_val v[F_N];
     for (int i = 0; i < F_N; i++)
         v[i] = prs_v_null();
     char sdt[40], edt[40], type_buf[64];
     prs_fmt_datetime(r->ts, sdt);
     prs_fmt_datetime(r->ts + r->dur, edt);
-    int64_t first = host_first(m, r->store->hostname, r->ts);
+    int64_t first = host_first(f, r->store->hostname, r->ts);
     v[F_NAME] = prs_v_text(r->name, -1);
     v[F_REL] = prs_v_ns(r->ts - first);
     v[F_START_DT] = prs_v_text(sdt, -1);
@@ -91,24 +117,56 @@ void prs_forward_record(prs_model *m, const prs_rec *r)
             pre += is_pre;
             dec += !is_pre;
         }
-        const char *step = told ? NULL : prs_batch_step_type(m);
+        const char *step = told ? NULL : prs_batch_step_type(f->batch, m);
         if (told)
             v[F_TYPE] = prs_v_text(pre && dec ? "Prefill, Decode" : pre ? "Prefill" : "Decode", -1);
         else if (step)
             v[F_TYPE] = prs_v_text(step, -1);
     }
-    v[F_ITER] = prs_v_int(++st->fwd_iter);
+    v[F_ITER] = prs_v_int(++st->iter);
     v[F_DP] = r->store->dp_rank >= 0 ? prs_v_int(r->store->dp_rank) : prs_v_null();
     v[F_PROF] = prs_v_text(r->store->prof_id, -1);
     v[F_HOST] = prs_v_text(r->store->hostname, -1);
     v[F_START] = prs_v_ns(r->ts);
     v[F_END] = prs_v_ns(r->ts + r->dur);
-    st->fwd_held = prs_pending_new(v, F_N);
-    st->fwd_held->end = r->ts + r->dur;
+    st->held = prs_pending_new(v, F_N);
+    st->held->end = r->ts + r->dur;
 }
 
-void prs_forward_finish(prs_model *m)
+static void finish_forward(void *state, prs_model *m)
 {
-    for (int i = 0; i < m->nstores; i++)
-        release(m, &m->st[i], -1);
+    forward *f = state;
+    for (int i = 0; i < f->nstores; i++)
+        release(f, m, &f->st[i], -1);
 }
+
+static void close_forward(void *state, prs_model *m)
+{
+    prs_table_close(&m->out, &((forward *)state)->t);
+}
+
+static void free_forward(void *state)
+{
+    forward *f = state;
+    for (int i = 0; i < f->nstores; i++)
+        prs_pending_free(f->st[i].held);
+    for (int i = 0; i < f->nhosts; i++)
+        free(f->hosts[i]);
+    free(f->hosts);
+    free(f->host_first);
+    free(f->st);
+    free(f);
+}
+
+static const prs_table *table_forward(const void *st) { return &((const forward *)st)->t; }
+
+const prs_report prs_report_forward = {
+    .name = "forward",
+    .kinds = PRS_KIND(K_FORWARD),
+    .open = open_forward,
+    .record = record_forward,
+    .finish = finish_forward,
+    .close = close_forward,
+    .table = table_forward,
+    .free = free_forward,
+};

@@ -4,9 +4,13 @@
  *
  * Per record: classify by name (docs/vocabulary.md), decode args once, resolve
  * the request ids it names (Link rows first merge two ids into one request),
- * then let each report take what it needs. Reports that must look ahead
- * (KV state after a step, the next forward) hold a few rows per process, so
- * memory stays bounded by what is in flight.
+ * then hand it to the reports that take its kind. The reports are a table
+ * (reports.c): each owns its state, opaque here, and is driven through its
+ * row's hooks (model.h, prs_report); at open the model builds, per record
+ * kind, the list of record hooks that take it, so a record costs a call
+ * per report that wants it and nothing for the others. Reports that must
+ * look ahead (KV state after a step, the next forward) hold a few rows per
+ * process, so memory stays bounded by what is in flight.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include "model.h"
 #include "tap.h"
 #include "timeline.h"
+#include "xalloc.h"
 
 /* Record names and what they are (docs/vocabulary.md), one row per first
  * letter: a lookup compares the few names that share the record's first
@@ -87,7 +92,7 @@ static void push_root(prs_model *m, int root)
 {
     if (m->nroots == m->caproots) {
         m->caproots = m->caproots ? m->caproots * 2 : 64;
-        m->roots = realloc(m->roots, (size_t)m->caproots * sizeof *m->roots);
+        m->roots = prs_xrealloc(m->roots, (size_t)m->caproots * sizeof *m->roots);
     }
     m->roots[m->nroots++] = root;
 }
@@ -115,7 +120,7 @@ static void resolve(prs_model *m)
     int keep = m->args_swapped; /* `args` is the cached decode: remember its nodes */
     if (keep && a->nrids > m->capcache_nodes) {
         m->capcache_nodes = a->nrids * 2;
-        m->cache_nodes = realloc(m->cache_nodes, (size_t)m->capcache_nodes * sizeof *m->cache_nodes);
+        m->cache_nodes = prs_xrealloc(m->cache_nodes, (size_t)m->capcache_nodes * sizeof *m->cache_nodes);
     }
     for (int i = 0; i < a->nrids; i++) {
         int node = node_of(m, a->rids[i].rid);
@@ -134,13 +139,14 @@ static void apply_link(prs_model *m)
     int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
     int absorbed;
     int kept = prs_ids_link(m->ids, from, to, &absorbed);
-    if (absorbed >= 0) {
-        prs_request_link(m, kept, absorbed);
-        prs_pdsplit_link(m, kept, absorbed);
-    }
+    if (absorbed < 0)
+        return;
+    for (int i = 0; i < prs_nreports; i++)
+        if (m->rep[i] && prs_reports[i]->link)
+            prs_reports[i]->link(m->rep[i], m, kept, absorbed);
 }
 
-const char *prs_req_name(prs_model *m, int root)
+const char *prs_req_name(const prs_model *m, int root)
 {
     return prs_ids_name(m->ids, root);
 }
@@ -149,7 +155,7 @@ static void scratch_reserve(prs_model *m, size_t need)
 {
     if (need > m->scratch_cap) {
         m->scratch_cap = need * 2;
-        m->scratch = realloc(m->scratch, m->scratch_cap);
+        m->scratch = prs_xrealloc(m->scratch, m->scratch_cap);
     }
 }
 
@@ -196,7 +202,7 @@ const char *prs_res_list(prs_model *m, int *len)
     *len = (int)o;
     if (m->nroots > m->capres_roots) {
         m->capres_roots = m->nroots * 2;
-        m->res_roots = realloc(m->res_roots, (size_t)m->capres_roots * sizeof *m->res_roots);
+        m->res_roots = prs_xrealloc(m->res_roots, (size_t)m->capres_roots * sizeof *m->res_roots);
     }
     if (m->nroots)
         memcpy(m->res_roots, m->roots, (size_t)m->nroots * sizeof *m->roots);
@@ -241,24 +247,35 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
     m->stores = stores;
     m->nstores = n;
     m->origin_ns = origin;
-    m->st = calloc((size_t)n + 1, sizeof *m->st);
-    for (int i = 0; i < n; i++)
-        m->st[i].first_ts = -1;
     m->ids = prs_ids_new();
     m->res_len = -1;
     prs_args_init(&m->args);
     prs_args_init(&m->args_cache);
     if (prs_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
         return -1;
-    prs_request_init(m);
-    prs_batch_init(m);
-    prs_forward_init(m);
-    prs_kvcache_init(m);
-    prs_reqstatus_init(m);
-    prs_spaninfo_init(m);
-    prs_pdsplit_init(m);
+    if (opts->tap)
+        m->out.tap = *opts->tap; /* rows (table.c) and records (below) go to it */
+    m->rep = prs_xcalloc((size_t)prs_nreports, sizeof *m->rep);
+    m->hooks = prs_xcalloc((size_t)PRS_NKINDS * (size_t)prs_nreports, sizeof *m->hooks);
+    for (int i = 0; i < prs_nreports; i++) {
+        const prs_report *r = prs_reports[i];
+        m->rep[i] = r->open(m);
+        if (!m->rep[i] || !r->record)
+            continue;
+        for (int k = 0; k < PRS_NKINDS; k++)
+            if (r->kinds & PRS_KIND(k))
+                m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i]};
+    }
     m->tl = prs_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
+}
+
+void *prs_model_state(const prs_model *m, const prs_report *r)
+{
+    for (int i = 0; i < prs_nreports; i++)
+        if (prs_reports[i] == r)
+            return m->rep ? m->rep[i] : NULL;
+    return NULL;
 }
 
 static void counters(prs_model *m, const prs_rec *r, enum prs_kind k)
@@ -277,10 +294,9 @@ static void counters(prs_model *m, const prs_rec *r, enum prs_kind k)
         if (!isnan(kv[5]))
             prs_timeline_counter(m->tl, pid, "KV cache usage", r->ts, usage, &kv[5], 1);
     } else if ((k == K_QUEUE || k == K_ENQUEUE || k == K_DEQUEUE)) {
-        prs_store_state *st = &m->st[r->store->index];
         static const char *const q[] = {"waiting", "running", "swapped"};
-        double v[3] = {isnan(st->waiting) ? 0 : st->waiting, isnan(st->running) ? 0 : st->running,
-                       isnan(st->swapped) ? 0 : st->swapped};
+        double v[3];
+        prs_reqstatus_sizes(m, r->store->index, v);
         if (!isnan(a->queue_size))
             prs_timeline_counter(m->tl, pid, "queue size", r->ts, q, v, 3);
     } else if (k == K_CPU) {
@@ -340,7 +356,7 @@ static void decode_args(prs_model *m, const prs_rec *r)
         if (r->args_len + 1 > m->args_text_cap) {
             m->args_text_cap = r->args_len * 2 + 1;
             free(m->args_text); /* the cached decode pointing into it is replaced below */
-            m->args_text = malloc((size_t)m->args_text_cap);
+            m->args_text = prs_xmalloc((size_t)m->args_text_cap);
         }
         memcpy(m->args_text, r->args, (size_t)r->args_len);
         m->args_text[r->args_len] = 0;
@@ -354,8 +370,8 @@ static void decode_args(prs_model *m, const prs_rec *r)
 void prs_model_record(prs_model *m, const prs_rec *r)
 {
     m->nrec++;
-    if (prs_tap_now.record)
-        prs_tap_now.record(prs_tap_now.ctx, r);
+    if (m->out.tap.record)
+        m->out.tap.record(m->out.tap.ctx, r);
     m->now_ns = r->ts;
     if (r->ts + r->dur > m->last_ns)
         m->last_ns = r->ts + r->dur;
@@ -377,78 +393,42 @@ void prs_model_record(prs_model *m, const prs_rec *r)
     if (m->tl)
         m->cur_lane = prs_timeline_lane(m->tl, s, r->cat, r->tid, r->ts,
                                         k == K_CPU || k == K_MEM || k == K_PROC || k == K_DEVMEM ? 0 : r->dur);
-    prs_request_record(m, r, k);
-    switch (k) {
-    case K_BATCH: case K_EXEC: case K_SPEC:
-        prs_batch_record(m, r, k);
-        break;
-    case K_FORWARD:
-        prs_forward_record(m, r);
-        break;
-    case K_KVSTATUS: case K_KVEVENT:
-        prs_kvcache_record(m, r, k);
-        break;
-    case K_QUEUE: case K_ENQUEUE: case K_DEQUEUE:
-        prs_reqstatus_record(m, r, k);
-        break;
-    case K_COMM: case K_PULLKV: case K_COORD:
-        prs_pdsplit_record(m, r, k);
-        break;
-    case K_TOKEN_OUT:
-        if (m->pd_any) /* a store without hand-offs pays one test per token */
-            prs_pdsplit_record(m, r, k);
-        break;
-    default:
-        break;
-    }
-    prs_spaninfo_record(m, r, k);
+    const prs_hook *h = m->hooks + (size_t)k * (size_t)prs_nreports;
+    for (const prs_hook *e = h + m->nhooks[k]; h < e; h++)
+        h->record(h->st, m, r, k);
     if (m->tl) {
         if (k != K_CPU && k != K_MEM && k != K_PROC && k != K_DEVMEM)
             prs_timeline_slice(m->tl, r, &m->args, m->cur_lane);
         counters(m, r, k);
     }
     if ((m->nrec & 1023) == 0)
-        prs_request_flush(m, 0);
+        for (int i = 0; i < prs_nreports; i++)
+            if (m->rep[i] && prs_reports[i]->tick)
+                prs_reports[i]->tick(m->rep[i], m);
 }
 
+/* The hooks in table order (reports.c says why the order matters). */
 void prs_model_finish(prs_model *m)
 {
-    prs_request_flush(m, 1);
-    prs_batch_finish(m);
-    prs_forward_finish(m);
-    prs_spaninfo_finish(m);
-    prs_pdsplit_finish(m);
+    for (int i = 0; i < prs_nreports; i++)
+        if (m->rep[i] && prs_reports[i]->finish)
+            prs_reports[i]->finish(m->rep[i], m);
+}
+
+void prs_model_summary(const prs_model *m, const struct prs_sessions *ss)
+{
+    for (int i = 0; i < prs_nreports; i++)
+        if (m->rep[i] && prs_reports[i]->summary)
+            prs_reports[i]->summary(m->rep[i], m, ss);
 }
 
 void prs_model_close(prs_model *m)
 {
-    prs_reqorder_free(m);
-    for (int i = 0; i < m->nstep_types; i++)
-        free(m->step_types[i].roots);
-    free(m->step_types);
-    prs_table_close(&m->out, &m->t_request);
-    prs_table_close(&m->out, &m->t_batch);
-    prs_table_close(&m->out, &m->t_forward);
-    prs_table_close(&m->out, &m->t_kvcache);
-    prs_table_close(&m->out, &m->t_reqstatus);
-    prs_pdsplit_close(m);
-    for (int i = 0; i < m->nspan_names; i++) {
-        prs_table_close(&m->out, &m->t_spans[i]);
-        free(m->span_csv[i]);
-    }
-    free(m->t_spans);
-    free(m->span_csv);
-    for (int i = 0; i < m->nstores; i++) {
-        prs_store_state *st = &m->st[i];
-        for (int j = 0; j < st->sched_n; j++)
-            free(st->sched_fifo[(st->sched_head + j) % 64]);
-        free(st->sched_fifo);
-    }
-    free(m->st);
-    for (int i = 0; i < m->nfwd_hosts; i++)
-        free(m->fwd_hosts[i]);
-    free(m->fwd_hosts);
-    free(m->fwd_host_first);
+    for (int i = 0; m->rep && i < prs_nreports; i++)
+        if (m->rep[i] && prs_reports[i]->close)
+            prs_reports[i]->close(m->rep[i], m);
+    free(m->hooks);
+    m->hooks = NULL;
     free(m->roots);
     free(m->scratch);
     free(m->res_roots);
@@ -459,4 +439,14 @@ void prs_model_close(prs_model *m)
     prs_args_free(&m->args_cache);
     free(m->args_text);
     prs_ids_free(m->ids);
+    m->ids = NULL;
+}
+
+void prs_model_free(prs_model *m)
+{
+    for (int i = 0; m->rep && i < prs_nreports; i++)
+        if (m->rep[i] && prs_reports[i]->free)
+            prs_reports[i]->free(m->rep[i]);
+    free(m->rep);
+    m->rep = NULL;
 }

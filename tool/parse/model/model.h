@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * model.h — the state shared by the report modules while records stream
- * through (owned by model.c; one model per parse, used only on the thread
- * that runs the parse).
+ * model.h — the model that hands each record to the reports (model.c;
+ * one model per parse, used only on the thread that runs the parse), and
+ * what a report is: a row of hooks (prs_report) in the table of reports.c.
+ * The model holds what every report reads (the record's decoded args, the
+ * requests it names, the outputs, the timeline); each report's own state
+ * is its file's, opaque here. The few things one part asks of a report
+ * are that report's functions, below.
  */
 #ifndef SERVPROF_PARSE_MODEL_H
 #define SERVPROF_PARSE_MODEL_H
@@ -13,7 +17,6 @@
 #include "ids.h"
 #include "table.h"
 
-
 /* What a record is, by its name (docs/vocabulary.md). */
 enum prs_kind {
     K_OTHER = 0, K_HTTPREQ, K_TOKENIZE, K_ENQUEUE, K_DEQUEUE, K_QUEUE, K_BATCH, K_EXEC,
@@ -21,48 +24,63 @@ enum prs_kind {
     K_LINK, K_CPU, K_MEM, K_PROC, K_DEVMEM, K_COMM, K_PULLKV, K_COORD
 };
 
-typedef struct prs_req prs_req;
+typedef struct prs_model prs_model;
 typedef struct prs_timeline prs_timeline;
-typedef struct prs_stats prs_stats;
-typedef struct prs_reqorder prs_reqorder;
+struct prs_sessions;
 
-/* Per-store state of the reports (index = store index). */
-typedef struct prs_store_state {
-    int64_t first_ts;
-    /* request_status: current queue sizes (NAN: not reported yet), first row */
-    double waiting, running, swapped;
-    int64_t rs_first;
-    double pending; /* profiler.db's request_status.PENDING (reqstatus.c) */
-    /* batch rows waiting for the next KVCacheStatus of this process */
-    struct prs_pending *pend_head, *pend_tail;
-    int npend;
-    double last_kv[6];     /* the last KVCacheStatus of this process */
-    int have_last_kv;
-    /* forward: the last row, waiting for the next forward's start */
-    struct prs_pending *fwd_held;
-    long long fwd_iter;
-    /* a specDecoding row waiting for the next execution (its acceptance) */
-    struct prs_pending *spec_held;
-    int *spec_roots;          /* its requests (id roots) and drafted tokens */
-    double *spec_drafted;
-    int spec_n;
-    /* schedule steps not yet matched to an execution (FIFO of res lists) */
-    char **sched_fifo;
-    int sched_n, sched_head;
-} prs_store_state;
+/* The number of record kinds (one bit each in prs_report.kinds). */
+enum { PRS_NKINDS = K_COORD + 1 };
+#define PRS_KIND(k) (1u << (k))
+#define PRS_ALL_KINDS (~0u)
 
-/* A schedule step's requests (id roots) and batch type (batch.c). */
-struct prs_step_type {
-    int *roots;
-    int nroots;
-    char type[24];
-};
+/* A report: one file owning its state, one row of reports.c's table
+ * (how to add one is written there). The model calls the hooks of every
+ * report in the table's order; every hook but open may be NULL. `st` is
+ * what open returned. Hooks run on the parse's thread only.
+ *
+ *   open     creates its tables (prs_table_init on &m->out) and returns its
+ *            state; NULL: the report is off for this run (no other hook)
+ *   record   a record of one of the .kinds, in time order: m->args is its
+ *            decoded args, m->roots the requests it names (after its Link
+ *            is applied), m->now_ns its time
+ *   link     a Link joined request root `absorbed` into `kept` (ids.c)
+ *   tick     every 1024 records, after that record's reports and timeline
+ *            (work that need not run per record)
+ *   finish   end of input: rows still held for a look-ahead go out
+ *   close    closes its tables (prs_table_close); the state stays readable
+ *            for the terminal summary
+ *   table    the table the summary counts ("wrote" and "rows" lines)
+ *   summary  prints its lines of the terminal summary (summary.c)
+ *   free     frees the state (after the summary; also after a failed or
+ *            abandoned run, where finish and close may not have run) */
+typedef struct prs_report {
+    const char *name;
+    unsigned kinds; /* PRS_KIND(K_BATCH) | ...: the kinds record() gets */
+    void *(*open)(prs_model *m);
+    void (*record)(void *st, prs_model *m, const prs_rec *r, enum prs_kind k);
+    void (*link)(void *st, prs_model *m, int kept, int absorbed);
+    void (*tick)(void *st, prs_model *m);
+    void (*finish)(void *st, prs_model *m);
+    void (*close)(void *st, prs_model *m);
+    const prs_table *(*table)(const void *st);
+    void (*summary)(const void *st, const prs_model *m, const struct prs_sessions *ss);
+    void (*free)(void *st);
+} prs_report;
 
-typedef struct prs_model {
+/* reports.c: the table, in hook order. */
+extern const prs_report *const prs_reports[];
+extern const int prs_nreports;
+
+/* One record hook of a kind's dispatch list (built at open from .kinds). */
+typedef struct prs_hook {
+    void (*record)(void *st, prs_model *m, const prs_rec *r, enum prs_kind k);
+    void *st;
+} prs_hook;
+
+struct prs_model {
     const prs_opts *opts;
     prs_store **stores;
     int nstores;
-    prs_store_state *st;
     prs_ids *ids;
     prs_args args;         /* the record being handled, decoded */
     /* Decode cache for long args: a step's rid list (kilobytes) is often
@@ -94,40 +112,18 @@ typedef struct prs_model {
     int *res_roots;
     int nres_roots, capres_roots;
     int res_len;           /* -1: nothing cached */
-    /* reports */
-    prs_table t_request, t_batch, t_forward, t_kvcache, t_reqstatus;
-    /* request_status (reqstatus.c): QueueSize= records of no queue it
-     * reports, and why its table may then be empty (its `needs` text) */
-    long long reqstatus_unknown_n;
-    char reqstatus_unknown_why[256];
-    prs_table *t_spans;    /* span_info/NAME.csv, one per name */
-    const char **span_names;
-    char **span_csv;       /* their file names (owned) */
-    int nspan_names;
-    /* requests */
-    prs_req *done_head, *done_tail; /* ended, finalized after a grace period */
-    prs_req *live_head, *live_tail; /* every request with state, oldest first seen first */
-    prs_reqorder *reqorder;         /* finished rows waiting for start order (reqorder.c) */
-    long long nrequests;
-    long long nincomplete;          /* rows cut by the collection window (complete = 0) */
-    struct prs_reqsum *fin;  /* one per finished request: summary, buckets */
-    int nfin, capfin;
-    double out_tokens;
-    /* forwards: first forward per host (relative_start_time) */
-    char **fwd_hosts;
-    int64_t *fwd_host_first;
-    int nfwd_hosts;
     prs_timeline *tl;
-    prs_stats *stats;
-    struct prs_pdsplit *pd;         /* the PD split reports (pdsplit.c) */
-    int pd_any;                     /* a hand-off was seen: token records matter to pdsplit.c */
-    struct prs_pdsum *pdsum;        /* hand-off durations for the summary (pdsplit.c) */
-    /* The last schedule steps' request sets and batch types (batch.c), so
-     * that a forward whose rid list says nothing about its type (no iter,
-     * no type: vLLM-style workers) takes the type of the step it runs. */
-    struct prs_step_type *step_types;
-    int nstep_types, step_types_next;
-} prs_model;
+    /* The reports: rep[i] is the state of prs_reports[i] (NULL: off), and
+     * per record kind the record hooks that take it, in table order
+     * (hooks[k * prs_nreports + j], j < nhooks[k]). */
+    void **rep;
+    prs_hook *hooks;
+    unsigned char nhooks[PRS_NKINDS];
+};
+
+/* The state of report `r` in this run (NULL: off, or not opened yet: a
+ * report's open may ask only for those before it in the table). */
+void *prs_model_state(const prs_model *m, const prs_report *r);
 
 /* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
 typedef struct prs_reqsum {
@@ -149,13 +145,20 @@ typedef struct prs_pending {
 int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n, int64_t origin);
 void prs_model_record(prs_model *m, const prs_rec *r);
 void prs_model_finish(prs_model *m);
+/* Closes the reports' tables and frees the model's own state; the
+ * reports' states stay for the summary until prs_model_free. */
 void prs_model_close(prs_model *m);
+/* The terminal summary's lines of each report (summary.c calls it). */
+void prs_model_summary(const prs_model *m, const struct prs_sessions *ss);
+/* Frees the reports' states. After prs_model_close, or alone after an
+ * open that failed; a no-op the second time. */
+void prs_model_free(prs_model *m);
 enum prs_kind prs_kind_of(const char *name, const prs_args *a);
 /* The i-th name prs_kind_of knows (0, 1, ...; NULL past the last) and its
  * kind in *kind. For the tests' walk of the table. */
 const char *prs_kind_name(int i, enum prs_kind *kind);
 /* Display name of a request root. */
-const char *prs_req_name(prs_model *m, int root);
+const char *prs_req_name(const prs_model *m, int root);
 /* Resolved res list of the record as JSON text into m->scratch. */
 const char *prs_res_list(prs_model *m, int *len);
 
@@ -163,45 +166,41 @@ const char *prs_res_list(prs_model *m, int *len);
 prs_pending *prs_pending_new(const prs_val *vals, int n);
 void prs_pending_free(prs_pending *p);
 
-/* request.c */
-void prs_request_init(prs_model *m);
-void prs_request_link(prs_model *m, int kept, int absorbed);
-void prs_request_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_request_flush(prs_model *m, int all);
+/* What the other parts ask of a report (each the report's own file). */
+extern const prs_report prs_report_request, prs_report_batch, prs_report_reqstatus, prs_report_spaninfo;
+
+/* request.c: the finished requests, for the summary and profiler.db's
+ * time buckets (dbout.c); valid until prs_model_free. */
+typedef struct prs_reqsums {
+    const struct prs_reqsum *v;  /* one per finished request, in the order they finished */
+    int n;
+    long long nincomplete;       /* rows cut by the collection window (complete = 0) */
+    double out_tokens;
+} prs_reqsums;
+prs_reqsums prs_request_sums(const prs_model *m);
 
 /* reqorder.c: request.csv rows released in start order */
-void prs_reqorder_push(prs_model *m, int64_t key, int64_t key2, const prs_val *vals, int n);
-void prs_reqorder_release(prs_model *m, int64_t bound);
-void prs_reqorder_release_all(prs_model *m);
-void prs_reqorder_free(prs_model *m);
+typedef struct prs_reqorder prs_reqorder;
+prs_reqorder *prs_reqorder_new(prs_out *out, prs_table *t);
+void prs_reqorder_push(prs_reqorder *o, int64_t key, int64_t key2, const prs_val *vals, int n);
+void prs_reqorder_release(prs_reqorder *o, int64_t bound);
+void prs_reqorder_release_all(prs_reqorder *o);
+void prs_reqorder_free(prs_reqorder *o);
 
-/* batch.c forward.c kvcache.c reqstatus.c spaninfo.c */
-void prs_batch_init(prs_model *m);
-void prs_batch_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_batch_kv(prs_model *m, int store, const double kv[6]);
-void prs_batch_finish(prs_model *m);
+/* batch.c */
+typedef struct prs_batch prs_batch;
+/* A KVCacheStatus of `store` (kvcache.c): completes the batch rows waiting for it. */
+void prs_batch_kv(prs_batch *b, prs_model *m, int store, const double kv[6]);
 /* Batch type of the latest schedule step that ran exactly the requests of
  * the record being handled (m->roots), or NULL. */
-const char *prs_batch_step_type(prs_model *m);
-void prs_forward_init(prs_model *m);
-void prs_forward_record(prs_model *m, const prs_rec *r);
-void prs_forward_finish(prs_model *m);
-void prs_kvcache_init(prs_model *m);
-void prs_kvcache_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_reqstatus_init(prs_model *m);
-void prs_reqstatus_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_spaninfo_init(prs_model *m);
-void prs_spaninfo_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_spaninfo_finish(prs_model *m);
-/* pdsplit.c: pd_split_communication, pd_split_kvcache, coordinator */
-void prs_pdsplit_init(prs_model *m);
-void prs_pdsplit_record(prs_model *m, const prs_rec *r, enum prs_kind k);
-void prs_pdsplit_link(prs_model *m, int kept, int absorbed);
-void prs_pdsplit_finish(prs_model *m);
-void prs_pdsplit_close(prs_model *m);
-/* Prints (when print) the hand-off lines of the terminal summary; frees them either way. */
-void prs_pdsplit_summary(prs_model *m, int print);
+const char *prs_batch_step_type(const prs_batch *b, const prs_model *m);
 
+/* reqstatus.c: the current sizes of the waiting, running and swapped
+ * queues of `store` (0 where not reported yet), for the timeline's counter. */
+void prs_reqstatus_sizes(const prs_model *m, int store, double v[3]);
+
+/* spaninfo.c: whether span_info/ is written this run (--span) */
+int prs_spaninfo_on(const prs_model *m);
 
 /* KV numbers of a KVCacheStatus-like record: total, used, free, allocated,
  * freed, usage rate (NAN where unknown). */

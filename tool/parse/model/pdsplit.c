@@ -29,15 +29,16 @@
 #include "fmt.h"
 #include "model.h"
 #include "plog.h"
+#include "repcols.h"
 #include "stats.h"
+#include "xalloc.h"
 
-/* What the terminal summary shows of the hand-offs (kept past close). */
+/* What the terminal summary shows of the hand-offs. */
 enum { S_PREFILL, S_SEND, S_KV, S_FIRST, S_TTFT, S_SHARE, S_RATE, NSUM };
-struct prs_pdsum {
+typedef struct pd_sum {
     double *v[NSUM];
     long long n, nrate, caprate;
-    long long kv_rows, coord_rows; /* rows of the other two reports */
-};
+} pd_sum;
 
 typedef struct pd_entry {
     int root;                /* the request's id root when the entry was made */
@@ -49,7 +50,8 @@ typedef struct pd_entry {
     int prefill_seen, finish_seen;
 } pd_entry;
 
-struct prs_pdsplit {
+/* The report's state (prs_report_pdsplit). */
+typedef struct pdsplit {
     prs_table t_comm, t_kv, t_coord;
     prs_coordcount *running; /* coordinator_running.csv (coordcount.c) */
     pd_entry *e;
@@ -57,79 +59,76 @@ struct prs_pdsplit {
     int *slot_of_root;       /* index = id root: entry + 1, 0 none */
     long long norid;         /* hand-off records naming no request: not used (warned once) */
     int nslots;
-};
+    int any;                 /* a hand-off was seen: token records matter */
+    pd_sum sum;
+} pdsplit;
 
 static const prs_col comm_cols[] = {
-    {"rid", "TEXT"}, {"http_req_time(ms)", "REAL"}, {"send_request_time(ms)", "REAL"},
-    {"send_request_succ_time(ms)", "REAL"}, {"prefill_res_time(ms)", "REAL"}, {"request_end_time(ms)", "REAL"},
-    {"prefill_time(ms)", "REAL"}, {"send_time(ms)", "REAL"}, {"kv_transfer_time(ms)", "REAL"},
-    {"first_decode_time(ms)", "REAL"}, {"ttft(ms)", "REAL"}, {"handoff_share", "REAL"},
+    {PRS_PC_RID, "TEXT"}, {PRS_PC_REQ_MS, "REAL"}, {PRS_PC_SEND_MS, "REAL"},
+    {PRS_PC_SUCC_MS, "REAL"}, {PRS_PC_PREFILL_RES_MS, "REAL"}, {PRS_PC_END_MS, "REAL"},
+    {PRS_PC_PREFILL_MS, "REAL"}, {PRS_PC_SEND_DUR_MS, "REAL"}, {PRS_PC_KV_MS, "REAL"},
+    {PRS_PC_FIRST_DEC_MS, "REAL"}, {PRS_PC_TTFT_MS, "REAL"}, {PRS_PC_SHARE, "REAL"},
 };
 static const prs_col kv_cols[] = {
-    {"domain", "TEXT"}, {"rank", "INTEGER"}, {"rid", "TEXT"}, {"block_tables", "TEXT"},
-    {"batch_seq_len", "TEXT"}, {"during_time(ms)", "REAL"}, {"start_datetime", "TEXT"},
-    {"end_datetime", "TEXT"}, {"start_time(ms)", "REAL"}, {"end_time(ms)", "REAL"},
-    {"kv_bytes", "INTEGER"}, {"transfer_rate(MB/s)", "REAL"},
+    {PRS_PK_DOMAIN, "TEXT"}, {PRS_PK_RANK, "INTEGER"}, {PRS_PK_RID, "TEXT"}, {PRS_PK_BLOCKS, "TEXT"},
+    {PRS_PK_SEQ_LEN, "TEXT"}, {PRS_PK_DUR_MS, "REAL"}, {PRS_PK_START_DT, "TEXT"},
+    {PRS_PK_END_DT, "TEXT"}, {PRS_PK_START_MS, "REAL"}, {PRS_PK_END_MS, "REAL"},
+    {PRS_PK_BYTES, "INTEGER"}, {PRS_PK_RATE, "REAL"},
 };
 static const prs_col coord_cols[] = {
-    {"rid", "TEXT"}, {"address", "TEXT"}, {"start_datetime", "TEXT"}, {"prefillStart", "INTEGER"},
-    {"decodeStart", "INTEGER"}, {"prefillEnd", "INTEGER"}, {"decodeEnd", "INTEGER"},
+    {PRS_CO_RID, "TEXT"}, {PRS_CO_ADDRESS, "TEXT"}, {PRS_CO_START_DT, "TEXT"}, {PRS_CO_PREFILL_START, "INTEGER"},
+    {PRS_CO_DECODE_START, "INTEGER"}, {PRS_CO_PREFILL_END, "INTEGER"}, {PRS_CO_DECODE_END, "INTEGER"},
 };
 
 static double ms_of(prs_val v) { return v.kind == PRS_NULL ? NAN : v.d; }
 
 /* Keeps a communication row's durations for the terminal summary. */
-static void note_summary(prs_model *m, const prs_val *v)
+static void note_summary(pd_sum *s, const prs_val *v)
 {
-    struct prs_pdsum *s = m->pdsum;
-    if (!s)
-        s = m->pdsum = calloc(1, sizeof *s);
     if (!(s->n & (s->n - 1)) || !s->n) /* doubles at 0, 1, 2, 4, ... */
         for (int i = 0; i < S_RATE; i++)
-            s->v[i] = realloc(s->v[i], (size_t)(s->n ? s->n * 2 : 1) * sizeof *s->v[i]);
+            s->v[i] = prs_xrealloc(s->v[i], (size_t)(s->n ? s->n * 2 : 1) * sizeof *s->v[i]);
     static const int col[S_RATE] = {6, 7, 8, 9, 10, 11};
     for (int i = 0; i < S_RATE; i++)
         s->v[i][s->n] = ms_of(v[col[i]]);
     s->n++;
 }
 
-static void note_rate(prs_model *m, double rate)
+static void note_rate(pd_sum *s, double rate)
 {
-    struct prs_pdsum *s = m->pdsum;
-    if (!s)
-        s = m->pdsum = calloc(1, sizeof *s);
     if (s->nrate == s->caprate) {
         s->caprate = s->caprate ? s->caprate * 2 : 64;
-        s->v[S_RATE] = realloc(s->v[S_RATE], (size_t)s->caprate * sizeof *s->v[S_RATE]);
+        s->v[S_RATE] = prs_xrealloc(s->v[S_RATE], (size_t)s->caprate * sizeof *s->v[S_RATE]);
     }
     s->v[S_RATE][s->nrate++] = rate;
 }
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-void prs_pdsplit_init(prs_model *m)
+static void *open_pdsplit(prs_model *m)
 {
-    struct prs_pdsplit *pd = calloc(1, sizeof *pd);
-    m->pd = pd;
-    prs_table_init(&m->out, &pd->t_comm, "pd_split_communication.csv", "pd_split_communication", comm_cols,
+    pdsplit *pd = prs_xcalloc(1, sizeof *pd);
+    prs_table_init(&m->out, &pd->t_comm, "pd_split_communication.csv", PRS_T_PD_COMM, comm_cols,
                    NCOLS(comm_cols), NULL);
-    prs_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", "pd_split_kvcache", kv_cols, NCOLS(kv_cols), NULL);
-    prs_table_init(&m->out, &pd->t_coord, "coordinator.csv", "coordinator", coord_cols, NCOLS(coord_cols), NULL);
+    prs_table_init(&m->out, &pd->t_kv, "pd_split_kvcache.csv", PRS_T_PD_KV, kv_cols, NCOLS(kv_cols), NULL);
+    prs_table_init(&m->out, &pd->t_coord, "coordinator.csv", PRS_T_COORDINATOR, coord_cols, NCOLS(coord_cols),
+                   NULL);
     pd->running = prs_coordcount_new();
+    return pd;
 }
 
-static void grow_slots(struct prs_pdsplit *pd, int root)
+static void grow_slots(pdsplit *pd, int root)
 {
     if (root < pd->nslots)
         return;
     int n = root * 2 + 64;
-    pd->slot_of_root = realloc(pd->slot_of_root, (size_t)n * sizeof *pd->slot_of_root);
+    pd->slot_of_root = prs_xrealloc(pd->slot_of_root, (size_t)n * sizeof *pd->slot_of_root);
     memset(pd->slot_of_root + pd->nslots, 0, (size_t)(n - pd->nslots) * sizeof *pd->slot_of_root);
     pd->nslots = n;
 }
 
 /* The entry of request root `root`; created when `make` (else NULL). */
-static pd_entry *entry_of(struct prs_pdsplit *pd, int root, int make)
+static pd_entry *entry_of(pdsplit *pd, int root, int make)
 {
     if (root < 0)
         return NULL;
@@ -140,7 +139,7 @@ static pd_entry *entry_of(struct prs_pdsplit *pd, int root, int make)
     grow_slots(pd, root);
     if (pd->n == pd->cap) {
         pd->cap = pd->cap ? pd->cap * 2 : 64;
-        pd->e = realloc(pd->e, (size_t)pd->cap * sizeof *pd->e);
+        pd->e = prs_xrealloc(pd->e, (size_t)pd->cap * sizeof *pd->e);
     }
     pd_entry *e = &pd->e[pd->n++];
     memset(e, 0, sizeof *e);
@@ -178,10 +177,11 @@ static void fold(pd_entry *to, pd_entry *from)
 
 /* A Link joined root `absorbed` into `kept`: one entry answers for both
  * from now on (the absorbed one's moments folded into kept's). */
-void prs_pdsplit_link(prs_model *m, int kept, int absorbed)
+static void link_pdsplit(void *st, prs_model *m, int kept, int absorbed)
 {
-    struct prs_pdsplit *pd = m->pd;
-    if (!pd || absorbed < 0 || absorbed >= pd->nslots || !pd->slot_of_root[absorbed])
+    (void)m;
+    pdsplit *pd = st;
+    if (absorbed < 0 || absorbed >= pd->nslots || !pd->slot_of_root[absorbed])
         return;
     grow_slots(pd, kept);
     int a = pd->slot_of_root[absorbed] - 1;
@@ -206,7 +206,7 @@ static int comm_index(const char *name)
 static char *dup_string(json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
-    return s ? strdup(s) : NULL;
+    return s ? prs_xstrdup(s) : NULL;
 }
 
 /* JSON text of member key (arrays and objects as compact JSON, strings
@@ -217,7 +217,7 @@ static char *member_text(json_t *o, const char *key)
     if (!v || json_is_null(v))
         return NULL;
     if (json_is_string(v))
-        return strdup(json_string_value(v));
+        return prs_xstrdup(json_string_value(v));
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
@@ -240,9 +240,8 @@ static double number_of(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void kv_row(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
+static void kv_row(pdsplit *pd, prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
 {
-    struct prs_pdsplit *pd = m->pd;
     char *blocks = member_text(o, "block_tables"), *seq = member_text(o, "batch_seq_len");
     char sdt[40], edt[40];
     prs_fmt_datetime(r->ts, sdt);
@@ -266,7 +265,7 @@ static void kv_row(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
     };
     prs_table_row(&m->out, &pd->t_kv, v);
     if (!isnan(rate))
-        note_rate(m, rate);
+        note_rate(&pd->sum, rate);
     free(blocks);
     free(seq);
     if (e) {
@@ -276,21 +275,21 @@ static void kv_row(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
     }
 }
 
-static void coord_row(prs_model *m, const char *rid, const char *addr, int64_t ts, int which)
+static void coord_row(pdsplit *pd, prs_model *m, const char *rid, const char *addr, int64_t ts, int which)
 {
     char dt[40];
     prs_fmt_datetime(ts, dt);
     prs_val v[7] = {prs_v_text(rid, -1), prs_v_text(addr, -1), prs_v_text(dt, -1),
                     prs_v_null(), prs_v_null(), prs_v_null(), prs_v_null()};
     v[3 + which] = prs_v_int(1);
-    prs_table_row(&m->out, &m->pd->t_coord, v);
+    prs_table_row(&m->out, &pd->t_coord, v);
     /* which: 0 prefillStart, 1 decodeStart, 2 prefillEnd, 3 decodeEnd */
-    prs_coordcount_note(m->pd->running, ts, addr, which == 1 || which == 3, which >= 2);
+    prs_coordcount_note(pd->running, ts, addr, which == 1 || which == 3, which >= 2);
 }
 
 enum { PREFILL_START, DECODE_START, PREFILL_END, DECODE_END };
 
-static void coordinator(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
+static void coordinator(pdsplit *pd, prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
 {
     const char *rid = prs_req_name(m, m->roots[0]);
     if (!strcmp(r->name, "RequestDispatch")) {
@@ -299,26 +298,28 @@ static void coordinator(prs_model *m, const prs_rec *r, json_t *o, pd_entry *e)
         e->paddr = dup_string(o, "PrefillAddress");
         e->daddr = dup_string(o, "DecodeAddress");
         if (e->paddr)
-            coord_row(m, rid, e->paddr, r->ts, PREFILL_START);
+            coord_row(pd, m, rid, e->paddr, r->ts, PREFILL_START);
     } else if (!strcmp(r->name, "GenerateToken")) {
         const char *phase = json_string_value(json_object_get(o, "Phase"));
         if (!phase || strcasecmp(phase, "prefill") != 0 || e->prefill_seen || !e->paddr)
             return;
         e->prefill_seen = 1;
-        coord_row(m, rid, e->paddr, r->ts, PREFILL_END);
+        coord_row(pd, m, rid, e->paddr, r->ts, PREFILL_END);
         if (e->daddr)
-            coord_row(m, rid, e->daddr, r->ts, DECODE_START);
+            coord_row(pd, m, rid, e->daddr, r->ts, DECODE_START);
     } else if (!e->finish_seen && e->daddr) { /* ReqFinish */
         e->finish_seen = 1;
-        coord_row(m, rid, e->daddr, r->ts, DECODE_END);
+        coord_row(pd, m, rid, e->daddr, r->ts, DECODE_END);
     }
 }
 
-void prs_pdsplit_record(prs_model *m, const prs_rec *r, enum prs_kind k)
+static void record_pdsplit(void *st, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    struct prs_pdsplit *pd = m->pd;
+    pdsplit *pd = st;
     int root = m->nroots ? m->roots[0] : -1;
     if (k == K_TOKEN_OUT) { /* only requests already in a hand-off */
+        if (!pd->any) /* a store without hand-offs pays one test per token */
+            return;
         pd_entry *e = entry_of(pd, root, 0);
         if (e && e->pull_end >= 0 && e->first_token < 0 && r->ts >= e->pull_end)
             e->first_token = r->ts;
@@ -333,7 +334,7 @@ void prs_pdsplit_record(prs_model *m, const prs_rec *r, enum prs_kind k)
     if (k == K_COORD && strcmp(r->cat, "Coordinator") != 0)
         return;
     pd_entry *e = entry_of(pd, root, 1);
-    m->pd_any |= e != NULL;
+    pd->any |= e != NULL;
     if (!e && k != K_PULLKV) { /* a PullKVCache row is still written, with no rid */
         pd->norid++;
         return;
@@ -349,9 +350,9 @@ void prs_pdsplit_record(prs_model *m, const prs_rec *r, enum prs_kind k)
         o = json_object();
     }
     if (k == K_PULLKV)
-        kv_row(m, r, o, e);
+        kv_row(pd, m, r, o, e);
     else if (e)
-        coordinator(m, r, o, e);
+        coordinator(pd, m, r, o, e);
     json_decref(o);
 }
 
@@ -368,7 +369,7 @@ static int by_start(const void *pa, const void *pb)
 }
 
 /* Drops the entries a Link folded into another. */
-static int compact(struct prs_pdsplit *pd)
+static int compact(pdsplit *pd)
 {
     int out = 0;
     for (int i = 0; i < pd->n; i++)
@@ -377,16 +378,18 @@ static int compact(struct prs_pdsplit *pd)
     return out;
 }
 
-void prs_pdsplit_summary(prs_model *m, int print)
+/* The summary's hand-off lines (requests with a communication row). */
+static void summary_pdsplit(const void *st, const prs_model *m, const struct prs_sessions *ss)
 {
-    struct prs_pdsum *s = m->pdsum;
-    if (!s)
-        return;
-    if (print && s->n) {
+    (void)m;
+    (void)ss;
+    const pdsplit *pd = st;
+    const pd_sum *s = &pd->sum;
+    if (s->n) {
         static const char *const what[S_RATE] = {"prefill on P", "send to D", "KV transfer", "first decode on D",
                                                  "TTFT (PD)", "hand-off share"};
         printf("  PD hand-off: %lld request%s (rows: pd_split_communication %lld, pd_split_kvcache %lld, "
-               "coordinator %lld)\n", s->n, s->n == 1 ? "" : "s", s->n, s->kv_rows, s->coord_rows);
+               "coordinator %lld)\n", s->n, s->n == 1 ? "" : "s", s->n, pd->t_kv.rows, pd->t_coord.rows);
         for (int i = 0; i < S_RATE; i++) {
             long long n = prs_sort_values(s->v[i], s->n);
             if (!n)
@@ -404,15 +407,11 @@ void prs_pdsplit_summary(prs_model *m, int print)
                    prs_percentile(s->v[S_RATE], n, 50), prs_percentile(s->v[S_RATE], n, 90), n);
         fflush(stdout);
     }
-    for (int i = 0; i < NSUM; i++)
-        free(s->v[i]);
-    free(s);
-    m->pdsum = NULL;
 }
 
-void prs_pdsplit_finish(prs_model *m)
+static void finish_pdsplit(void *st, prs_model *m)
 {
-    struct prs_pdsplit *pd = m->pd;
+    pdsplit *pd = st;
     /* Requests with no Communication record have no row (PullKVCache or
      * coordinator records alone make rows of those reports only). */
     prs_coordcount_write(pd->running, &m->out);
@@ -444,7 +443,7 @@ void prs_pdsplit_finish(prs_model *m)
             e->first_token >= 0 ? span(e->pull_end, e->first_token) : prs_v_null(), ttft, prs_v_real(share),
         };
         prs_table_row(&m->out, &pd->t_comm, v);
-        note_summary(m, v);
+        note_summary(&pd->sum, v);
     }
     for (int i = 0; i < n; i++) {
         free(pd->e[i].paddr);
@@ -453,18 +452,17 @@ void prs_pdsplit_finish(prs_model *m)
     pd->n = 0;
 }
 
-void prs_pdsplit_close(prs_model *m)
+static void close_pdsplit(void *st, prs_model *m)
 {
-    struct prs_pdsplit *pd = m->pd;
-    if (!pd)
-        return;
-    if (m->pdsum) {
-        m->pdsum->kv_rows = pd->t_kv.rows;
-        m->pdsum->coord_rows = pd->t_coord.rows;
-    }
+    pdsplit *pd = st;
     prs_table_close(&m->out, &pd->t_comm);
     prs_table_close(&m->out, &pd->t_kv);
     prs_table_close(&m->out, &pd->t_coord);
+}
+
+static void free_pdsplit(void *st)
+{
+    pdsplit *pd = st;
     for (int i = 0; i < pd->n; i++) {
         free(pd->e[i].paddr);
         free(pd->e[i].daddr);
@@ -472,6 +470,19 @@ void prs_pdsplit_close(prs_model *m)
     free(pd->e);
     free(pd->slot_of_root);
     prs_coordcount_free(pd->running);
+    for (int i = 0; i < NSUM; i++)
+        free(pd->sum.v[i]);
     free(pd);
-    m->pd = NULL;
 }
+
+const prs_report prs_report_pdsplit = {
+    .name = "pdsplit",
+    .kinds = PRS_KIND(K_COMM) | PRS_KIND(K_PULLKV) | PRS_KIND(K_COORD) | PRS_KIND(K_TOKEN_OUT),
+    .open = open_pdsplit,
+    .record = record_pdsplit,
+    .link = link_pdsplit,
+    .finish = finish_pdsplit,
+    .close = close_pdsplit,
+    .summary = summary_pdsplit,
+    .free = free_pdsplit,
+};

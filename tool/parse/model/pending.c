@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "xalloc.h"
 
 prs_pending *prs_pending_new(const prs_val *vals, int n)
 {
@@ -24,7 +25,7 @@ prs_pending *prs_pending_new(const prs_val *vals, int n)
         if (vals[i].kind == PRS_TEXT)
             text += (size_t)vals[i].n + 1;
     size_t head = sizeof(prs_pending) + (size_t)n * sizeof *vals;
-    char *blk = malloc(head + text);
+    char *blk = prs_xmalloc(head + text);
     prs_pending *p = (prs_pending *)blk;
     memset(p, 0, sizeof *p);
     p->nvals = n;

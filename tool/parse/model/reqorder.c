@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "xalloc.h"
 
 #define MAX_HELD 200000
 
@@ -34,6 +35,8 @@ typedef struct held {
 } held;
 
 struct prs_reqorder {
+    prs_out *out;        /* where request.csv's rows go (request.c's table) */
+    prs_table *t;
     held *h;
     int n, cap;
     long long seq;
@@ -83,53 +86,53 @@ static void sift_down(held *h, int n, int i)
     }
 }
 
-static void pop_write(prs_model *m)
+static void pop_write(prs_reqorder *o)
 {
-    prs_reqorder *o = m->reqorder;
     prs_pending *p = o->h[0].row;
     o->h[0] = o->h[--o->n];
     sift_down(o->h, o->n, 0);
-    prs_table_row(&m->out, &m->t_request, p->vals);
+    prs_table_row(o->out, o->t, p->vals);
     prs_pending_free(p);
 }
 
-void prs_reqorder_push(prs_model *m, int64_t key, int64_t key2, const prs_val *vals, int n)
+prs_reqorder *prs_reqorder_new(prs_out *out, prs_table *t)
 {
-    if (!m->reqorder)
-        m->reqorder = calloc(1, sizeof *m->reqorder);
-    prs_reqorder *o = m->reqorder;
+    prs_reqorder *o = prs_xcalloc(1, sizeof *o);
+    o->out = out;
+    o->t = t;
+    return o;
+}
+
+void prs_reqorder_push(prs_reqorder *o, int64_t key, int64_t key2, const prs_val *vals, int n)
+{
     if (o->n == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 256;
-        o->h = realloc(o->h, (size_t)o->cap * sizeof *o->h);
+        o->h = prs_xrealloc(o->h, (size_t)o->cap * sizeof *o->h);
     }
     o->h[o->n] = (held){key, key2, o->seq++, prs_pending_new(vals, n)};
     sift_up(o->h, o->n++);
     if (o->n > MAX_HELD)
-        pop_write(m);
+        pop_write(o);
 }
 
-void prs_reqorder_release(prs_model *m, int64_t bound)
+void prs_reqorder_release(prs_reqorder *o, int64_t bound)
 {
-    prs_reqorder *o = m->reqorder;
-    while (o && o->n && o->h[0].key < bound)
-        pop_write(m);
+    while (o->n && o->h[0].key < bound)
+        pop_write(o);
 }
 
-void prs_reqorder_release_all(prs_model *m)
+void prs_reqorder_release_all(prs_reqorder *o)
 {
-    prs_reqorder *o = m->reqorder;
-    while (o && o->n)
-        pop_write(m);
+    while (o->n)
+        pop_write(o);
 }
 
-void prs_reqorder_free(prs_model *m)
+void prs_reqorder_free(prs_reqorder *o)
 {
-    prs_reqorder *o = m->reqorder;
     if (!o)
         return;
     for (int i = 0; i < o->n; i++)
         prs_pending_free(o->h[i].row);
     free(o->h);
     free(o);
-    m->reqorder = NULL;
 }

@@ -21,6 +21,7 @@
 #include "dbcompat.h"
 #include "fmt.h"
 #include "model.h"
+#include "xalloc.h"
 
 static const prs_col cols[] = {
     {"hostuid", "TEXT"}, {"pid", "INTEGER"}, {"start_datetime", "TEXT"},
@@ -31,32 +32,59 @@ static const prs_col cols[] = {
 };
 #define NCSV 8 /* the CSV's columns: the first 8 */
 
-void prs_reqstatus_init(prs_model *m)
+/* Per process (store): current queue sizes (NAN: not reported yet), first row. */
+typedef struct rs_store {
+    double waiting, running, swapped;
+    double pending;        /* profiler.db's request_status.PENDING */
+    int64_t first;
+} rs_store;
+
+/* The report's state (prs_report_reqstatus). */
+typedef struct reqstatus {
+    prs_table t;
+    rs_store *st;          /* by store index */
+    /* QueueSize= records of no queue it reports, and why its table may
+     * then be empty (the table's `needs` text) */
+    long long unknown_n;
+    char unknown_why[256];
+} reqstatus;
+
+static void *open_reqstatus(prs_model *m)
 {
+    reqstatus *rs = prs_xcalloc(1, sizeof *rs);
     /* Why the report may be empty when records with QueueSize= did come:
      * their queue names (the first one shown) are none of the three columns. */
-    m->reqstatus_unknown_why[0] = 0;
-    m->reqstatus_unknown_n = 0;
-    prs_table_init(&m->out, &m->t_reqstatus, "request_status.csv", "request_status", cols,
-                   sizeof cols / sizeof *cols,
+    prs_table_init(&m->out, &rs->t, "request_status.csv", "request_status", cols, sizeof cols / sizeof *cols,
                    "no queue records with QueueSize= (domain Schedule: Queue, Enqueue, Dequeue) were found");
-    m->t_reqstatus.ncsv = NCSV;
+    rs->t.ncsv = NCSV;
+    rs->st = prs_xcalloc((size_t)m->nstores + 1, sizeof *rs->st);
     for (int i = 0; i < m->nstores; i++) {
-        m->st[i].waiting = m->st[i].running = m->st[i].swapped = NAN;
-        m->st[i].pending = 0;
-        m->st[i].rs_first = -1;
+        rs->st[i].waiting = rs->st[i].running = rs->st[i].swapped = NAN;
+        rs->st[i].first = -1;
     }
+    return rs;
+}
+
+void prs_reqstatus_sizes(const prs_model *m, int store, double v[3])
+{
+    const reqstatus *rs = prs_model_state(m, &prs_report_reqstatus);
+    const rs_store *st = rs ? &rs->st[store] : NULL;
+    v[0] = st && !isnan(st->waiting) ? st->waiting : 0;
+    v[1] = st && !isnan(st->running) ? st->running : 0;
+    v[2] = st && !isnan(st->swapped) ? st->swapped : 0;
 }
 
 static prs_val n(double d) { return isnan(d) ? prs_v_null() : prs_v_int(llround(d)); }
 
-void prs_reqstatus_record(prs_model *m, const prs_rec *r, enum prs_kind k)
+static void record_reqstatus(void *state, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
+    (void)k;
+    reqstatus *rs = state;
     const prs_args *a = &m->args;
     if (isnan(a->queue_size))
         return;
     prs_str q = a->queue_name.p ? a->queue_name : a->status;
-    prs_store_state *st = &m->st[r->store->index];
+    rs_store *st = &rs->st[r->store->index];
     const char *status;
     if (!q.p || (q.n == 7 && !memcmp(q.p, "WAITING", 7))) {
         st->waiting = a->queue_size;
@@ -72,29 +100,49 @@ void prs_reqstatus_record(prs_model *m, const prs_rec *r, enum prs_kind k)
             st->pending = a->queue_size; /* profiler.db's PENDING, shown on the next row */
         /* PENDING and others: not a column of this report. Said if no
          * other row comes (the skip line would claim no QueueSize=). */
-        if (!m->reqstatus_unknown_n++) {
+        if (!rs->unknown_n++) {
             char name[64];
             prs_str_copy(q, name, sizeof name);
-            snprintf(m->reqstatus_unknown_why, sizeof m->reqstatus_unknown_why,
+            snprintf(rs->unknown_why, sizeof rs->unknown_why,
                      "records with QueueSize= were found, but for no queue it "
                      "reports (WAITING, RUNNING, SWAPPED): the first named '%s' (%s)", name,
                      a->queue_name.p ? "scope#QueueName" : "status");
-            m->t_reqstatus.needs = m->reqstatus_unknown_why;
+            rs->t.needs = rs->unknown_why;
         }
         return;
     }
     char dt[40], ts[32];
     prs_fmt_datetime(r->ts, dt);
-    if (st->rs_first < 0)
-        st->rs_first = r->ts;
+    if (st->first < 0)
+        st->first = r->ts;
     ts[0] = 0;
     if (m->out.db)
         prs_dbcompat_time(r->ts, ts);
     prs_val v[12] = {
         prs_v_text(r->store->hostname, -1), prs_v_int(r->pid), prs_v_text(dt, -1),
-        prs_v_ns(r->ts - st->rs_first), n(st->waiting), n(st->running), n(st->swapped),
+        prs_v_ns(r->ts - st->first), n(st->waiting), n(st->running), n(st->swapped),
         prs_v_ns(r->ts),
         prs_v_text(ts, -1), n(a->queue_size), prs_v_text(status, -1), n(st->pending),
     };
-    prs_table_row(&m->out, &m->t_reqstatus, v);
+    prs_table_row(&m->out, &rs->t, v);
 }
+
+static void close_reqstatus(void *st, prs_model *m) { prs_table_close(&m->out, &((reqstatus *)st)->t); }
+static const prs_table *table_reqstatus(const void *st) { return &((const reqstatus *)st)->t; }
+
+static void free_reqstatus(void *state)
+{
+    reqstatus *rs = state;
+    free(rs->st);
+    free(rs);
+}
+
+const prs_report prs_report_reqstatus = {
+    .name = "reqstatus",
+    .kinds = PRS_KIND(K_QUEUE) | PRS_KIND(K_ENQUEUE) | PRS_KIND(K_DEQUEUE),
+    .open = open_reqstatus,
+    .record = record_reqstatus,
+    .close = close_reqstatus,
+    .table = table_reqstatus,
+    .free = free_reqstatus,
+};

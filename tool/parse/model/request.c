@@ -32,10 +32,15 @@
 
 #include "fmt.h"
 #include "model.h"
+#include "repcols.h"
+#include "sessions.h"
+#include "stats.h"
 #include "timeline.h"
+#include "xalloc.h"
 
 #define GRACE_NS 10000000000LL /* 10 s of stream time */
 
+typedef struct prs_req prs_req;
 struct prs_req {
     int root;
     int64_t first_seen, start, end, first_step_start;
@@ -53,75 +58,90 @@ struct prs_req {
     prs_req *older, *newer; /* live list (creation order) */
 };
 
+/* The report's state (prs_report_request). */
+typedef struct request {
+    prs_table t;
+    prs_req *done_head, *done_tail; /* ended, finalized after a grace period */
+    prs_req *live_head, *live_tail; /* every request with state, oldest first seen first */
+    prs_reqorder *order;            /* finished rows waiting for start order (reqorder.c) */
+    long long nincomplete;          /* rows cut by the collection window (complete = 0) */
+    prs_reqsum *fin;                /* one per finished request: summary, buckets */
+    int nfin, capfin;
+    double out_tokens;
+} request;
+
 static const int tombstone; /* only its address is used */
 #define DONE ((void *)&tombstone)
 
 static const prs_col cols[] = {
-    {"http_rid", "TEXT"}, {"start_datetime", "TEXT"}, {"recv_token_size", "INTEGER"},
-    {"reply_token_size", "INTEGER"}, {"execution_time(ms)", "REAL"}, {"queue_wait_time(ms)", "REAL"},
-    {"first_token_latency(ms)", "REAL"}, {"cache_hit_rate", "REAL"}, {"start_time(ms)", "REAL"},
-    {"tpot(ms)", "REAL"}, {"prefill_time(ms)", "REAL"}, {"decode_time(ms)", "REAL"},
-    {"preempted", "INTEGER"}, {"complete", "INTEGER"},
+    {PRS_RQ_HTTP_RID, "TEXT"}, {PRS_RQ_START_DT, "TEXT"}, {PRS_RQ_RECV_TOKENS, "INTEGER"},
+    {PRS_RQ_REPLY_TOKENS, "INTEGER"}, {PRS_RQ_EXEC_MS, "REAL"}, {PRS_RQ_QUEUE_MS, "REAL"},
+    {PRS_RQ_TTFT_MS, "REAL"}, {PRS_RQ_CACHE_HIT, "REAL"}, {PRS_RQ_START_MS, "REAL"},
+    {PRS_RQ_TPOT_MS, "REAL"}, {PRS_RQ_PREFILL_MS, "REAL"}, {PRS_RQ_DECODE_MS, "REAL"},
+    {PRS_RQ_PREEMPTED, "INTEGER"}, {PRS_RQ_COMPLETE, "INTEGER"},
 };
 #define NCOLS ((int)(sizeof cols / sizeof *cols))
 
-void prs_request_init(prs_model *m)
+static void *open_request(prs_model *m)
 {
-    prs_table_init(&m->out, &m->t_request, "request.csv", "request", cols, NCOLS,
+    request *rq = prs_xcalloc(1, sizeof *rq);
+    prs_table_init(&m->out, &rq->t, "request.csv", PRS_T_REQUEST, cols, NCOLS,
                    "no request records (domain Request: httpReq/httpRes) were found");
+    rq->order = prs_reqorder_new(&m->out, &rq->t);
+    return rq;
 }
 
-static prs_req *get(prs_model *m, int root)
+static prs_req *get(request *rq, prs_model *m, int root)
 {
     void *d = prs_ids_data(m->ids, root);
     if (d == DONE)
         return NULL;
     if (d)
         return d;
-    prs_req *q = calloc(1, sizeof *q);
+    prs_req *q = prs_xcalloc(1, sizeof *q);
     q->root = root;
     q->first_seen = m->now_ns;
     q->start = q->end = q->first_step_start = q->iter0_end = q->tok_end = q->send_end = -1;
     q->wait_since = -1;
     q->recv = q->reply = q->hit = NAN;
     prs_ids_set_data(m->ids, root, q);
-    q->older = m->live_tail; /* first_seen is the stream's time: the list stays ordered */
-    if (m->live_tail)
-        m->live_tail->newer = q;
+    q->older = rq->live_tail; /* first_seen is the stream's time: the list stays ordered */
+    if (rq->live_tail)
+        rq->live_tail->newer = q;
     else
-        m->live_head = q;
-    m->live_tail = q;
+        rq->live_head = q;
+    rq->live_tail = q;
     return q;
 }
 
-static void live_remove(prs_model *m, prs_req *q)
+static void live_remove(request *rq, prs_req *q)
 {
     if (q->older)
         q->older->newer = q->newer;
     else
-        m->live_head = q->newer;
+        rq->live_head = q->newer;
     if (q->newer)
         q->newer->older = q->older;
     else
-        m->live_tail = q->older;
+        rq->live_tail = q->older;
     q->older = q->newer = NULL;
 }
 
 /* Puts k where a is in the live list (a leaves it): k takes a's earlier
  * first_seen, and the list must stay ordered by it. */
-static void live_replace(prs_model *m, prs_req *a, prs_req *k)
+static void live_replace(request *rq, prs_req *a, prs_req *k)
 {
-    live_remove(m, k);
+    live_remove(rq, k);
     k->older = a->older;
     k->newer = a->newer;
     if (a->older)
         a->older->newer = k;
     else
-        m->live_head = k;
+        rq->live_head = k;
     if (a->newer)
         a->newer->older = k;
     else
-        m->live_tail = k;
+        rq->live_tail = k;
     a->older = a->newer = NULL;
 }
 
@@ -172,7 +192,7 @@ static void flow_step(prs_model *m, prs_req *q, const prs_rec *r)
     q->flow_ts = r->ts;
 }
 
-static void write_row(prs_model *m, prs_req *q)
+static void write_row(request *rq, prs_model *m, prs_req *q)
 {
     int have_start = q->start >= 0, have_end = q->end >= 0;
     int complete = have_start && have_end;
@@ -203,19 +223,19 @@ static void write_row(prs_model *m, prs_req *q)
         have_start ? prs_v_ns(start) : prs_v_null(), prs_v_ms(tpot), ns_or_null(prefill, ft - q->first_step_start),
         ns_or_null(decode, q->end - ft), prs_v_int(q->preempted), prs_v_int(complete),
     };
-    prs_reqorder_push(m, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
-    if (m->nfin == m->capfin) {
-        m->capfin = m->capfin ? m->capfin * 2 : 1024;
-        m->fin = realloc(m->fin, (size_t)m->capfin * sizeof *m->fin);
+    prs_reqorder_push(rq->order, have_start ? start : INT64_MAX, q->first_seen, v, NCOLS); /* no start: last */
+    if (rq->nfin == rq->capfin) {
+        rq->capfin = rq->capfin ? rq->capfin * 2 : 1024;
+        rq->fin = prs_xrealloc(rq->fin, (size_t)rq->capfin * sizeof *rq->fin);
     }
-    prs_reqsum *s = &m->fin[m->nfin++];
+    prs_reqsum *s = &rq->fin[rq->nfin++];
     s->start = have_start ? start : q->first_seen;
     s->end = q->end;
     s->first_token = ft;
     if (!complete) {
         /* Cut by the collection window: its figures would be the window's,
          * not the request's; counted apart, out of every percentile. */
-        m->nincomplete++;
+        rq->nincomplete++;
         s->ttft = s->e2e = s->tpot = s->wait = s->prefill_speed = s->decode_speed = NAN;
     } else {
         s->ttft = ttft;
@@ -227,35 +247,48 @@ static void write_row(prs_model *m, prs_req *q)
                               ? (q->reply - 1) / (decode / 1e3) : NAN;
     }
     if (!isnan(q->reply))
-        m->out_tokens += q->reply;
+        rq->out_tokens += q->reply;
 }
 
-static void finalize(prs_model *m, prs_req *q)
+static void finalize(request *rq, prs_model *m, prs_req *q)
 {
     flow_end(m, q);
-    write_row(m, q);
+    write_row(rq, m, q);
     prs_ids_set_data(m->ids, q->root, DONE);
-    live_remove(m, q);
+    live_remove(rq, q);
     free(q);
 }
 
 /* Takes q off the done list (it is absorbed into another request). */
-static void done_unlink(prs_model *m, prs_req *q)
+static void done_unlink(request *rq, prs_req *q)
 {
-    prs_req **pp = &m->done_head, *prev = NULL;
+    prs_req **pp = &rq->done_head, *prev = NULL;
     while (*pp && *pp != q) {
         prev = *pp;
         pp = &(*pp)->next;
     }
     if (*pp) {
         *pp = q->next;
-        if (m->done_tail == q)
-            m->done_tail = prev;
+        if (rq->done_tail == q)
+            rq->done_tail = prev;
     }
 }
 
-void prs_request_link(prs_model *m, int kept, int absorbed)
+/* Puts q at the end of the done list. */
+static void done_push(request *rq, prs_req *q)
 {
+    q->queued = 1;
+    q->next = NULL;
+    if (rq->done_tail)
+        rq->done_tail->next = q;
+    else
+        rq->done_head = q;
+    rq->done_tail = q;
+}
+
+static void link_request(void *st, prs_model *m, int kept, int absorbed)
+{
+    request *rq = st;
     prs_req *a = prs_ids_data(m->ids, absorbed);
     if (!a || a == DONE)
         return;
@@ -264,9 +297,9 @@ void prs_request_link(prs_model *m, int kept, int absorbed)
     if (k == DONE) {
         /* rare: the request already ended under its other id */
         if (a->queued)
-            done_unlink(m, a);
+            done_unlink(rq, a);
         flow_end(m, a);
-        live_remove(m, a);
+        live_remove(rq, a);
         free(a);
         return;
     }
@@ -277,9 +310,9 @@ void prs_request_link(prs_model *m, int kept, int absorbed)
     }
     /* Both ids had state: fold the absorbed one into the kept one. */
     if (a->first_seen < k->first_seen)
-        live_replace(m, a, k);
+        live_replace(rq, a, k);
     else
-        live_remove(m, a);
+        live_remove(rq, a);
     k->first_seen = min_set(k->first_seen, a->first_seen);
     k->start = min_set(k->start, a->start);
     k->end = max_set(k->end, a->end);
@@ -297,16 +330,9 @@ void prs_request_link(prs_model *m, int kept, int absorbed)
     if (isnan(k->hit)) k->hit = a->hit;
     flow_end(m, a);
     if (a->queued) {
-        done_unlink(m, a);
-        if (!k->queued) {
-            k->queued = 1;
-            k->next = NULL;
-            if (m->done_tail)
-                m->done_tail->next = k;
-            else
-                m->done_head = k;
-            m->done_tail = k;
-        }
+        done_unlink(rq, a);
+        if (!k->queued)
+            done_push(rq, k);
     }
     k->ended |= a->ended;
     free(a);
@@ -326,7 +352,7 @@ static int swapped_queue(const prs_args *a)
     return q.p && q.n == 7 && !memcmp(q.p, "SWAPPED", 7);
 }
 
-static void apply(prs_model *m, prs_req *q, const prs_rec *r, enum prs_kind k, int entry)
+static void apply(request *rq, prs_model *m, prs_req *q, const prs_rec *r, enum prs_kind k, int entry)
 {
     const prs_args *a = &m->args;
     int64_t end = r->ts + r->dur;
@@ -376,15 +402,8 @@ static void apply(prs_model *m, prs_req *q, const prs_rec *r, enum prs_kind k, i
             q->send_end = end;
         q->end = max_set(q->end, r->ts);
         q->ended = 1;
-        if (!q->queued) {
-            q->queued = 1;
-            q->next = NULL;
-            if (m->done_tail)
-                m->done_tail->next = q;
-            else
-                m->done_head = q;
-            m->done_tail = q;
-        }
+        if (!q->queued)
+            done_push(rq, q);
         break;
     case K_CACHEHIT:
         if (!isnan(a->hit_cache))
@@ -412,32 +431,34 @@ static int flow_key(const prs_model *m, const prs_req *q, const prs_rec *r, enum
     return 1;
 }
 
-void prs_request_record(prs_model *m, const prs_rec *r, enum prs_kind k)
+static void record_request(void *st, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
+    request *rq = st;
     for (int i = 0; i < m->nroots; i++) {
-        prs_req *q = get(m, m->roots[i]);
+        prs_req *q = get(rq, m, m->roots[i]);
         if (!q)
             continue;
         int entry = m->args.rid_kind == 2 ? i : -1;
         int key = m->tl && flow_key(m, q, r, k, entry);
-        apply(m, q, r, k, entry);
+        apply(rq, m, q, r, k, entry);
         if (key)
             flow_step(m, q, r);
     }
 }
 
-void prs_request_flush(prs_model *m, int all)
+/* Writes the requests that ended GRACE_NS ago (all: every request, at the end). */
+static void flush(request *rq, prs_model *m, int all)
 {
-    while (m->done_head && (all || m->done_head->end + GRACE_NS < m->now_ns)) {
-        prs_req *q = m->done_head;
-        m->done_head = q->next;
-        if (!m->done_head)
-            m->done_tail = NULL;
-        finalize(m, q);
+    while (rq->done_head && (all || rq->done_head->end + GRACE_NS < m->now_ns)) {
+        prs_req *q = rq->done_head;
+        rq->done_head = q->next;
+        if (!rq->done_head)
+            rq->done_tail = NULL;
+        finalize(rq, m, q);
     }
     if (!all) {
-        prs_reqorder_release(m, m->live_head && m->live_head->first_seen < m->now_ns ? m->live_head->first_seen
-                                                                                     : m->now_ns);
+        prs_reqorder_release(rq->order, rq->live_head && rq->live_head->first_seen < m->now_ns
+                                            ? rq->live_head->first_seen : m->now_ns);
         return;
     }
     /* Requests that never ended (a store cut short, a run still going). */
@@ -445,8 +466,116 @@ void prs_request_flush(prs_model *m, int all)
     for (int i = 0; i < n; i++) {
         void *d = prs_ids_data(m->ids, i);
         if (d && d != DONE)
-            finalize(m, d);
+            finalize(rq, m, d);
     }
-    prs_reqorder_release_all(m);
-    prs_reqorder_free(m);
+    prs_reqorder_release_all(rq->order);
 }
+
+static void tick_request(void *st, prs_model *m) { flush(st, m, 0); }
+static void finish_request(void *st, prs_model *m) { flush(st, m, 1); }
+
+static void close_request(void *st, prs_model *m)
+{
+    request *rq = st;
+    prs_reqorder_free(rq->order); /* rows a run abandoned before its end never go out */
+    rq->order = NULL;
+    prs_table_close(&m->out, &rq->t);
+}
+
+static void free_request(void *st)
+{
+    request *rq = st;
+    prs_reqorder_free(rq->order);
+    free(rq->fin);
+    free(rq);
+}
+
+static const prs_table *table_request(const void *st) { return &((const request *)st)->t; }
+
+prs_reqsums prs_request_sums(const prs_model *m)
+{
+    const request *rq = prs_model_state(m, &prs_report_request);
+    if (!rq)
+        return (prs_reqsums){0};
+    return (prs_reqsums){rq->fin, rq->nfin, rq->nincomplete, rq->out_tokens};
+}
+
+/* Output tokens per second over the time requests were being served: from
+ * the first request's start to the last one's end, within each session. */
+static double tokens_per_s(const request *rq, const prs_sessions *ss)
+{
+    int n = ss && ss->n > 1 ? ss->n : 1;
+    int64_t *first = prs_xmalloc((size_t)n * sizeof *first), *last = prs_xmalloc((size_t)n * sizeof *last);
+    double on = 0;
+    for (int k = 0; k < n; k++)
+        first[k] = -1, last[k] = -1;
+    for (long long i = 0; i < rq->nfin; i++) {
+        int k = n > 1 ? prs_sessions_at(ss, rq->fin[i].start) : 0;
+        if (k < 0 || rq->fin[i].start < 0)
+            continue;
+        if (first[k] < 0 || rq->fin[i].start < first[k])
+            first[k] = rq->fin[i].start;
+        if (rq->fin[i].end > last[k])
+            last[k] = rq->fin[i].end;
+    }
+    for (int k = 0; k < n; k++)
+        if (first[k] >= 0 && last[k] > first[k])
+            on += (double)(last[k] - first[k]) / 1e9;
+    free(first);
+    free(last);
+    return on > 0 ? rq->out_tokens / on : 0;
+}
+
+static void summary_line(const char *what, double *v, long long n)
+{
+    n = prs_sort_values(v, n);
+    if (!n) {
+        printf("  %-22s -\n", what);
+        return;
+    }
+    printf("  %-22s P50 %10.3f ms   P99 %10.3f ms   (n=%lld)\n", what, prs_percentile(v, n, 50),
+           prs_percentile(v, n, 99), n);
+}
+
+/* The summary's requests and their latencies. */
+static void summary_request(const void *st, const prs_model *m, const prs_sessions *ss)
+{
+    (void)m;
+    const request *rq = st;
+    printf("  requests: %d", rq->nfin);
+    if (rq->nincomplete)
+        printf(" (%lld cut by the collection window: complete = 0, not in the percentiles)", rq->nincomplete);
+    printf("\n");
+    long long n = rq->nfin;
+    double *v = prs_xmalloc((size_t)(n ? n : 1) * sizeof *v);
+    for (long long i = 0; i < n; i++)
+        v[i] = rq->fin[i].ttft;
+    summary_line("TTFT", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = rq->fin[i].tpot;
+    summary_line("TPOT", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = rq->fin[i].e2e;
+    summary_line("end-to-end", v, n);
+    for (long long i = 0; i < n; i++)
+        v[i] = rq->fin[i].wait;
+    summary_line("queue wait", v, n);
+    free(v);
+    double tps = tokens_per_s(rq, ss);
+    if (tps > 0 && rq->out_tokens > 0)
+        printf("  output tokens: %.0f, %.1f tokens/s\n", rq->out_tokens, tps);
+}
+
+const prs_report prs_report_request = {
+    .name = "request",
+    .kinds = PRS_ALL_KINDS,
+    .open = open_request,
+    .record = record_request,
+    .link = link_request,
+    .tick = tick_request,
+    .finish = finish_request,
+    .close = close_request,
+    .table = table_request,
+    .summary = summary_request,
+    .free = free_request,
+};

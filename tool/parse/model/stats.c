@@ -8,14 +8,15 @@
 #include <stdlib.h>
 
 #include "stats.h"
+#include "xalloc.h"
 
 typedef struct series { double *v; long long n, cap; } series;
 struct prs_stats { series *s; int n; };
 
 prs_stats *prs_stats_new(int n)
 {
-    prs_stats *s = calloc(1, sizeof *s);
-    s->s = calloc((size_t)n, sizeof *s->s);
+    prs_stats *s = prs_xcalloc(1, sizeof *s);
+    s->s = prs_xcalloc((size_t)n, sizeof *s->s);
     s->n = n;
     return s;
 }
@@ -27,7 +28,7 @@ void prs_stats_add(prs_stats *st, int i, double v)
     series *s = &st->s[i];
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 256;
-        s->v = realloc(s->v, (size_t)s->cap * sizeof *s->v);
+        s->v = prs_xrealloc(s->v, (size_t)s->cap * sizeof *s->v);
     }
     s->v[s->n++] = v;
 }

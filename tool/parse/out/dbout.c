@@ -30,6 +30,7 @@
 #include "dbout.h"
 #include "plog.h"
 #include "stats.h"
+#include "xalloc.h"
 
 /* The indexes dashboards' queries need. btwrite.c builds them as their
  * tables are written (prs_dbout_declare_indexes, from prs_table_init);
@@ -100,7 +101,7 @@ static void bucket_table(prs_model *m, const char *name, pt *p, long long n, int
     prs_table t;
     prs_table_init(&m->out, &t, NULL, name, cols, NCOLS, NULL);
     qsort(p, (size_t)n, sizeof *p, cmp_pt);
-    double *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+    double *vals = prs_xmalloc((size_t)(n ? n : 1) * sizeof *vals);
     for (long long i = 0; i < n; i++)
         vals[i] = p[i].v;
     prs_sort_values(vals, n);
@@ -139,13 +140,14 @@ void prs_dbout_finish(prs_model *m)
             width = widths[i];
             break;
         }
-    pt *p = malloc((size_t)(m->nfin ? m->nfin : 1) * sizeof *p);
+    prs_reqsums fin = prs_request_sums(m);
+    pt *p = prs_xmalloc((size_t)(fin.n ? fin.n : 1) * sizeof *p);
     struct { const char *name; int field; } tabs[] = {
         {"first_token_latency", 0}, {"req_latency", 1}, {"prefill_gen_speed", 2}, {"decode_gen_speed", 3}};
     for (int t = 0; t < 4; t++) {
         long long n = 0;
-        for (int i = 0; i < m->nfin; i++) {
-            const prs_reqsum *s = &m->fin[i];
+        for (int i = 0; i < fin.n; i++) {
+            const prs_reqsum *s = &fin.v[i];
             double v = NAN;
             int64_t at = -1;
             switch (tabs[t].field) { /* latencies: ms to the reference's µs */

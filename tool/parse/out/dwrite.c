@@ -54,6 +54,7 @@
 #include "dwrite.h"
 #include "fsutil.h"
 #include "plog.h"
+#include "xalloc.h"
 
 #define NBUF 3
 
@@ -196,10 +197,10 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
     }
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 32;
-        s->q = realloc(s->q, (size_t)s->cap * sizeof *s->q);
+        s->q = prs_xrealloc(s->q, (size_t)s->cap * sizeof *s->q);
     }
-    s->q[s->n].tmp = tmp ? strdup(tmp) : NULL;
-    s->q[s->n].final = strdup(final);
+    s->q[s->n].tmp = tmp ? prs_xstrdup(tmp) : NULL;
+    s->q[s->n].final = prs_xstrdup(final);
     s->n++;
 }
 
@@ -300,7 +301,7 @@ prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
         return NULL;
     }
     w->tmp = tmp;
-    w->final = strdup(target);
+    w->final = prs_xstrdup(target);
     w->stage = stage;
     return w;
 }

@@ -4,7 +4,11 @@
  * was read (stores, records, time span), what was written, and the
  * headline numbers (requests, TTFT / TPOT / end-to-end P50 and P99, output
  * tokens/s), plus per-span statistics when --span was given. Printed on
- * stdout (it is the command's output; messages go to stderr).
+ * stdout (it is the command's output; messages go to stderr). The lines
+ * common to every parse are here; each report adds its own lines through
+ * its summary hook (prs_model_summary, in the reports' table order), and
+ * the reports with a `table` hook are counted in the "wrote" and "rows"
+ * lines.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +17,6 @@
 
 #include "stats.h"
 #include "summary.h"
-
-static void line(const char *what, double *v, long long n)
-{
-    n = prs_sort_values(v, n);
-    if (!n) {
-        printf("  %-22s -\n", what);
-        return;
-    }
-    printf("  %-22s P50 %10.3f ms   P99 %10.3f ms   (n=%lld)\n", what, prs_percentile(v, n, 50),
-           prs_percentile(v, n, 99), n);
-}
 
 /* Was out/name (re)written by this parse? A file left by an earlier parse,
  * or one that could not be written, is never named as written. The kernel
@@ -66,35 +59,6 @@ static void print_sessions(const prs_sessions *ss, double span_s)
     }
 }
 
-/* Output tokens per second over the time requests were being served: from
- * the first request's start to the last one's end, within each session. */
-static double tokens_per_s(const prs_model *m, const prs_sessions *ss)
-{
-    int n = ss && ss->n > 1 ? ss->n : 1;
-    int64_t *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
-    double on = 0;
-    if (!first || !last)
-        goto out;
-    for (int k = 0; k < n; k++)
-        first[k] = -1, last[k] = -1;
-    for (long long i = 0; i < m->nfin; i++) {
-        int k = n > 1 ? prs_sessions_at(ss, m->fin[i].start) : 0;
-        if (k < 0 || m->fin[i].start < 0)
-            continue;
-        if (first[k] < 0 || m->fin[i].start < first[k])
-            first[k] = m->fin[i].start;
-        if (m->fin[i].end > last[k])
-            last[k] = m->fin[i].end;
-    }
-    for (int k = 0; k < n; k++)
-        if (first[k] >= 0 && last[k] > first[k])
-            on += (double)(last[k] - first[k]) / 1e9;
-out:
-    free(first);
-    free(last);
-    return on > 0 ? m->out_tokens / on : 0;
-}
-
 void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, double seconds,
                        const prs_sessions *ss, int64_t started_ns)
 {
@@ -112,17 +76,21 @@ void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, d
         print_sessions(ss, span_s);
     /* Only what this parse wrote; what it could not write is in the messages. */
     const char *out = m->opts->output;
-    const prs_table *all[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
+    const prs_table *all[64];
+    int nall = 0;
+    for (int i = 0; i < prs_nreports && nall < 64; i++)
+        if (m->rep[i] && prs_reports[i]->table)
+            all[nall++] = prs_reports[i]->table(m->rep[i]);
     char wrote[1024] = "";
     size_t w = 0;
 #define WROTE(name) \
     if (written_now(out, name, started_ns) && w < sizeof wrote) \
         w += (size_t)snprintf(wrote + w, sizeof wrote - w, " %s", name)
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < nall; i++)
         if (m->opts->csv && all[i]->rows) {
             WROTE(all[i]->csv_name);
         }
-    if (m->opts->csv && m->nspan_names) {
+    if (m->opts->csv && prs_spaninfo_on(m)) {
         WROTE("span_info/");
     }
     if (m->opts->json) {
@@ -141,48 +109,11 @@ void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, d
     else
         printf("  wrote nothing to %s\n", out);
     /* Report rows: what went into the CSV files and/or profiler.db. */
-    const prs_table *ts[] = {&m->t_request, &m->t_batch, &m->t_forward, &m->t_kvcache, &m->t_reqstatus};
-    const char *names[] = {"request", "batch", "forward", "kvcache", "request_status"};
     if (m->opts->csv || m->opts->db) {
         printf("  rows%s:", m->opts->csv ? "" : " (in profiler.db)");
-        for (int i = 0; i < 5; i++)
-            printf(" %s %lld%s", names[i], ts[i]->rows, i < 4 ? "," : "\n");
+        for (int i = 0; i < nall; i++)
+            printf(" %s %lld%s", all[i]->key, all[i]->rows, i < nall - 1 ? "," : "\n");
     }
-    printf("  requests: %d", m->nfin);
-    if (m->nincomplete)
-        printf(" (%lld cut by the collection window: complete = 0, not in the percentiles)", m->nincomplete);
-    printf("\n");
-    long long n = m->nfin;
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (long long i = 0; i < n; i++)
-        v[i] = m->fin[i].ttft;
-    line("TTFT", v, n);
-    for (long long i = 0; i < n; i++)
-        v[i] = m->fin[i].tpot;
-    line("TPOT", v, n);
-    for (long long i = 0; i < n; i++)
-        v[i] = m->fin[i].e2e;
-    line("end-to-end", v, n);
-    for (long long i = 0; i < n; i++)
-        v[i] = m->fin[i].wait;
-    line("queue wait", v, n);
-    free(v);
-    double tps = tokens_per_s(m, ss);
-    if (tps > 0 && m->out_tokens > 0)
-        printf("  output tokens: %.0f, %.1f tokens/s\n", m->out_tokens, tps);
-    if (m->stats && m->nspan_names) {
-        printf("  %-26s %8s %10s %10s %10s %10s %10s %10s %12s\n", "span (ms)", "count", "min", "avg", "P50",
-               "P90", "P99", "max", "total");
-        for (int i = 0; i < m->nspan_names; i++) {
-            prs_summary_row r;
-            prs_stats_get(m->stats, i, &r);
-            if (!r.n) {
-                printf("  %-26s %8d\n", m->span_names[i], 0);
-                continue;
-            }
-            printf("  %-26s %8lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f\n", m->span_names[i], r.n,
-                   r.min, r.avg, r.p50, r.p90, r.p99, r.max, r.total);
-        }
-    }
+    prs_model_summary(m, ss);
     fflush(stdout);
 }

@@ -46,7 +46,7 @@
 #include "fsutil.h"
 #include "plog.h"
 #include "table.h"
-#include "tap.h"
+#include "xalloc.h"
 
 /* profiler.db while it is built (renamed when complete), beside the file
  * it replaces. */
@@ -183,7 +183,7 @@ static void quote_ident(char *buf, size_t cap, const char *name)
  * the column that is the rowid (a lone INTEGER PRIMARY KEY, not DESC). */
 static struct prs_bt_tab *bt_table(prs_out *o, const char *name, const prs_col *cols, int ncols)
 {
-    char *aff = malloc((size_t)ncols);
+    char *aff = prs_xmalloc((size_t)ncols);
     memset(aff, PRS_AFF_BLOB, (size_t)ncols);
     int ipk = -1, npk = 0;
     /* PRAGMA table_info, not sqlite3_table_column_metadata (that one needs
@@ -230,7 +230,7 @@ void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *
      * page writer never sees them (they come after the stored ones). */
     char *extra = prs_dbcompat_columns(db_name, cols, ncols);
     size_t cap = 256 + (size_t)ncols * 96 + (extra ? strlen(extra) : 0);
-    char *create = malloc(cap), *ins = malloc(cap);
+    char *create = prs_xmalloc(cap), *ins = prs_xmalloc(cap);
     char q[160];
     quote_ident(q, sizeof q, db_name);
     size_t n = (size_t)snprintf(create, cap, "CREATE TABLE %s (", q);
@@ -263,7 +263,7 @@ void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *
 static int open_csv(prs_out *o, prs_table *t)
 {
     size_t len = strlen(o->dir) + strlen(t->csv_name) + 2;
-    t->csv_path = malloc(len);
+    t->csv_path = prs_xmalloc(len);
     snprintf(t->csv_path, len, "%s/%s", o->dir, t->csv_name);
     char *slash = strrchr(t->csv_path, '/');
     if (slash && strchr(t->csv_name, '/')) {
@@ -281,7 +281,7 @@ static int open_csv(prs_out *o, prs_table *t)
         return -1;
     }
     /* glibc ignores the size when setvbuf gets no buffer (4 KiB writes). */
-    t->csv_buf = malloc(PRS_OUT_BUF);
+    t->csv_buf = prs_xmalloc(PRS_OUT_BUF);
     setvbuf(t->csv, t->csv_buf, _IOFBF, PRS_OUT_BUF);
     __fsetlocking(t->csv, FSETLOCKING_BYCALLER); /* one thread: no stdio locks */
     for (int i = 0; i < t->ncsv; i++) {
@@ -360,7 +360,7 @@ static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, si
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(db));
         if (sqlite3_step(st) == SQLITE_ROW) {
-            prs_val *cv = calloc((size_t)t->ncols, sizeof *cv);
+            prs_val *cv = prs_xcalloc((size_t)t->ncols, sizeof *cv);
             for (int i = 0; i < t->ncols; i++) {
                 switch (sqlite3_column_type(st, i)) {
                 case SQLITE_INTEGER: cv[i] = prs_v_int(sqlite3_column_int64(st, i)); break;
@@ -385,23 +385,11 @@ static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, si
     return rc;
 }
 
-/* The calling thread's tap: the one parse running on a thread sees only
- * its own consumer (tap.h). */
-_Thread_local prs_tap prs_tap_now;
-
-void prs_set_tap(const prs_tap *tap)
-{
-    if (tap)
-        prs_tap_now = *tap;
-    else
-        memset(&prs_tap_now, 0, sizeof prs_tap_now);
-}
-
 void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
 {
     t->rows++;
-    if (prs_tap_now.row)
-        prs_tap_now.row(prs_tap_now.ctx, t, v);
+    if (o->tap.row) /* the parse's consumer (tap.h) */
+        o->tap.row(o->tap.ctx, t, v);
     if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
         FILE *f = t->csv;
         for (int i = 0; i < t->ncsv; i++) {
@@ -491,12 +479,12 @@ static int write_schema(prs_out *o, char ***idx, int *nidx, char *why, size_t ca
         const char *not_built = strcmp(f[0], "index") == 0 ? prs_bt_index_status(o->bt, f[1], &root) : NULL;
         if (not_built) {
             prs_log(PRS_DEBUG, "profiler.db: index %s built by SQLite (%s)", f[1], not_built);
-            *idx = realloc(*idx, (size_t)(*nidx + 1) * sizeof **idx);
-            (*idx)[(*nidx)++] = strdup(f[3]);
+            *idx = prs_xrealloc(*idx, (size_t)(*nidx + 1) * sizeof **idx);
+            (*idx)[(*nidx)++] = prs_xstrdup(f[3]);
             continue;
         }
-        rows = realloc(rows, (size_t)(n + 1) * sizeof *rows);
-        rows[n++] = (prs_bt_schema){strdup(f[0]), strdup(f[1]), strdup(f[2]), strdup(f[3])};
+        rows = prs_xrealloc(rows, (size_t)(n + 1) * sizeof *rows);
+        rows[n++] = (prs_bt_schema){prs_xstrdup(f[0]), prs_xstrdup(f[1]), prs_xstrdup(f[2]), prs_xstrdup(f[3])};
     }
     sqlite3_finalize(st);
     if (rc == 0 && prs_bt_finish(o->bt, rows, n) != 0) {
@@ -554,7 +542,7 @@ static void close_sqlite_writer(prs_out *o)
             if (!ns)
                 break;
             sql = ns;
-            sql[n++] = strdup((const char *)sqlite3_column_text(st, 0));
+            sql[n++] = prs_xstrdup((const char *)sqlite3_column_text(st, 0));
         }
         sqlite3_finalize(st);
     }

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "dwrite.h"
+#include "tap.h"
 
 enum { PRS_NULL = 0, PRS_INT, PRS_REAL, PRS_MS, PRS_TEXT };
 typedef struct prs_val {
@@ -76,6 +77,7 @@ typedef struct prs_out {
     int discard;            /* prs_out_close removes this run's outputs instead of committing them */
     char *curve_sql;        /* the Coordinator_curve view's CREATE, pending (dbcompat.c); sqlite3_malloc'd */
     prs_dw_stage stage;     /* the outputs' renames, done at prs_out_close (dwrite.c) */
+    prs_tap tap;            /* the parse's consumer of rows (prs_opts.tap; zero: none), set after the open */
     char db_final[4096];    /* OUT/profiler.db, or the file that link names (table.c) */
     char db_partial[4104];  /* db_final + ".partial": profiler.db while it is built */
 } prs_out;

@@ -32,9 +32,11 @@
 #include "dwrite.h"
 #include "fmt.h"
 #include "plog.h"
+#include "repcols.h"
 #include "storeread.h"
 #include "table.h"
 #include "timeline.h"
+#include "xalloc.h"
 
 /* A sub-lane: one trace thread whose spans nest; `ends` is the stack of
  * the open spans' end times. */
@@ -167,8 +169,8 @@ static const char slice_view[] =
  * kilobytes; events' args are tens of bytes). */
 #define LONG_ARGS 512
 /* counter and flow: `id` (the rowid, in time order) as the reference has it. */
-static const prs_col c_counter[] = {{"id", "INTEGER PRIMARY KEY"}, {"name", "TEXT"}, {"pid", "INTEGER"}, {"timestamp", "INTEGER"},
-                                    {"series", "TEXT"}, {"value", "REAL"}};
+static const prs_col c_counter[] = {{PRS_CT_ID, "INTEGER PRIMARY KEY"}, {PRS_CT_NAME, "TEXT"}, {PRS_CT_PID, "INTEGER"},
+                                    {PRS_CT_TIMESTAMP, "INTEGER"}, {PRS_CT_SERIES, "TEXT"}, {PRS_CT_VALUE, "REAL"}};
 static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INTEGER"}, {"name", "TEXT"}, {"cat", "TEXT"}, {"pid", "INTEGER"},
                                  {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
 
@@ -178,23 +180,23 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t 
 {
     if (!json && !o->db && !tap_counters)
         return NULL;
-    prs_timeline *t = calloc(1, sizeof *t);
+    prs_timeline *t = prs_xcalloc(1, sizeof *t);
     t->counters_only = !json && !o->db;
     t->origin = origin;
     t->first = 1;
     t->o = o;
     t->nslots = 256;
-    t->lane_hash = calloc(t->nslots, sizeof *t->lane_hash);
+    t->lane_hash = prs_xcalloc(t->nslots, sizeof *t->lane_hash);
     if (json) {
         size_t len = strlen(o->dir) + 32;
-        t->path = malloc(len);
+        t->path = prs_xmalloc(len);
         snprintf(t->path, len, "%s/chrome_tracing.json", o->dir);
         prs_dw *dw = prs_dw_open(&o->stage, t->path, PRS_DW_BUF);
         if (!dw) {
             prs_log(PRS_ERROR, "cannot write %s: %s; the timeline is not written", t->path, strerror(errno));
             o->failed = 1;
         } else {
-            t->f = malloc(sizeof *t->f);
+            t->f = prs_xmalloc(sizeof *t->f);
             t->f->dw = dw;
             t->f->b = prs_dw_buf(dw);
             t->f->n = 0;
@@ -213,7 +215,7 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t 
         prs_log(PRS_ERROR, "profiler.db: cannot create view slice: %s", sqlite3_errmsg(o->db_conn));
         o->failed = 1;
     }
-    prs_table_init(o, &t->t_counter, NULL, "counter", c_counter, NCOLS(c_counter), NULL);
+    prs_table_init(o, &t->t_counter, NULL, PRS_T_COUNTER, c_counter, NCOLS(c_counter), NULL);
     prs_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
     return t;
 }
@@ -356,18 +358,18 @@ static lane *find_lane(prs_timeline *t, const prs_store *s, const char *cat, lon
     }
     if (t->nlanes == t->caplanes) {
         t->caplanes = t->caplanes ? t->caplanes * 2 : 64;
-        t->lanes = realloc(t->lanes, (size_t)t->caplanes * sizeof *t->lanes);
+        t->lanes = prs_xrealloc(t->lanes, (size_t)t->caplanes * sizeof *t->lanes);
     }
     lane *l = &t->lanes[t->nlanes++];
     memset(l, 0, sizeof *l);
     l->store = s->index;
     l->tid = tid;
-    l->cat = strdup(cat);
+    l->cat = prs_xstrdup(cat);
     l->id = ++t->next_lane_id;
     t->lane_hash[h] = t->nlanes;
     if ((unsigned)t->nlanes * 2 > t->nslots) {
         unsigned ns = t->nslots * 2;
-        int *nh = calloc(ns, sizeof *nh);
+        int *nh = prs_xcalloc(ns, sizeof *nh);
         for (int i = 0; i < t->nlanes; i++) {
             unsigned k = lane_hash(t->lanes[i].store, t->lanes[i].tid, t->lanes[i].cat) & (ns - 1);
             while (nh[k])
@@ -384,8 +386,8 @@ static lane *find_lane(prs_timeline *t, const prs_store *s, const char *cat, lon
         snprintf(name, sizeof name, "%s (%s %lld)", *cat ? cat : "(no domain)", tname, tid);
     else
         snprintf(name, sizeof name, "%s (thread %lld)", *cat ? cat : "(no domain)", tid);
-    l->name = strdup(name);
-    l->subs = calloc(MAX_SUBLANES, sizeof *l->subs);
+    l->name = prs_xstrdup(name);
+    l->subs = prs_xcalloc(MAX_SUBLANES, sizeof *l->subs);
     l->subs[0].id = l->id;
     l->nsub = 1;
     thread_row(t, prs_timeline_pid(s), l->id, name, cat, tid);
@@ -396,7 +398,7 @@ static void push_end(sublane *sl, int64_t end)
 {
     if (sl->n == sl->cap) {
         sl->cap = sl->cap ? sl->cap * 2 : 8;
-        sl->ends = realloc(sl->ends, (size_t)sl->cap * sizeof *sl->ends);
+        sl->ends = prs_xrealloc(sl->ends, (size_t)sl->cap * sizeof *sl->ends);
     }
     sl->ends[sl->n++] = end;
 }
@@ -446,7 +448,7 @@ static long long long_args_id(prs_timeline *t, const char *text, int len)
     if (len > e->cap) {
         e->cap = len * 2;
         free(e->text);
-        e->text = malloc((size_t)e->cap);
+        e->text = prs_xmalloc((size_t)e->cap);
     }
     memcpy(e->text, text, (size_t)len);
     e->len = len;
@@ -490,12 +492,12 @@ static void lane_prefix(prs_timeline *t, const char *cat, int pid, int lane_id)
         return; /* the bytes are not all in this buffer: kept next time */
     if (lane_id >= t->nprefix) {
         int n = lane_id * 2 + 16;
-        t->prefix = realloc(t->prefix, (size_t)n * sizeof *t->prefix);
+        t->prefix = prs_xrealloc(t->prefix, (size_t)n * sizeof *t->prefix);
         memset(t->prefix + t->nprefix, 0, (size_t)(n - t->nprefix) * sizeof *t->prefix);
         t->nprefix = n;
     }
     t->prefix[lane_id].n = (int)(f->n - at);
-    t->prefix[lane_id].b = malloc(f->n - at);
+    t->prefix[lane_id].b = prs_xmalloc(f->n - at);
     memcpy(t->prefix[lane_id].b, f->b + at, f->n - at);
 }
 

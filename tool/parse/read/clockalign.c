@@ -39,6 +39,7 @@
 #include "clockalign.h"
 #include "model.h"
 #include "plog.h"
+#include "xalloc.h"
 
 /* What one request did on one host: the time its records cover (first < 0:
  * none), its first sendReqToD and the start of its first PullKVCache (-1). */
@@ -64,7 +65,7 @@ static iv *note(struct scan *sc, int node, int h, int64_t a, int64_t b)
 {
     if (node >= sc->nnodes_cap) {
         int n = node * 2 + 1024;
-        sc->per = realloc(sc->per, (size_t)n * (size_t)sc->nh * sizeof *sc->per);
+        sc->per = prs_xrealloc(sc->per, (size_t)n * (size_t)sc->nh * sizeof *sc->per);
         for (size_t i = (size_t)sc->nnodes_cap * (size_t)sc->nh; i < (size_t)n * (size_t)sc->nh; i++)
             sc->per[i].first = sc->per[i].send = sc->per[i].pull = -1;
         sc->nnodes_cap = n;
@@ -325,7 +326,7 @@ static void solve(prs_clock *c, int64_t *w, long long *pairs, const long long *f
             ref = h;
     c->hosts[ref].source = PRS_CLOCK_REFERENCE;
     int overrides = apply_overrides(c, w, ref, opts);
-    int64_t *plain = malloc((size_t)nh * (size_t)nh * sizeof *plain);
+    int64_t *plain = prs_xmalloc((size_t)nh * (size_t)nh * sizeof *plain);
     memcpy(plain, w, (size_t)nh * (size_t)nh * sizeof *w);
     if (kernel_bounds(c, w) && !closure(w, nh)) {
         memcpy(w, plain, (size_t)nh * (size_t)nh * sizeof *w);
@@ -377,10 +378,10 @@ static void estimate(prs_clock *c, prs_store **stores, int n, const prs_opts *op
                    &c->hosts[host_index(c, stores[i]->hostname)]);
     fold_roots(&sc);
     int nh = c->nhosts;
-    int64_t *w = malloc((size_t)nh * (size_t)nh * sizeof *w);
+    int64_t *w = prs_xmalloc((size_t)nh * (size_t)nh * sizeof *w);
     for (int i = 0; i < nh * nh; i++)
         w[i] = i % (nh + 1) == 0 ? 0 : INF;
-    long long *front = calloc((size_t)nh, sizeof *front), *pairs = calloc((size_t)nh, sizeof *pairs);
+    long long *front = prs_xcalloc((size_t)nh, sizeof *front), *pairs = prs_xcalloc((size_t)nh, sizeof *pairs);
     collect_pairs(&sc, w, pairs, front);
     solve(c, w, pairs, front, opts);
     free(w);
@@ -397,7 +398,7 @@ int prs_clock_align(prs_clock *c, prs_store **stores, int n, const prs_opts *opt
     for (int i = 0; i < n; i++) {
         if (host_index(c, stores[i]->hostname) >= 0)
             continue;
-        c->hosts = realloc(c->hosts, (size_t)(c->nhosts + 1) * sizeof *c->hosts);
+        c->hosts = prs_xrealloc(c->hosts, (size_t)(c->nhosts + 1) * sizeof *c->hosts);
         prs_clock_host *h = &c->hosts[c->nhosts++];
         memset(h, 0, sizeof *h);
         h->name = stores[i]->hostname;

@@ -17,6 +17,7 @@
 
 #include "discover.h"
 #include "plog.h"
+#include "xalloc.h"
 
 
 static int push(char ***v, int *n, const char *s)
@@ -25,7 +26,7 @@ static int push(char ***v, int *n, const char *s)
     if (!nv)
         return -1;
     *v = nv;
-    nv[(*n)++] = strdup(s);
+    nv[(*n)++] = prs_xstrdup(s);
     return 0;
 }
 
@@ -43,7 +44,7 @@ static void walk(const char *dir, prs_paths *out, int depth)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
-        char *path = malloc(len);
+        char *path = prs_xmalloc(len);
         snprintf(path, len, "%s/%s", dir, e->d_name);
         struct stat st;
         if (lstat(path, &st) == 0) {

@@ -9,6 +9,7 @@
 
 #include "merge.h"
 #include "storeread.h"
+#include "xalloc.h"
 
 
 static int less(prs_merge *m, int a, int b)
@@ -45,8 +46,8 @@ static void down(prs_merge *m, int i)
 
 void prs_merge_init(prs_merge *m, prs_store **stores, int n)
 {
-    m->heap = calloc((size_t)n + 1, sizeof *m->heap);
-    m->keys = calloc((size_t)n + 1, sizeof *m->keys);
+    m->heap = prs_xcalloc((size_t)n + 1, sizeof *m->heap);
+    m->keys = prs_xcalloc((size_t)n + 1, sizeof *m->keys);
     m->n = 0;
     for (int i = 0; i < n; i++) {
         prs_rec r;

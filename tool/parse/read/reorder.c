@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "reorder.h"
+#include "xalloc.h"
 
 typedef struct blk {
     struct blk *next_free;
@@ -49,7 +50,7 @@ struct prs_reorder {
 
 prs_reorder *prs_reorder_new(void)
 {
-    return calloc(1, sizeof(prs_reorder));
+    return prs_xcalloc(1, sizeof(prs_reorder));
 }
 
 static int cls_of(size_t need)
@@ -69,7 +70,7 @@ static blk *get_blk(prs_reorder *b, size_t data)
     int c = cls_of(need);
     size_t sz = (size_t)128 << c;
     if (sz < need) { /* larger than the biggest class: exact size, never pooled */
-        blk *k = malloc(need);
+        blk *k = prs_xmalloc(need);
         k->cls = -1;
         return k;
     }
@@ -78,7 +79,7 @@ static blk *get_blk(prs_reorder *b, size_t data)
         b->free_[c] = k->next_free;
         return k;
     }
-    k = malloc(sz);
+    k = prs_xmalloc(sz);
     k->cls = c;
     return k;
 }
@@ -104,7 +105,7 @@ static void fifo_push(prs_reorder *b, blk *k)
 {
     if (b->nfifo == b->fcap) {
         long long nc = b->fcap ? b->fcap * 2 : 256;
-        blk **f = malloc((size_t)nc * sizeof *f);
+        blk **f = prs_xmalloc((size_t)nc * sizeof *f);
         for (long long i = 0; i < b->nfifo; i++)
             f[i] = b->fifo[(b->fhead + i) % b->fcap];
         free(b->fifo);
@@ -121,7 +122,7 @@ static void heap_push(prs_reorder *b, blk *k)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 256;
-        b->heap = realloc(b->heap, (size_t)b->cap * sizeof *b->heap);
+        b->heap = prs_xrealloc(b->heap, (size_t)b->cap * sizeof *b->heap);
     }
     long long i = b->n++;
     while (i > 0) {

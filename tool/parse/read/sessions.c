@@ -16,6 +16,7 @@
 
 #include "plog.h"
 #include "sessions.h"
+#include "xalloc.h"
 
 /* The session folder name of a store path. */
 static void session_name(const char *path, const char *input, char *out, size_t len)
@@ -67,7 +68,7 @@ static int listed(const char *list, const char *name)
 int prs_sessions_find(prs_paths *paths, const char *input, const char *only, prs_sessions *out)
 {
     memset(out, 0, sizeof *out);
-    out->of_store = calloc((size_t)(paths->nraw ? paths->nraw : 1), sizeof *out->of_store);
+    out->of_store = prs_xcalloc((size_t)(paths->nraw ? paths->nraw : 1), sizeof *out->of_store);
     if (!out->of_store)
         return -1;
     char name[256];

@@ -70,6 +70,7 @@
 #include "reorder.h"
 #include "storeread.h"
 #include "walcheck.h"
+#include "xalloc.h"
 
 /* Beyond this much buffered data, SQLite's own (disk-backed) sort is used. */
 #define REORDER_MAX_BYTES (128LL << 20)
@@ -104,7 +105,7 @@ static void warn_bad(const prs_store *s, long long bad)
         return;
     if (s->index >= c->nbad_warned) {
         int n = s->index + 16;
-        c->bad_warned = realloc(c->bad_warned, (size_t)n);
+        c->bad_warned = prs_xrealloc(c->bad_warned, (size_t)n);
         memset(c->bad_warned + c->nbad_warned, 0, (size_t)(n - c->nbad_warned));
         c->nbad_warned = n;
     }
@@ -120,7 +121,7 @@ static char *stem_of(const char *path)
 {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
-    char *s = strdup(b);
+    char *s = prs_xstrdup(b);
     char *dot = strrchr(s, '.');
     if (dot && dot != s)
         *dot = 0;
@@ -131,7 +132,7 @@ static char *stem_of(const char *path)
 static char *uri_of(const char *path)
 {
     size_t n = strlen(path);
-    char *u = malloc(n * 3 + 32);
+    char *u = prs_xmalloc(n * 3 + 32);
     char *o = u;
     o += sprintf(o, "file:");
     for (const char *p = path; *p; p++) {
@@ -215,14 +216,14 @@ static void read_meta(prs_store *s)
             continue;
         if (!strcmp(k, "hostname")) {
             free(s->hostname);
-            s->hostname = strdup(v);
+            s->hostname = prs_xstrdup(v);
         } else if (!strcmp(k, "dpRankId")) {
             s->dp_rank = atoi(v);
         } else if (!strcmp(k, "ppid")) {
             s->ppid = atoll(v);
         } else if (!strcmp(k, "process_name") || !strcmp(k, "program")) {
             free(s->process_name);
-            s->process_name = strdup(v);
+            s->process_name = prs_xstrdup(v);
         }
     }
     sqlite3_finalize(st);
@@ -238,7 +239,7 @@ static void read_process_name(prs_store *s)
         return;
     if (sqlite3_step(st) == SQLITE_ROW) {
         free(s->process_name);
-        s->process_name = strdup((const char *)sqlite3_column_text(st, 0));
+        s->process_name = prs_xstrdup((const char *)sqlite3_column_text(st, 0));
     }
     sqlite3_finalize(st);
 }
@@ -250,10 +251,10 @@ static void read_threads(prs_store *s)
                                   "AND thread_name <> '' LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
         return;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        s->thread_tids = realloc(s->thread_tids, (size_t)(s->nthreads + 1) * sizeof *s->thread_tids);
-        s->thread_names = realloc(s->thread_names, (size_t)(s->nthreads + 1) * sizeof *s->thread_names);
+        s->thread_tids = prs_xrealloc(s->thread_tids, (size_t)(s->nthreads + 1) * sizeof *s->thread_tids);
+        s->thread_names = prs_xrealloc(s->thread_names, (size_t)(s->nthreads + 1) * sizeof *s->thread_names);
         s->thread_tids[s->nthreads] = sqlite3_column_int64(st, 0);
-        s->thread_names[s->nthreads] = strdup((const char *)sqlite3_column_text(st, 1));
+        s->thread_names[s->nthreads] = prs_xstrdup((const char *)sqlite3_column_text(st, 1));
         s->nthreads++;
     }
     sqlite3_finalize(st);
@@ -571,14 +572,14 @@ prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index)
         return NULL;
     }
     int wal_damaged = !c->quiet_open && warn_wal(c, path, psz); /* the rerun does not read the WAL twice */
-    prs_store *s = calloc(1, sizeof *s);
+    prs_store *s = prs_xcalloc(1, sizeof *s);
     s->index = index;
     s->ctx = c;
-    s->path = strdup(path);
+    s->path = prs_xstrdup(path);
     s->prof_id = stem_of(path);
-    s->hostname = strdup("");
+    s->hostname = prs_xstrdup("");
     s->dp_rank = -1;
-    s->row = calloc(1, sizeof *s->row);
+    s->row = prs_xcalloc(1, sizeof *s->row);
     s->last_ts = INT64_MIN;
     char *uri = uri_of(path);
     int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
@@ -644,7 +645,7 @@ static int convert_legacy(prs_store *s, const char *msg, int n)
 {
     if ((size_t)n + 4 > s->legacy_cap) {
         s->legacy_cap = (size_t)n * 2 + 64;
-        s->legacy_buf = realloc(s->legacy_buf, s->legacy_cap);
+        s->legacy_buf = prs_xrealloc(s->legacy_buf, s->legacy_cap);
     }
     char *o = s->legacy_buf;
     while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\n'))

@@ -43,6 +43,7 @@
 #include "storeread.h"
 #include "timeline.h"
 #include "torch_trace.h"
+#include "xalloc.h"
 
 typedef struct op {
     int64_t ts, dur;     /* epoch ns */
@@ -99,7 +100,7 @@ static int trace_load(const char *path, trace *t)
     }
     int64_t base_ns = (int64_t)json_integer_value(base);
     size_t cap = json_array_size(evs);
-    t->ops = calloc(cap ? cap : 1, sizeof *t->ops);
+    t->ops = prs_xcalloc(cap ? cap : 1, sizeof *t->ops);
     if (!t->ops) {
         trace_free(t);
         return -1;
@@ -125,7 +126,7 @@ static int trace_load(const char *path, trace *t)
         json_t *tid = json_object_get(e, "tid");
         o->tid = json_is_integer(tid) ? (long long)json_integer_value(tid) : 0;
         json_t *args = json_object_get(e, "args");
-        o->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+        o->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : prs_xstrdup("{}");
     }
     if (bad)
         prs_log(PRS_WARNING, "torch trace %s: %lld event(s) without ph X, name, ts or dur skipped", path, bad);
