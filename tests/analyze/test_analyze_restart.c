@@ -29,6 +29,7 @@
 #include "parse.h"
 #include "plog.h"
 #include "report.h"
+#include "storeread.h"
 #include "tap.h"
 #include "../parse/servingstore.h"
 
