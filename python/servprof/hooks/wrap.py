@@ -1,0 +1,362 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The wrapper put around a hooked function, and what it records.
+
+Design: a function is wrapped once, when its module is executed (or at
+install when it already was); the wrapper then decides per call with the
+same check the binding's call sites make — ``level > lv.value``, where lv
+is the ctypes view of the C library's servprof__level — so with
+collection off a hooked plain function costs that attribute load and a
+branch, plus the wrapper's own call. Everything else (the clock, the
+expressions, the C calls) happens only when the level is collected.
+
+Records are made the way servprof.span()/event() make them (_span.py): a
+span is timed in Python and written whole with servprof_span_at() after the
+call; expressions are evaluated only after servprof_rec_begin_slow() has
+returned a record, so a session stopping mid-call records nothing.
+
+What may never happen: the hooked function's result or exception changed
+or lost, or an error of the hook raised into the server. The wrapped call
+is made outside every try that catches; an expression that raises is
+counted in its Binding and reported once (report.py); the record goes on
+without that value.
+
+Shapes: plain functions (also methods, classmethods, staticmethods — the
+descriptor is unwrapped by bind.py and re-made around the wrapper),
+coroutine functions (async def wrapper), generator functions (a generator
+wrapper that delegates with yield from, so send/throw/close and the return
+value pass through) and async generator functions (an async generator that
+forwards asend/athrow/aclose). A span of a generator runs from its first
+next() to its end. Introspection sees the original: functools.wraps sets
+__wrapped__, so inspect.signature() and iscoroutinefunction() answer as
+for the function itself.
+"""
+
+import functools
+import inspect
+import sys
+
+from .._core import state, b, bdomain, put, res, number, now_ns
+from . import expr as _expr
+from . import report
+
+_FAIL = object()
+
+
+class Binding:
+    """One hook bound to one function: its compiled expressions and the
+    records it makes. Errors are counted here, reported once each."""
+
+    def __init__(self, hook, fn, target):
+        self.hook = hook
+        self.target = target               # "pkg.mod:Class.method" as bound
+        self.level = hook.level
+        self.name = b(hook.name)
+        self.domain = bdomain(hook.domain)
+        self.kind = hook.emit
+        self.errors = {}                   # what -> [count, first message]
+        try:
+            params = _expr.Params(inspect.signature(fn))
+        except (TypeError, ValueError):
+            params = None
+        # bind() raises LookupError for a parameter the function lacks:
+        # bind.py turns that into "not bound: ...".
+        self.attrs = [(b(k), _expr.bind(e.tree, params), e.what) for k, e in hook.attributes]
+        self.metrics = [(b(n), _expr.bind(e.tree, params), inc, e.what, n)
+                        for n, e, inc in hook.metrics]
+        self.rid = None
+        if isinstance(hook.rid, tuple):
+            self.rid = ("each", _expr.bind(hook.rid[1].tree, params), hook.rid[1].what,
+                        [(k, _expr.bind(e.tree, params), e.what) for k, e in hook.rid[2]])
+        elif hook.rid is not None:
+            self.rid = [(_expr.bind(e.tree, params), e.what) for e in hook.rid]
+        self.link = None
+        if hook.link:
+            self.link = tuple((_expr.bind(e.tree, params), e.what) for e in hook.link)
+        self.scope = None
+        if hook.scope:
+            n, v = hook.scope
+            self.scope = (b(n), v)
+        self.caller = hook.caller_filter
+
+    # ------------------------------------------------------------ values
+
+    def fail(self, what, exc):
+        e = self.errors.get(what)
+        if e is None:
+            self.errors[what] = [1, "%s: %s" % (type(exc).__name__, exc)]
+            report.runtime_error(self, what, exc)
+        else:
+            e[0] += 1
+
+    def val(self, fn, what, a, kw, ret, item=None):
+        try:
+            return fn(a, kw, ret, item)
+        except Exception as e:
+            self.fail(what, e)
+            return _FAIL
+
+    def rid_value(self, a, kw, ret):
+        if self.rid[0] == "each":
+            _, seq_fn, what, fields = self.rid
+            seq = self.val(seq_fn, what, a, kw, ret)
+            if seq is _FAIL or seq is None:
+                return _FAIL
+            if isinstance(seq, dict):
+                seq = list(seq.items())
+            out = []
+            try:
+                for item in seq:
+                    d = {}
+                    for k, fn, w in fields:
+                        v = self.val(fn, w, a, kw, ret, item)
+                        if v is not _FAIL and v is not None:
+                            d[k] = v
+                    out.append(d)
+            except Exception as e:  # not iterable
+                self.fail(what, e)
+                return _FAIL
+            return out
+        vals = []
+        for fn, what in self.rid:
+            v = self.val(fn, what, a, kw, ret)
+            if v is not _FAIL and v is not None:
+                vals.append(v)
+        if not vals:
+            return _FAIL
+        if len(vals) == 1:
+            return _normal_rid(vals[0])
+        return [{"rid": _scalar(v)} for v in vals]
+
+    # ------------------------------------------------------------ records
+
+    def record(self, a, kw, ret, start, exc_type):
+        """Writes what this hook records for one call (start: ns or None)."""
+        f = state.f
+        r = None
+        try:
+            if self.link is not None:
+                fr = self.val(self.link[0][0], self.link[0][1], a, kw, ret)
+                to = self.val(self.link[1][0], self.link[1][1], a, kw, ret)
+                if fr is not _FAIL and to is not _FAIL and fr is not None and to is not None:
+                    f.servprof_link(str(fr).encode("utf-8", "replace"),
+                                    str(to).encode("utf-8", "replace"))
+            if self.kind == "link":
+                return
+            r = f.servprof_rec_begin_slow(self.level, self.domain)
+            if not r:
+                return
+            if self.rid is not None:
+                v = self.rid_value(a, kw, ret)
+                if v is not _FAIL:
+                    res(f, r, v)
+            for k, fn, what in self.attrs:
+                v = self.val(fn, what, a, kw, ret)
+                if v is not _FAIL and v is not None:
+                    put(f, r, k, v)
+            for k, fn, inc, what, n in self.metrics:
+                v = self.val(fn, what, a, kw, ret)
+                if v is _FAIL or v is None:
+                    continue
+                x = number(v)
+                if x is None:
+                    put(f, r, b(n + ("+" if inc else "=")), v)
+                elif inc:
+                    f.servprof_metric_inc(r, k, x)
+                else:
+                    f.servprof_metric(r, k, x)
+            if self.scope is not None:
+                n, v = self.scope
+                if type(v) is str:
+                    f.servprof_metric_scope(r, n, v.encode("utf-8", "replace"))
+                else:
+                    put(f, r, b"scope#" + n, v)
+            if exc_type is not None:
+                f.servprof_attr_bool(r, b"error", 1)
+                f.servprof_attr_str(r, b"exception", b(exc_type.__name__))
+            if self.kind == "span" and start is not None:
+                f.servprof_span_at(r, self.name, start, now_ns())
+            else:
+                f.servprof_event(r, self.name)
+            r = None
+        except Exception as e:
+            if r and f is not None:
+                try:
+                    f.servprof_rec_cancel(r)
+                except Exception:
+                    pass
+            self.fail("recording", e)
+
+    def skip_caller(self, depth):
+        """caller_filter: True when the caller is not the named function."""
+        try:
+            return sys._getframe(depth).f_code.co_name != self.caller
+        except ValueError:
+            return True
+
+
+def _scalar(v):
+    if type(v) in (str, int):
+        return v
+    return str(v)
+
+
+def _normal_rid(v):
+    """A rid value as the vocabulary wants it: a scalar, or a rid list."""
+    t = type(v)
+    if t is str or t is int:
+        return v
+    if isinstance(v, dict):
+        return [{"rid": _scalar(k), "num_scheduled_tokens": n} if type(n) is int
+                else {"rid": _scalar(k)} for k, n in v.items()]
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [x if isinstance(x, dict) else {"rid": _scalar(x)} for x in v]
+    return str(v)
+
+
+# ---------------------------------------------------------------- wrappers
+
+def make(fn, bd):
+    """The wrapper of fn for Binding bd (same shape as fn)."""
+    lv = state.level
+    L = bd.level
+    kind = bd.kind
+    at_call = bd.hook.when == "call" and kind != "span"
+    caller = bd.caller is not None
+    record = bd.record
+
+    if bd.hook.handler_fn is not None:
+        return _with_handler(fn, bd, lv, L)
+
+    if inspect.isasyncgenfunction(fn):
+        @functools.wraps(fn)
+        async def agen_wrapper(*a, **kw):
+            if L > lv.value or (caller and bd.skip_caller(2)):
+                on = False
+            else:
+                on = True
+                if at_call:
+                    record(a, kw, None, None, None)
+            start = now_ns() if on and not at_call else None
+            ag = fn(*a, **kw)
+            exc_type = None
+            try:
+                v = await ag.__anext__()
+                while True:
+                    try:
+                        sent = yield v
+                    except GeneratorExit:
+                        await ag.aclose()
+                        raise
+                    except BaseException as e:
+                        v = await ag.athrow(e)
+                    else:
+                        v = await ag.asend(sent)
+            except StopAsyncIteration:
+                pass
+            except GeneratorExit:
+                raise
+            except BaseException as e:
+                exc_type = type(e)
+                raise
+            finally:
+                if start is not None:
+                    record(a, kw, None, start, exc_type)
+        return agen_wrapper
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*a, **kw):
+            if L > lv.value or (caller and bd.skip_caller(2)):
+                return (yield from fn(*a, **kw))
+            if at_call:
+                record(a, kw, None, None, None)
+                return (yield from fn(*a, **kw))
+            start = now_ns()
+            try:
+                ret = yield from fn(*a, **kw)
+            except GeneratorExit:
+                record(a, kw, None, start, None)
+                raise
+            except BaseException as e:
+                record(a, kw, None, start, type(e))
+                raise
+            record(a, kw, ret, start, None)
+            return ret
+        return gen_wrapper
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*a, **kw):
+            if L > lv.value or (caller and bd.skip_caller(2)):
+                return await fn(*a, **kw)
+            if at_call:
+                record(a, kw, None, None, None)
+                return await fn(*a, **kw)
+            start = now_ns()
+            try:
+                ret = await fn(*a, **kw)
+            except BaseException as e:
+                record(a, kw, None, start, type(e))
+                raise
+            record(a, kw, ret, start, None)
+            return ret
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        if L > lv.value or (caller and bd.skip_caller(2)):
+            return fn(*a, **kw)
+        if at_call:
+            record(a, kw, None, None, None)
+            return fn(*a, **kw)
+        start = now_ns()
+        try:
+            ret = fn(*a, **kw)
+        except BaseException as e:
+            record(a, kw, None, start, type(e))
+            raise
+        record(a, kw, ret, start, None)
+        return ret
+    return wrapper
+
+
+class _Tracked:
+    """The original function as a custom handler sees it: remembers whether
+    it ran and what it gave, so a handler that fails never makes the
+    server lose (or repeat) the call."""
+    __slots__ = ("fn", "ran", "ret", "exc")
+
+    def __init__(self, fn):
+        self.fn, self.ran, self.ret, self.exc = fn, False, None, None
+
+    def __call__(self, *a, **kw):
+        self.ran = True
+        try:
+            self.ret = self.fn(*a, **kw)
+        except BaseException as e:
+            self.exc = e
+            raise
+        return self.ret
+
+
+def _with_handler(fn, bd, lv, L):
+    """The reference's custom handler: handler(original_func, *args, **kwargs)."""
+    handler = bd.hook.handler_fn
+
+    @functools.wraps(fn)
+    def handler_wrapper(*a, **kw):
+        if L > lv.value:
+            return fn(*a, **kw)
+        t = _Tracked(fn)
+        try:
+            return handler(t, *a, **kw)
+        except BaseException as e:
+            if t.ran:
+                if t.exc is not None:
+                    raise t.exc
+                if e is not t.exc:
+                    bd.fail("handler", e)
+                return t.ret
+            bd.fail("handler", e)
+        return fn(*a, **kw)
+    return handler_wrapper
