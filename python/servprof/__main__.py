@@ -3,6 +3,8 @@
 
 The verbs (parse, config, enable, disable, stress, ...) are the C `servprof`
 tool's; this runs it with the same arguments and returns its exit status.
+Except two, which are the Python binding's own (servprof/_run.py): `run`
+(start a program with hook files applied) and `hooks check`.
 Where the tool is looked for, in this order:
 
 1. ``$SERVPROF_BIN`` — a path to the tool (only that one, when set);
@@ -45,6 +47,13 @@ def find_tool() -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args: List[str] = list(sys.argv[1:] if argv is None else argv)
+    # Two verbs are the binding's own (they run Python programs): run, hooks.
+    if args and args[0] == "run":
+        from ._run import run_main
+        return run_main(args[1:])
+    if args and args[0] == "hooks":
+        from ._run import hooks_main
+        return hooks_main(args[1:])
     tool = find_tool()
     if tool is None:
         sys.stderr.write("servprof: the servprof tool was not found (not in this package, not on "

@@ -108,6 +108,7 @@ def check(paths, with_env=False):
     """For `servprof hooks check`: a fresh Registry with every named
     module imported (nothing else started). Returns it (see .table())."""
     reg = bind.Registry()
+    reg.loud = False
     for p in _expand(list(paths) + (env_files() if with_env else [])):
         reg.add_file(p)
     reg.install(say=False)

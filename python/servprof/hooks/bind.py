@@ -174,6 +174,7 @@ class Registry:
         self.hooks = []       # every readable Hook with no fault
         self._lock = threading.RLock()
         self._finder = None
+        self.loud = True      # say late failures (off for `hooks check`)
 
     # -- reading
 
@@ -193,13 +194,10 @@ class Registry:
             if "*" in top:
                 self.state[_key(h)] = [_FAILED, "the top-level package may not be a wildcard", []]
                 continue
-            try:
-                found = importlib.util.find_spec(top) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                self.state[_key(h)] = [_FAILED, "module not installed (no package %r)" % top, []]
-                continue
+            # A package not found now may still come: at interpreter start
+            # (sitecustomize) the script's own folder is not on sys.path
+            # yet. So it waits, and never_bound() says "not installed" at
+            # exit if it never came.
             why = _version_ok(h)
             if why:
                 self.state[_key(h)] = [_FAILED, why, []]
@@ -231,11 +229,11 @@ class Registry:
                     if h.pattern:  # one module of many: the others may still bind
                         continue
                     st[0], st[1] = _FAILED, str(e)
-                    if self._finder is not None:
+                    if self._finder is not None and self.loud:
                         report.not_bound(h, st[1])
                 except Exception as e:  # never into the server's import
                     st[0], st[1] = _FAILED, "%s: %s" % (type(e).__name__, e)
-                    if self._finder is not None:
+                    if self._finder is not None and self.loud:
                         report.not_bound(h, st[1])
 
     def _apply_one(self, h, module, st):
@@ -339,6 +337,14 @@ class Registry:
             st = self.state[_key(h)]
             if st[0] != _WAITING or h.pattern:
                 continue
+            top = h.module.split(".")[0]
+            try:
+                found = importlib.util.find_spec(top) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append((h, "module not installed (no package %r)" % top))
+                continue
             parent = h.module.rpartition(".")[0]
             if parent and parent in sys.modules:
                 try:
@@ -370,11 +376,15 @@ class Registry:
             try:
                 importlib.import_module(m)
             except Exception as e:
+                if isinstance(e, ModuleNotFoundError) and e.name and \
+                        (m == e.name or m.startswith(e.name + ".")):
+                    why = "module not installed (no module %r)" % e.name
+                else:
+                    why = "import %s failed: %s: %s" % (m, type(e).__name__, e)
                 for h in self.hooks:
                     st = self.state[_key(h)]
                     if not h.pattern and h.module == m and st[0] == _WAITING:
-                        st[0], st[1] = _FAILED, "import %s failed: %s: %s" % (
-                            m, type(e).__name__, e)
+                        st[0], st[1] = _FAILED, why
         for h in self.hooks:
             st = self.state[_key(h)]
             if st[0] == _WAITING:
