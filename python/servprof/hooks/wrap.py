@@ -187,11 +187,16 @@ class Binding:
             self.fail("recording", e)
 
     def skip_caller(self, depth):
-        """caller_filter: True when the caller is not the named function."""
+        """caller_filter: True when the caller is not the named function.
+        servprof's own wrappers (a function with several hooks) are not
+        callers: they are skipped."""
         try:
-            return sys._getframe(depth).f_code.co_name != self.caller
+            f = sys._getframe(depth)
         except ValueError:
             return True
+        while f is not None and f.f_code in _OWN_CODE:
+            f = f.f_back
+        return f is None or f.f_code.co_name != self.caller
 
 
 def _scalar(v):
@@ -360,3 +365,9 @@ def _with_handler(fn, bd, lv, L):
             bd.fail("handler", e)
         return fn(*a, **kw)
     return handler_wrapper
+
+
+# The code objects of the wrappers above (one per shape, shared by every
+# closure made from it), for skip_caller.
+_OWN_CODE = frozenset(c for fn in (make, _with_handler) for c in fn.__code__.co_consts
+                      if hasattr(c, "co_name"))
