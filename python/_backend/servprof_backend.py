@@ -7,8 +7,10 @@ setuptools cannot build a wheel) or no setuptools at all. This backend
 needs nothing (pyproject.toml: requires = []), so `pip install ./python`
 works offline, with or without build isolation.
 
-What it builds: a pure-Python wheel of servprof/*.py and py.typed, with a
-`servprof` console command (servprof.__main__:main). With the config
+What it builds: a pure-Python wheel of servprof/ (every .py, the hook sets
+and manifests of servprof/hooks/sets, py.typed), with the `servprof` and
+`servprof-run` console commands, the `vllm.general_plugins` entry point
+and servprof-hooks.pth (SERVPROF_HOOKS honoured in every interpreter). With the config
 setting servprof-lib=PATH (pip --config-settings servprof-lib=PATH) or the
 environment variable SERVPROF_BUNDLE_LIB=PATH, the shared library is copied
 into the package as servprof/libservprof.so.0 — where the binding looks
@@ -106,6 +108,13 @@ def _record_line(arcname, data):
     return "%s,sha256=%s,%d" % (arcname, digest, len(data))
 
 
+# As pyproject.toml declares them: the console commands, and the vLLM plugin
+# (vLLM calls it in each of its processes; docs/hooks.md).
+_ENTRY_POINTS = (b"[console_scripts]\nservprof = servprof.__main__:main\n"
+                 b"servprof-run = servprof._run:console_run\n\n"
+                 b"[vllm.general_plugins]\nservprof = servprof.hooks.vllm_plugin:register\n")
+
+
 def _write_wheel(wheel_directory, files, tag):
     """files: [(arcname, bytes)]. Writes the wheel, returns its file name."""
     dist_info = "%s-%s.dist-info" % (NAME, _version())
@@ -115,8 +124,7 @@ def _write_wheel(wheel_directory, files, tag):
         "Wheel-Version: 1.0\nGenerator: servprof_backend\nRoot-Is-Purelib: %s\nTag: %s\n"
         % ("true" if tag.endswith("-any") else "false", tag)).encode()))
     files.append((dist_info + "/top_level.txt", (NAME + "\n").encode()))
-    files.append((dist_info + "/entry_points.txt",
-                  b"[console_scripts]\nservprof = servprof.__main__:main\n"))
+    files.append((dist_info + "/entry_points.txt", _ENTRY_POINTS))
     record = [_record_line(a, d) for a, d in files]
     record.append(dist_info + "/RECORD,,")
     files.append((dist_info + "/RECORD", ("\n".join(record) + "\n").encode()))
@@ -131,14 +139,42 @@ def _write_wheel(wheel_directory, files, tag):
     return name
 
 
+_DATA = (".py", ".yaml", ".json")  # sources, and the hook sets with their manifests
+
+
+def _package_members():
+    """Paths under servprof/ (relative, '/'-separated) that the package is
+    made of: every .py, the hook sets (.yaml) and manifests (.json) in any
+    subfolder, and py.typed; never caches, a built _version.py or a bundled
+    library/tool (those are added on purpose)."""
+    out = []
+    for root, dirs, files in os.walk(PKG):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "bin"))
+        rel = os.path.relpath(root, PKG)
+        for fn in sorted(files):
+            path = fn if rel == "." else "%s/%s" % (rel.replace(os.sep, "/"), fn)
+            if path == "_version.py":
+                continue
+            if fn.endswith(_DATA) or path == "py.typed":
+                out.append(path)
+    return out
+
+
 def _package_files():
     out = []
-    for fn in sorted(os.listdir(PKG)):
-        if (fn.endswith(".py") and fn != "_version.py") or fn == "py.typed":
-            with open(os.path.join(PKG, fn), "rb") as f:
-                out.append(("%s/%s" % (NAME, fn), f.read()))
+    for rel in _package_members():
+        with open(os.path.join(PKG, rel), "rb") as f:
+            out.append(("%s/%s" % (NAME, rel), f.read()))
     out.append(("%s/_version.py" % NAME, _version_file()))
+    # Hooks for programs started any way at all: in every interpreter of the
+    # environment, SERVPROF_HOOKS / PROFILING_SYMBOLS_PATH set means "install
+    # these hook files" (docs/hooks.md); unset, it costs one environ lookup.
+    out.append(("servprof-hooks.pth", _PTH))
     return out
+
+
+_PTH = (b"import os; (os.environ.get('SERVPROF_HOOKS') or os.environ.get('PROFILING_SYMBOLS_PATH'))"
+        b" and __import__('servprof.hooks').hooks.install_from_env()\n")
 
 
 # ---------------------------------------------------------------- PEP 517
@@ -177,8 +213,7 @@ def build_sdist(sdist_directory, config_settings=None):
     base = "%s-%s" % (NAME, _version())
     name = base + ".tar.gz"
     members = ["pyproject.toml", "README.md", "_backend/servprof_backend.py", NAME + "/py.typed"]
-    members += ["%s/%s" % (NAME, fn) for fn in sorted(os.listdir(PKG))
-                if fn.endswith(".py") and fn != "_version.py"]
+    members += ["%s/%s" % (NAME, rel) for rel in _package_members() if rel != "py.typed"]
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz", format=tarfile.PAX_FORMAT) as t:
         for m in members:
             path = os.path.join(HERE, m)

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_hooks_sets.py — the shipped vLLM and SGLang hook sets against the
+manifests of the sources they were written from.
+
+No vLLM or SGLang can be installed where servprof is built, so the sets are
+checked by reading: every entry of each set (sets/*.yaml) must resolve in
+every source of its manifest (sets/*.json, made by
+servprof/hooks/tools/manifest.py) that its version range admits — module,
+class, function, and every parameter its expressions name. The check
+itself must catch a renamed method and a renamed parameter (it is run on a
+doctored manifest). Then each set is bound for real, against stand-in
+modules generated from the manifest (the same classes, functions and
+signatures, with a dist-info saying the framework's version): `hooks
+check` must bind every entry; and `builtin:` picks no set, saying why,
+when the framework is not installed.
+"""
+
+import copy
+import json
+import os
+import sys
+import unittest
+
+import hooklib as H
+from hooklib import T
+
+H.need("yaml")
+
+SETS = os.path.join(T.PYDIR, "servprof", "hooks", "sets")
+sys.path.insert(0, os.path.join(T.PYDIR, "servprof", "hooks", "tools"))
+import manifest  # noqa: E402
+
+from servprof.hooks import builtin, spec  # noqa: E402
+
+PAIRS = [("vllm_v1.yaml", "vllm_v1.json", "vllm", "0.10.1"),
+         ("sglang.yaml", "sglang.json", "sglang", "0.5.6")]
+
+
+def load(name):
+    with open(os.path.join(SETS, name)) as f:
+        return json.load(f)
+
+
+def stand_in(folder, man, dist, ver):
+    """Modules with the manifest's classes and signatures (first source)."""
+    src = man["sources"][0]
+    for mod, rec in src["modules"].items():
+        parts = mod.split(".")
+        for i in range(1, len(parts)):
+            pkg = os.path.join(folder, *parts[:i])
+            os.makedirs(pkg, exist_ok=True)
+            init = os.path.join(pkg, "__init__.py")
+            if not os.path.exists(init):
+                H.write(pkg, "__init__.py", "")
+        by_owner = {c: [] for c in rec["classes"]}
+        by_owner[""] = []
+        for q, f in sorted(rec["functions"].items()):
+            owner, _, name = q.rpartition(".")
+            ps = [p if p.startswith("*") or j == 0 else p + "=None"
+                  for j, p in enumerate(f["params"])]
+            kw = "async def" if f["kind"] in ("async", "asyncgen") else "def"
+            body = "yield" if f["kind"] in ("generator", "asyncgen") else "return None"
+            deco = {"staticmethod": "@staticmethod", "classmethod": "@classmethod",
+                    "property": "@property"}.get(f["kind"])
+            by_owner.setdefault(owner, []).append((deco, "%s %s(%s):" % (kw, name, ", ".join(ps)),
+                                                   body))
+        lines = []
+        for owner in sorted(by_owner):
+            ind = "    " if owner else ""
+            if owner:
+                lines.append("class %s:" % owner.split(".")[-1])
+                lines.append("    pass")
+            for deco, head, body in by_owner[owner]:
+                if deco:
+                    lines.append(ind + deco)
+                lines += [ind + head, ind + "    " + body]
+        H.write(folder, os.path.join(*parts) + ".py", "\n".join(lines) + "\n")
+    di = os.path.join(folder, "%s-%s.dist-info" % (dist, ver))
+    os.makedirs(di)
+    H.write(di, "METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (dist, ver))
+    H.write(di, "top_level.txt", dist + "\n")
+
+
+class Sets(unittest.TestCase):
+
+    def test_every_entry_reads(self):
+        for yml, _, _, _ in PAIRS:
+            hooks = spec.load(os.path.join(SETS, yml))
+            self.assertGreater(len(hooks), 5)
+            for h in hooks:
+                self.assertIsNone(h.error, h.where())
+                self.assertEqual(h.warnings, [], h.where())
+
+    def test_every_symbol_is_in_the_manifest(self):
+        for yml, js, _, _ in PAIRS:
+            man = load(js)
+            self.assertTrue(man["sources"])
+            self.assertEqual(manifest.check(os.path.join(SETS, yml), man), [], yml)
+
+    def test_the_check_catches_renames(self):
+        man = load("vllm_v1.json")
+        gone = copy.deepcopy(man)
+        fns = gone["sources"][0]["modules"]["vllm.v1.core.sched.scheduler"]["functions"]
+        fns["Scheduler.schedule_step"] = fns.pop("Scheduler.schedule")
+        fns["Scheduler.add_request"]["params"] = ["self", "req"]
+        problems = manifest.check(os.path.join(SETS, "vllm_v1.yaml"), gone)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertTrue(any("has no Scheduler.schedule in source" in p for p in problems))
+        self.assertTrue(any("names 'request', which vllm.v1.core.sched.scheduler:Scheduler."
+                            "add_request(self, req) does not have" in p for p in problems))
+        del gone["sources"][0]["modules"]["vllm.v1.worker.gpu_worker"]
+        self.assertTrue(any("module vllm.v1.worker.gpu_worker is not in source" in p
+                            for p in manifest.check(os.path.join(SETS, "vllm_v1.yaml"), gone)))
+
+    def test_sets_bind_on_stand_ins_of_their_sources(self):
+        for yml, js, dist, ver in PAIRS:
+            d = T.tmpdir(self)
+            stand_in(d, load(js), dist, ver)
+            p = T.run([H.PY, "-m", "servprof", "hooks", "check", "--set", dist], env=H.env(d),
+                      cwd=d, check=False, timeout=60)
+            n = len(spec.load(os.path.join(SETS, yml)))
+            self.assertIn("%d of %d hooks bind" % (n, n), p.stdout, p.stdout + p.stderr)
+            self.assertEqual(p.returncode, 0)
+
+    def test_builtin_without_the_framework(self):
+        files, notes = builtin.choose("vllm")
+        if files:
+            self.skipTest("vLLM is installed here")
+        self.assertIn("vllm is not installed", notes[0])
+        files, notes = builtin.choose("nosuch")
+        self.assertEqual(files, [])
+        self.assertIn("no such hook set", notes[0])
+        self.assertEqual(builtin.choose("auto"), ([], []))
+
+    def test_vllm_plugin_entry_point_is_declared(self):
+        with open(os.path.join(T.PYDIR, "pyproject.toml")) as f:
+            text = f.read()
+        self.assertIn('[project.entry-points."vllm.general_plugins"]', text)
+        self.assertIn('servprof = "servprof.hooks.vllm_plugin:register"', text)
+
+
+if __name__ == "__main__":
+    H.main()
