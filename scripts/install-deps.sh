@@ -7,11 +7,13 @@ set -euo pipefail
 # Build and run: the first two lines. The rest serve the tests: clang + its sanitizer/fuzzer
 # runtime (libFuzzer targets, float-cast checks), Chromium (the HTML report in a real browser),
 # Prometheus + promtool (live metrics scraped for real), PyTorch and aiohttp (the Python
-# engine and the torch profiler path), pandas, gcovr (coverage), venv/wheel (the Python wheel).
+# engine and the torch profiler path), pandas, gcovr (coverage), venv/wheel (the Python wheel),
+# PyYAML (hook files, servprof.hooks).
 PKGS=(build-essential cmake pkg-config git libsqlite3-dev sqlite3 libjansson-dev
       libmicrohttpd-dev python3 python3-setuptools python3-pip
       clang libclang-rt-14-dev chromium chromium-driver fonts-dejavu-core prometheus
       python3-torch python3-aiohttp python3-pandas python3-numpy python3-venv python3-wheel
+      python3-yaml
       gcovr)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -141,6 +141,10 @@ def hooks_main(args):
     from . import hooks
     reg = hooks.check(files)
     rows = reg.table()
+    if not rows:
+        sys.stdout.write("no hooks to check (the sets named are for frameworks not installed in "
+                         "%s)\n" % sys.executable)
+        return 1
     _print_table(rows, sys.stdout)
     bad = sum(1 for r in rows if r[3] != "bound")
     sys.stdout.write("%d of %d hooks bind with %s\n" % (len(rows) - bad, len(rows), sys.executable))

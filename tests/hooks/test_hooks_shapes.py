@@ -316,10 +316,19 @@ class Shapes(unittest.TestCase):
         self.assertIn("not bound  attribute gone", lines[12])
         self.assertIn("module not installed", lines[17])
         self.assertIn("12 of 18 hooks bind", p.stdout)
-        # Another interpreter (here: the same one, named by path) answers the same.
-        q = T.run([H.PY, "-m", "servprof", "hooks", "check", hooks, "--python", "/bin/false"],
+        # Another interpreter (a wrapper script, so a different path) answers the same.
+        pyw = H.write(d, "pyw", "#!/bin/sh\nexec %s \"$@\"\n" % H.PY)
+        os.chmod(pyw, 0o755)
+        q = T.run([H.PY, "-m", "servprof", "hooks", "check", hooks, "--python", pyw],
                   env=H.env(d), cwd=d, check=False)
-        self.assertEqual(q.returncode, 1)
+        self.assertEqual((q.returncode, q.stdout), (1, p.stdout), q.stderr)
+        # The C tool's verb runs the same.
+        c = T.run([os.environ["SERVPROF_BIN"], "hooks", "check", hooks, "--python", H.PY],
+                  env=H.env(d), cwd=d, check=False)
+        self.assertEqual((c.returncode, c.stdout), (1, p.stdout), c.stderr)
+        u = T.run([os.environ["SERVPROF_BIN"], "hooks", "verify", hooks], check=False)
+        self.assertEqual(u.returncode, 2)
+        self.assertIn("unknown sub-verb 'verify'", u.stderr)
 
     def test_module_imported_before_install(self):
         d = T.tmpdir(self)
