@@ -343,6 +343,23 @@ class Shapes(unittest.TestCase):
         self.assertEqual(names.count("BatchSchedule"), 1, p.stderr)
         self.assertRegex(p.stderr, r"hooks.yaml: 18 hooks: \d+ bound")
 
+    def test_hook_files_from_the_environment(self):
+        d = T.tmpdir(self)
+        hooks = make_pkg(d)
+        small = H.write(d, "small.yaml", "- symbol: pkgx.core:helper\n  name: fromEnv\n")
+        for var, value, names in [("PROFILING_SYMBOLS_PATH", hooks, {"BatchSchedule"}),
+                                  ("SERVPROF_HOOKS", small + os.pathsep + hooks,
+                                   {"BatchSchedule", "fromEnv"})]:
+            with self.subTest(var=var):
+                e = T.tmpdir(self)
+                cfg = T.write_config(e, enable=1)
+                p = T.run([H.PY, "-m", "servprof", "run", "--", H.PY, os.path.join(d, "driver.py")],
+                          env=H.env(d, cfg, **{var: value}), cwd=d)
+                self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]), EXPECTED)
+                got = {r["name"] for r in H.records(os.path.join(e, "prof"))}
+                self.assertTrue(names <= got, (names, got))
+                self.assertIn("hooks.yaml: 18 hooks", p.stderr)
+
     def test_bad_file_and_no_command(self):
         d = T.tmpdir(self)
         bad = H.write(d, "bad.yaml", "symbol: not a list\n")
