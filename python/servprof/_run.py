@@ -8,7 +8,7 @@ run: starts any program with servprof's hooks applied, the way
 
 It adds the files to $SERVPROF_HOOKS (absolute paths, so a server that
 changes folder still finds them), puts servprof/_bootstrap (a
-sitecustomize) and the folder holding the servprof package first on
+sitecustomize, which finds the servprof package it sits in) first on
 PYTHONPATH, and execs the command: every Python interpreter the command
 starts installs the hooks before its own code runs. With no --hooks,
 --set, $SERVPROF_HOOKS or $PROFILING_SYMBOLS_PATH, the shipped sets of the
@@ -34,7 +34,10 @@ CHECK_USAGE = "usage: python -m servprof hooks check FILE... [--set NAME]... [--
 
 
 def _pythonpath(env):
-    parts = [_BOOT, _PKG_PARENT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # Only the bootstrap goes first: putting the package's folder (a whole
+    # site-packages, for a wheel) before the standard library could shadow
+    # it. The bootstrap finds the package itself (it sits inside it).
+    parts = [_BOOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     seen, out = set(), []
     for p in parts:
         if p not in seen:
@@ -127,8 +130,8 @@ def hooks_main(args):
         return 2
     if python and os.path.realpath(python) != os.path.realpath(sys.executable):
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([_PKG_PARENT] + [p for p in env.get(
-            "PYTHONPATH", "").split(os.pathsep) if p])
+        env["PYTHONPATH"] = os.pathsep.join([p for p in env.get(
+            "PYTHONPATH", "").split(os.pathsep) if p] + [_PKG_PARENT])  # last: shadows nothing
         cmd = [python, "-m", "servprof", "hooks", "check"]
         for f in files:
             cmd += ["--set", f[len("builtin:"):]] if f.startswith("builtin:") else [f]

@@ -360,6 +360,21 @@ class Shapes(unittest.TestCase):
                 self.assertTrue(names <= got, (names, got))
                 self.assertIn("hooks.yaml: 18 hooks", p.stderr)
 
+    def test_child_without_servprof_on_its_path(self):
+        # The runner puts only its bootstrap on PYTHONPATH; the bootstrap
+        # finds the servprof copy it belongs to.
+        d = T.tmpdir(self)
+        hooks = make_pkg(d)
+        cfg = T.write_config(d, enable=1)
+        code = ("import sys; sys.path.insert(0, %r); from servprof._run import run_main; "
+                "sys.exit(run_main(['--hooks', %r, '--', %r, %r]))"
+                % (T.PYDIR, hooks, H.PY, os.path.join(d, "driver.py")))
+        e = H.env(d, cfg)
+        e["PYTHONPATH"] = d
+        p = T.run([H.PY, "-c", code], env=e, cwd=d)
+        self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]), EXPECTED)
+        self.assertIn("BatchSchedule", {r["name"] for r in H.records(os.path.join(d, "prof"))})
+
     def test_bad_file_and_no_command(self):
         d = T.tmpdir(self)
         bad = H.write(d, "bad.yaml", "symbol: not a list\n")

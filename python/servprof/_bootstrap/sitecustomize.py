@@ -22,7 +22,13 @@ _here = os.path.dirname(os.path.abspath(__file__))
 
 def _install():
     try:
-        import servprof.hooks
+        try:
+            import servprof.hooks
+        except ImportError:
+            # Not installed in this interpreter's environment: the copy this
+            # bootstrap belongs to, searched last so that it shadows nothing.
+            sys.path.append(os.path.dirname(os.path.dirname(_here)))
+            import servprof.hooks
         servprof.hooks.install_from_env()
     except BaseException as e:  # never stop the program from starting
         try:
