@@ -166,6 +166,26 @@ HOOKS = '''
 - symbol: pkgx.core:Sched.norm
   name: runtimeFail
   attributes: [{name: bad, expr: "x[3]"}]
+# The reference's custom handlers: one that works, one that fails before
+# calling the function, one that cannot be imported (a timing span instead).
+- symbol: pkgx.core:Sched.make
+  handler: myhandlers:around
+- symbol: pkgx.core:helper
+  handler: myhandlers:broken
+- symbol: pkgx.core:Sched.norm
+  name: fallbackTimer
+  handler: ms_service_profiler.patcher.vllm.handlers.v1.batch_handlers:schedule
+'''
+
+HANDLERS = '''
+import servprof
+
+def around(original_func, *args, **kwargs):
+    with servprof.span("handled", domain="Custom"):
+        return original_func(*args, **kwargs)
+
+def broken(original_func, *args, **kwargs):
+    raise RuntimeError("handler bug")
 '''
 
 
@@ -180,6 +200,7 @@ def make_pkg(d):
     H.write(d, "pkgx-1.4.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkgx\nVersion: 1.4.2\n")
     H.write(d, "pkgx-1.4.2.dist-info/top_level.txt", "pkgx\n")
     H.write(d, "driver.py", DRIVER)
+    H.write(d, "myhandlers.py", HANDLERS)
     return H.write(d, "hooks.yaml", HOOKS)
 
 
@@ -290,7 +311,7 @@ class Shapes(unittest.TestCase):
         self.assertNotIn("bad", by["runtimeFail"][0]["a"])
 
         # The start line, then one warning per entry that did not bind, with why.
-        self.assertRegex(err, r"hooks.yaml: 18 hooks: 0 bound, \d+ waiting")
+        self.assertRegex(err, r"hooks.yaml: 21 hooks: 0 bound, \d+ waiting")
         for entry, why in [(12, "attribute gone: Sched has no 'no_such_method'"),
                            (13, "bad version string in min_version: 'one.two'"),
                            (14, "bad expression: expected \\), found the end at column 6"),
@@ -302,6 +323,13 @@ class Shapes(unittest.TestCase):
         # The runtime failure: said once when it happens, counted at exit.
         self.assertEqual(err.count("attribute bad of pkgx.core:Sched.norm raised TypeError"), 1, err)
         self.assertIn("attribute bad of pkgx.core:Sched.norm failed 2 times", err)
+        # Custom handlers: run; failing, the call goes on; not importable, a timer.
+        self.assertEqual(len(by["handled"]), 1)
+        self.assertEqual(len(by["fallbackTimer"]), 2)
+        self.assertIn("handler of pkgx.core:helper raised RuntimeError: handler bug (the call "
+                      "went on without it", err)
+        self.assertRegex(err, r"entry 21 \(pkgx.core:Sched.norm\): handler ms_service_profiler\S+ "
+                         r"cannot be used \(ModuleNotFoundError: .*\); recording a timing span instead")
 
     def test_check_prints_the_table(self):
         d = T.tmpdir(self)
@@ -310,12 +338,12 @@ class Shapes(unittest.TestCase):
                   check=False, timeout=60)
         self.assertEqual(p.returncode, 1, p.stderr)
         lines = {int(l.split()[1]): l for l in p.stdout.splitlines()[1:] if l.startswith("hooks.yaml")}
-        self.assertEqual(len(lines), 18, p.stdout)
+        self.assertEqual(len(lines), 21, p.stdout)
         self.assertIn(" bound ", lines[1])
         self.assertIn("pkgx.models.alpha:Alpha.embed, pkgx.models.beta:Beta.embed", lines[9])
         self.assertIn("not bound  attribute gone", lines[12])
         self.assertIn("module not installed", lines[17])
-        self.assertIn("12 of 18 hooks bind", p.stdout)
+        self.assertIn("15 of 21 hooks bind", p.stdout)
         # Another interpreter (a wrapper script, so a different path) answers the same.
         pyw = H.write(d, "pyw", "#!/bin/sh\nexec %s \"$@\"\n" % H.PY)
         os.chmod(pyw, 0o755)
@@ -341,7 +369,7 @@ class Shapes(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), "[1, 2]")
         names = [r["name"] for r in H.records(os.path.join(d, "prof"))]
         self.assertEqual(names.count("BatchSchedule"), 1, p.stderr)
-        self.assertRegex(p.stderr, r"hooks.yaml: 18 hooks: \d+ bound")
+        self.assertRegex(p.stderr, r"hooks.yaml: 21 hooks: \d+ bound")
 
     def test_hook_files_from_the_environment(self):
         d = T.tmpdir(self)
@@ -358,7 +386,7 @@ class Shapes(unittest.TestCase):
                 self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]), EXPECTED)
                 got = {r["name"] for r in H.records(os.path.join(e, "prof"))}
                 self.assertTrue(names <= got, (names, got))
-                self.assertIn("hooks.yaml: 18 hooks", p.stderr)
+                self.assertIn("hooks.yaml: 21 hooks", p.stderr)
 
     def test_child_without_servprof_on_its_path(self):
         # The runner puts only its bootstrap on PYTHONPATH; the bootstrap

@@ -42,8 +42,9 @@ def runtime_error(binding, what, exc):
     with _lock:
         if binding not in _bindings:
             _bindings.append(binding)
-    say("%s: %s of %s raised %s: %s (the value is left out; counted, reported once)"
-        % (binding.hook.where(), what, binding.target, type(exc).__name__, exc), warning=True)
+    tail = "the call went on without it" if what == "handler" else "the value is left out"
+    say("%s: %s of %s raised %s: %s (%s; counted, reported once)"
+        % (binding.hook.where(), what, binding.target, type(exc).__name__, exc, tail), warning=True)
 
 
 def exit_summary(registry):

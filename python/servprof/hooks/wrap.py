@@ -230,7 +230,12 @@ def make(fn, bd):
     record = bd.record
 
     if bd.hook.handler_fn is not None:
-        return _with_handler(fn, bd, lv, L)
+        if not (inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn)
+                or inspect.iscoroutinefunction(fn)):
+            return _with_handler(fn, bd, lv, L)
+        report.say("%s: handler %s wraps plain functions only, and %s is not one: recording a "
+                   "timing span instead" % (bd.hook.where(), bd.hook.handler, bd.target),
+                   warning=True)
 
     if inspect.isasyncgenfunction(fn):
         @functools.wraps(fn)
