@@ -132,6 +132,13 @@ class Sets(unittest.TestCase):
         self.assertIn("no such hook set", notes[0])
         self.assertEqual(builtin.choose("auto"), ([], []))
 
+    def test_vllm_plugin_without_vllm(self):
+        d = T.tmpdir(self)
+        p = T.run([H.PY, "-c", "import servprof.hooks.vllm_plugin as v; v.register(); v.register(); "
+                   "print('ok')"], env=H.env(d), cwd=d)
+        self.assertEqual(p.stdout.strip(), "ok")
+        self.assertEqual(p.stderr.count("vllm is not installed"), 1, p.stderr)
+
     def test_vllm_plugin_entry_point_is_declared(self):
         with open(os.path.join(T.PYDIR, "pyproject.toml")) as f:
             text = f.read()

@@ -403,6 +403,23 @@ class Shapes(unittest.TestCase):
         self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]), EXPECTED)
         self.assertIn("BatchSchedule", {r["name"] for r in H.records(os.path.join(d, "prof"))})
 
+    def test_spawned_processes_are_hooked_too(self):
+        # multiprocessing "spawn" starts a fresh interpreter (as vLLM does
+        # for its engine core and workers): the hooks come with PYTHONPATH.
+        d = T.tmpdir(self)
+        hooks = make_pkg(d)
+        cfg = T.write_config(d, enable=1)
+        H.write(d, "spawner.py", "import multiprocessing as mp\n"
+                "def child(q):\n    import pkgx.core as c\n    q.put(c.helper(5))\n"
+                "if __name__ == '__main__':\n    ctx = mp.get_context('spawn')\n"
+                "    q = ctx.Queue()\n    p = ctx.Process(target=child, args=(q,))\n"
+                "    p.start()\n    print(q.get(timeout=60))\n    p.join(60)\n")
+        p = T.run(H.run_cmd([hooks], H.PY, os.path.join(d, "spawner.py")), env=H.env(d, cfg), cwd=d)
+        self.assertEqual(p.stdout.strip(), "10")
+        spans = [(T.store_pid(s), r["name"]) for s in T.stores(os.path.join(d, "prof"))
+                 for r in T.rows(s)]
+        self.assertEqual([n for _, n in spans], ["helper"], p.stderr)
+
     def test_bad_file_and_no_command(self):
         d = T.tmpdir(self)
         bad = H.write(d, "bad.yaml", "symbol: not a list\n")

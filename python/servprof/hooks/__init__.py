@@ -32,6 +32,7 @@ __all__ = ["install", "install_from_env", "check", "env_files", "registry"]
 _lock = threading.Lock()
 _registry = None
 _installed = set()   # real paths of files already in the registry
+_said = set()        # builtin: notes already said
 
 
 def registry():
@@ -61,7 +62,9 @@ def _expand(paths):
         if p.startswith("builtin:"):
             files, notes = sets.choose(p[len("builtin:"):])
             for n in notes:
-                report.say(n, warning=not files)
+                if n not in _said:  # once per process, however often installed
+                    _said.add(n)
+                    report.say(n, warning=not files)
             out.extend(files)
         else:
             out.append(p)
