@@ -51,7 +51,11 @@ def distribution_of(top):
     """The installed distribution providing top-level package `top`, or None."""
     global _dists
     import importlib.metadata as md
-    if _dists is None:
+    try:  # the usual case, and cheap: the distribution is named as its package
+        return top, md.version(top)
+    except Exception:
+        pass
+    if _dists is None:  # scans every installed distribution: once
         try:
             _dists = md.packages_distributions()
         except Exception:  # Python < 3.10, or a broken dist-info

@@ -81,12 +81,13 @@ class Binding:
     # ------------------------------------------------------------ values
 
     def fail(self, what, exc):
-        e = self.errors.get(what)
-        if e is None:
-            self.errors[what] = [1, "%s: %s" % (type(exc).__name__, exc)]
+        # setdefault is one step under the GIL: of threads failing at once,
+        # exactly one sees its own list come back and reports.
+        mine = [0, "%s: %s" % (type(exc).__name__, exc)]
+        e = self.errors.setdefault(what, mine)
+        e[0] += 1
+        if e is mine:
             report.runtime_error(self, what, exc)
-        else:
-            e[0] += 1
 
     def val(self, fn, what, a, kw, ret, item=None):
         try:
