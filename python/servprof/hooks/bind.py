@@ -417,6 +417,8 @@ class _Loader(importlib.abc.Loader):
             pass
 
     def __getattr__(self, name):
+        if name in ("_inner", "_registry"):  # not set yet (a copy, unpickling)
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 
