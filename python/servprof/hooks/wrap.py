@@ -130,8 +130,11 @@ class Binding:
 
     # ------------------------------------------------------------ records
 
-    def record(self, a, kw, ret, start, exc_type):
-        """Writes what this hook records for one call (start: ns or None)."""
+    def record(self, a, kw, ret, start, exc_type, end=0):
+        """Writes what this hook records for one call. start, end: the
+        call's clock readings in ns (start None: an event), taken by the
+        wrapper around the call itself so the record's own cost is not in
+        the span."""
         f = state.f
         r = None
         try:
@@ -175,7 +178,7 @@ class Binding:
                 f.servprof_attr_bool(r, b"error", 1)
                 f.servprof_attr_str(r, b"exception", b(exc_type.__name__))
             if self.kind == "span" and start is not None:
-                f.servprof_span_at(r, self.name, start, now_ns())
+                f.servprof_span_at(r, self.name, start, end or now_ns())
             else:
                 f.servprof_event(r, self.name)
             r = None
@@ -271,7 +274,7 @@ def make(fn, bd):
                 raise
             finally:
                 if start is not None:
-                    record(a, kw, None, start, exc_type)
+                    record(a, kw, None, start, exc_type, now_ns())
         return agen_wrapper
 
     if inspect.isgeneratorfunction(fn):
@@ -286,12 +289,12 @@ def make(fn, bd):
             try:
                 ret = yield from fn(*a, **kw)
             except GeneratorExit:
-                record(a, kw, None, start, None)
+                record(a, kw, None, start, None, now_ns())
                 raise
             except BaseException as e:
-                record(a, kw, None, start, type(e))
+                record(a, kw, None, start, type(e), now_ns())
                 raise
-            record(a, kw, ret, start, None)
+            record(a, kw, ret, start, None, now_ns())
             return ret
         return gen_wrapper
 
@@ -307,9 +310,9 @@ def make(fn, bd):
             try:
                 ret = await fn(*a, **kw)
             except BaseException as e:
-                record(a, kw, None, start, type(e))
+                record(a, kw, None, start, type(e), now_ns())
                 raise
-            record(a, kw, ret, start, None)
+            record(a, kw, ret, start, None, now_ns())
             return ret
         return async_wrapper
 
@@ -324,9 +327,9 @@ def make(fn, bd):
         try:
             ret = fn(*a, **kw)
         except BaseException as e:
-            record(a, kw, None, start, type(e))
+            record(a, kw, None, start, type(e), now_ns())
             raise
-        record(a, kw, ret, start, None)
+        record(a, kw, ret, start, None, now_ns())
         return ret
     return wrapper
 
