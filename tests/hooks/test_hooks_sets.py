@@ -139,6 +139,26 @@ class Sets(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), "ok")
         self.assertEqual(p.stderr.count("vllm is not installed"), 1, p.stderr)
 
+    def test_the_wheel_carries_the_hooks(self):
+        import zipfile
+        d = T.tmpdir(self)
+        code = ("import sys; sys.path.insert(0, %r); import servprof_backend as b; "
+                "print(b.build_wheel(%r))" % (os.path.join(T.PYDIR, "_backend"), d))
+        name = T.run([H.PY, "-c", code], cwd=T.PYDIR).stdout.strip().splitlines()[-1]
+        with zipfile.ZipFile(os.path.join(d, name)) as z:
+            names = set(z.namelist())
+            eps = z.read(next(n for n in names if n.endswith("/entry_points.txt"))).decode()
+            pth = z.read("servprof-hooks.pth").decode()
+        for f in ("servprof/hooks/sets/vllm_v1.yaml", "servprof/hooks/sets/vllm_v1.json",
+                  "servprof/hooks/sets/sglang.yaml", "servprof/hooks/sets/sglang.json",
+                  "servprof/hooks/tools/manifest.py", "servprof/_bootstrap/sitecustomize.py",
+                  "servprof/hooks/wrap.py", "servprof/_run.py"):
+            self.assertIn(f, names)
+        self.assertIn("servprof-run = servprof._run:console_run", eps)
+        self.assertIn("[vllm.general_plugins]\nservprof = servprof.hooks.vllm_plugin:register", eps)
+        self.assertIn("SERVPROF_HOOKS", pth)
+        self.assertTrue(pth.startswith("import "), pth)  # site.py runs only lines starting so
+
     def test_vllm_plugin_entry_point_is_declared(self):
         with open(os.path.join(T.PYDIR, "pyproject.toml")) as f:
             text = f.read()
