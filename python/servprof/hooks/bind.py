@@ -26,7 +26,6 @@ twice (a plugin and the environment) wraps nothing twice.
 import fnmatch
 import importlib
 import importlib.abc
-import importlib.machinery
 import importlib.util
 import inspect
 import sys
