@@ -69,5 +69,15 @@ __all__ = [
     "load_library", "ServprofError", "LibraryNotFoundError",
 ]
 
-_try_load()
+def _own_verb() -> bool:
+    """True while `python -m servprof run|hooks ...` imports this package:
+    the runner execs the server (which loads the library itself) and
+    `hooks check` records nothing, so neither loads the library nor warns
+    about it. (runpy keeps sys.argv[0] == "-m" while it imports the package.)"""
+    import sys
+    return len(sys.argv) > 1 and sys.argv[0] == "-m" and sys.argv[1] in ("run", "hooks")
+
+
+if not _own_verb():
+    _try_load()
 _install_exit_hooks()

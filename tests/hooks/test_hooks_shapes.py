@@ -255,6 +255,13 @@ class Expressions(unittest.TestCase):
                 expr.parse(text)
             self.assertIn(msg, str(cm.exception), text)
 
+    def test_environment_lists(self):
+        import servprof.hooks as hooks
+        self.assertEqual(hooks.env_files({"SERVPROF_HOOKS": "a.yaml:builtin:vllm::b.yaml:builtin:auto",
+                                          "PROFILING_SYMBOLS_PATH": "ref.yaml"}),
+                         ["a.yaml", "builtin:vllm", "b.yaml", "builtin:auto", "ref.yaml"])
+        self.assertEqual(hooks.env_files({}), [])
+
     def test_versions(self):
         order = ["0.9.0rc1", "0.9", "0.9.1", "0.9.2.dev1", "0.9.2rc1", "0.9.2", "0.9.2.post1",
                  "0.10.0", "0.14.0rc1", "0.14.0"]

@@ -44,10 +44,17 @@ def env_files(environ=None):
     """The hook files the environment names, builtin: names expanded."""
     env = os.environ if environ is None else environ
     out = []
-    for part in (env.get("SERVPROF_HOOKS") or "").split(os.pathsep):
-        part = part.strip()
+    parts = [p.strip() for p in (env.get("SERVPROF_HOOKS") or "").split(os.pathsep)]
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        # builtin:NAME holds the separator itself (":" on POSIX): rejoin it.
+        if part == "builtin" and os.pathsep == ":" and i + 1 < len(parts):
+            part = "builtin:" + parts[i + 1]
+            i += 1
         if part:
             out.append(part)
+        i += 1
     ref = (env.get("PROFILING_SYMBOLS_PATH") or "").strip()
     if ref:
         out.append(ref)
