@@ -12,7 +12,9 @@ doctored manifest). Then each set is bound for real, against stand-in
 modules generated from the manifest (the same classes, functions and
 signatures, with a dist-info saying the framework's version): `hooks
 check` must bind every entry; and `builtin:` picks no set, saying why,
-when the framework is not installed.
+when the framework is not installed. Last, the wheel: it carries the sets,
+the bootstrap and the entry points, and installed into a venv its
+servprof-hooks.pth makes SERVPROF_HOOKS work for a plain `python prog.py`.
 """
 
 import copy
@@ -158,6 +160,33 @@ class Sets(unittest.TestCase):
         self.assertIn("[vllm.general_plugins]\nservprof = servprof.hooks.vllm_plugin:register", eps)
         self.assertIn("SERVPROF_HOOKS", pth)
         self.assertTrue(pth.startswith("import "), pth)  # site.py runs only lines starting so
+
+    def test_installed_wheel_honours_servprof_hooks(self):
+        # The wheel's servprof-hooks.pth: a program started by plain python
+        # in the environment, with only SERVPROF_HOOKS set, is hooked.
+        try:
+            import venv  # noqa: F401
+            import ensurepip  # noqa: F401
+        except ImportError as e:
+            self.skipTest("python3-venv is needed: %s" % e)
+        d = T.tmpdir(self)
+        code = ("import sys; sys.path.insert(0, %r); import servprof_backend as b; "
+                "print(b.build_wheel(%r))" % (os.path.join(T.PYDIR, "_backend"), d))
+        whl = T.run([H.PY, "-c", code], cwd=T.PYDIR).stdout.strip().splitlines()[-1]
+        env = os.path.join(d, "venv")
+        T.run([H.PY, "-m", "venv", "--system-site-packages", env], timeout=120)
+        py = os.path.join(env, "bin", "python")
+        T.run([py, "-m", "pip", "install", "--no-index", "-q", os.path.join(d, whl)], timeout=240)
+        H.write(d, "target_mod.py", "def work(x):\n    return x + 1\n")
+        # JSON: the venv need not have PyYAML.
+        hooks = H.write(d, "h.json", '[{"symbol": "target_mod:work", "name": "viaPth"}]')
+        H.write(d, "prog.py", "import target_mod\nprint(target_mod.work(1))\n")
+        cfg = T.write_config(d, enable=1)
+        p = T.run([py, os.path.join(d, "prog.py")], cwd=d, env=dict(
+            SERVPROF_HOOKS=hooks, SERVICE_PROF_CONFIG_PATH=cfg, PYTHONPATH=d), timeout=60)
+        self.assertEqual(p.stdout.strip(), "2")
+        self.assertIn("h.json: 1 hook:", p.stderr)
+        self.assertEqual([r["name"] for r in H.records(os.path.join(d, "prof"))], ["viaPth"])
 
     def test_vllm_plugin_entry_point_is_declared(self):
         with open(os.path.join(T.PYDIR, "pyproject.toml")) as f:
