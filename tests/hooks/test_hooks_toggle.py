@@ -117,7 +117,7 @@ class Toggle(unittest.TestCase):
         drv = H.write(d, "driver.py", DRIVER)
         cfg = T.write_config(d, enable=0)
         out = os.path.join(d, "results.json")
-        p = T.run([H.PY, drv, hooks, out], env=H.env(d, cfg), cwd=d, timeout=240)
+        p = T.run([H.PY, drv, hooks, out], env=H.env(d, cfg), cwd=d, timeout=540)
         with open(out) as f:
             results = json.load(f)
         self.assertGreaterEqual(len(results), 100 * 16)
