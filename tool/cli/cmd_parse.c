@@ -23,7 +23,7 @@ enum {
     OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER,
 };
 
-static const char *const formats[] = {"csv", "json", "db", NULL};
+static const char *const formats[] = {"csv", "json", "db", "perfetto", NULL};
 /* fatal and critical: the reference tool's names, taken as error. */
 static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical",
                                      "none", NULL};
@@ -34,7 +34,7 @@ static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
      "the folder to read (or give DIR as the argument)"},
     {OPT_OUTPUT, "output-path", 'o', CLI_VALUE, "OUT", NULL, "where to write (default ./output)"},
-    {OPT_FORMAT, "format", 'f', CLI_LIST, "FMT", formats, "what to write (default all)"},
+    {OPT_FORMAT, "format", 'f', CLI_LIST, "FMT", formats, "csv, json, db (the default: all three), perfetto (trace.pftrace)"},
     {OPT_SPAN, "span", 0, CLI_LIST, "NAME", NULL, "statistics and span_info/NAME.csv per span"},
     {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL,
      "parse only this session folder of DIR (<MMDD-HHMM>)"},
@@ -54,7 +54,8 @@ static const cli_verb verb = {
     "parse", "[options] [DIR]",
     "Reads every raw store (ms_service_*.db) under DIR, recursively, and writes\n"
     "request.csv, batch.csv, forward.csv, kvcache.csv, request_status.csv,\n"
-    "chrome_tracing.json and profiler.db into OUT. When DIR holds several sessions\n"
+    "chrome_tracing.json and profiler.db into OUT (--format perfetto: trace.pftrace,\n"
+    "the timeline as Perfetto's protobuf trace). When DIR holds several sessions\n"
     "(a prof_dir), their names and time ranges are listed and rates are computed over\n"
     "the time collection was on; --session NAME parses one of them.",
     opts};
@@ -118,6 +119,7 @@ int cmd_parse(int argc, char **argv)
             o.csv |= !strcmp(p.value, "csv");
             o.json |= !strcmp(p.value, "json");
             o.db |= !strcmp(p.value, "db");
+            o.perfetto |= !strcmp(p.value, "perfetto");
             break;
         case OPT_SPAN:
             o.spans = realloc(o.spans, (size_t)(o.nspans + 1) * sizeof *o.spans);

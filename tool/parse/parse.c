@@ -132,7 +132,7 @@ int prs_run(const prs_opts *opts)
      * place (a FIFO's reader would get the abandoned run's rows too). The
      * open-time warnings are still said. */
     char node[4096];
-    int in_place = (opts->csv || opts->json || opts->db) && prs_dw_dir_has_nodes(opts->output, node, sizeof node);
+    int in_place = (opts->csv || opts->json || opts->db || opts->perfetto) && prs_dw_dir_has_nodes(opts->output, node, sizeof node);
     if (in_place)
         prs_log(PRS_INFO, "%s is written in place (not a regular file): the stores' timestamps are read once "
                 "before any row, so that no row reaches it twice", node);

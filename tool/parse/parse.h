@@ -60,6 +60,7 @@ typedef struct prs_opts {
     const char *input;        /* --input-path */
     const char *output;       /* --output-path (default ./output) */
     int csv, json, db;        /* --format; all three by default */
+    int perfetto;             /* --format perfetto: trace.pftrace (not by default) */
     const char **spans;       /* --span NAME ... */
     int nspans;
     int progress;             /* -1 auto (TTY and large), 0 off, 1 on */

@@ -186,6 +186,7 @@ static void flow_step(prs_model *m, prs_req *q, const prs_rec *r)
         prs_timeline_flow(m->tl, 's', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
     else if (q->nflow >= 2)
         prs_timeline_flow(m->tl, 't', q->root, q->flow_pid, q->flow_tid, q->flow_ts);
+    prs_timeline_flow_mark(m->tl, q->root);
     q->nflow++;
     q->flow_pid = pid;
     q->flow_tid = tid;

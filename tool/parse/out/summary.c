@@ -96,6 +96,9 @@ void prs_summary_print(prs_model *m, int nstores, int nskipped, int nactivity, d
     if (m->opts->json) {
         WROTE("chrome_tracing.json");
     }
+    if (m->opts->perfetto) {
+        WROTE("trace.pftrace");
+    }
     if (m->opts->db) {
         WROTE("profiler.db");
     }

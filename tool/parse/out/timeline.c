@@ -31,6 +31,7 @@
 #include "argdecode.h"
 #include "dwrite.h"
 #include "fmt.h"
+#include "pftrace.h"
 #include "plog.h"
 #include "repcols.h"
 #include "storeread.h"
@@ -140,6 +141,13 @@ struct prs_timeline {
     int nprefix;
     long long next_flow;
     prs_out *o;
+    /* trace.pftrace (pftrace.c), fed the same events; NULL when not written */
+    prs_pft *pf;
+    /* Flow ids the next slice continues (prs_timeline_flow_mark): the JSON
+     * draws a flow step once the next one is known, the protobuf trace
+     * puts the id on the slice itself. Cleared by each prs_timeline_lane. */
+    uint64_t *marks;
+    int nmarks, capmarks;
     int counters_only;   /* no output: counter rows for the tap, nothing else (tap_counters) */
     prs_table t_process, t_thread, t_slice, t_args, t_counter, t_flow;
     long long events;
@@ -176,12 +184,20 @@ static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INT
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-prs_timeline *prs_timeline_open(prs_out *o, int json, int tap_counters, int64_t origin)
+prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin)
 {
-    if (!json && !o->db && !tap_counters)
+    if (!json && !perfetto && !o->db && !tap_counters)
         return NULL;
     prs_timeline *t = prs_xcalloc(1, sizeof *t);
-    t->counters_only = !json && !o->db;
+    t->counters_only = !json && !perfetto && !o->db;
+    if (perfetto) {
+        t->pf = prs_pft_open(&o->stage, o->dir);
+        if (!t->pf) {
+            prs_log(PRS_ERROR, "cannot write %s/trace.pftrace: %s; the Perfetto trace is not written", o->dir,
+                    strerror(errno));
+            o->failed = 1;
+        }
+    }
     t->origin = origin;
     t->first = 1;
     t->o = o;
@@ -341,6 +357,7 @@ static unsigned lane_hash(int store, long long tid, const char *cat)
 
 static void thread_row(prs_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
 {
+    prs_pft_thread(t->pf, pid, id, name);
     meta(t, "thread_name", pid, id, "name", name, 0);
     meta(t, "thread_sort_index", pid, id, "sort_index", NULL, id);
     prs_val v[5] = {prs_v_int(pid), prs_v_int(id), prs_v_text(name, -1), prs_v_text(cat, -1), prs_v_int(tid)};
@@ -408,6 +425,7 @@ int prs_timeline_lane(prs_timeline *t, const prs_store *s, const char *cat, long
 {
     if (!t || t->counters_only)
         return 0;
+    t->nmarks = 0; /* a new record: marks of the last one had no slice */
     lane *l = find_lane(t, s, cat, tid);
     if (dur <= 0)
         return l->id; /* an instant never breaks nesting */
@@ -531,8 +549,23 @@ void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, in
         }
         w_c(f, '}');
     }
+    if (t->pf)
+        prs_pft_slice(t->pf, pid, lane_id, r->name, r->cat, r->ts, r->dur, r->args, r->args_len, a->valid,
+                      t->marks, t->nmarks, NULL, 0);
+    t->nmarks = 0;
     if (t->t_slice.ins)
         slice_row(t, r, pid, lane_id);
+}
+
+void prs_timeline_flow_mark(prs_timeline *t, long long id)
+{
+    if (!t || !t->pf)
+        return;
+    if (t->nmarks == t->capmarks) {
+        t->capmarks = t->capmarks ? t->capmarks * 2 : 8;
+        t->marks = realloc(t->marks, (size_t)t->capmarks * sizeof *t->marks);
+    }
+    t->marks[t->nmarks++] = (uint64_t)id + 1; /* request roots start at 0; a flow id of 0 reads as unset */
 }
 
 static void put_num(wout *f, double d)
@@ -579,6 +612,7 @@ void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts
         }
         W_LIT(f, "}}");
     }
+    prs_pft_counter(t->pf, pid, name, ts, series, vals, n);
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
             continue;
@@ -641,6 +675,7 @@ static const char *role_of(const prs_store *s)
 static void process_meta(prs_timeline *t, int pid, const char *name, const char *label, const char *host,
                          const char *prof, int dp)
 {
+    prs_pft_process(t->pf, pid, name, label);
     meta(t, "process_name", pid, 0, "name", name, 0);
     if (label && *label)
         meta(t, "process_labels", pid, 0, "labels", label, 0);
@@ -671,9 +706,15 @@ static void activity_store(prs_timeline *t, const char *path, int idx)
     snprintf(name, sizeof name, "activity %s", base);
     int wrote_api = 0;
     sqlite3_stmt *st;
-    /* Kernels, copies and sets: one process per device, one lane per stream. */
-    if (sqlite3_prepare_v2(db, "SELECT type, name, start, end, deviceId, streamId FROM Kernel ORDER BY start",
-                           -1, &st, NULL) == SQLITE_OK) {
+    /* Kernels, copies and sets: one process per device, one lane per stream.
+     * The protobuf trace puts the correlation flows on the slices (a flow id
+     * per correlationId, on the API call and the kernels it launched), so it
+     * reads correlationId too where the table has one. */
+    uint64_t corr_base = (1ULL << 41) + ((uint64_t)idx << 32);
+    int corr = t->pf && sqlite3_prepare_v2(db, "SELECT type, name, start, end, deviceId, streamId, correlationId "
+                                               "FROM Kernel ORDER BY start", -1, &st, NULL) == SQLITE_OK;
+    if (corr || sqlite3_prepare_v2(db, "SELECT type, name, start, end, deviceId, streamId FROM Kernel ORDER BY start",
+                                   -1, &st, NULL) == SQLITE_OK) {
         int devs[64], ndev = 0;
         while (sqlite3_step(st) == SQLITE_ROW) {
             const char *type = (const char *)sqlite3_column_text(st, 0);
@@ -690,6 +731,12 @@ static void activity_store(prs_timeline *t, const char *path, int idx)
                 char pn[64];
                 snprintf(pn, sizeof pn, "device %d", dev);
                 process_meta(t, pid, pn, base, NULL, NULL, -1);
+            }
+            if (t->pf) {
+                uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 6);
+                int nfl = corr && sqlite3_column_type(st, 6) != SQLITE_NULL;
+                prs_pft_slice(t->pf, pid, stream, kn ? kn : "", type ? type : "KERNEL", s0, e0 > s0 ? e0 - s0 : 0,
+                              "{}", 2, 1, &fl, nfl, NULL, 0);
             }
             if (!t->f)
                 continue;
@@ -710,15 +757,23 @@ static void activity_store(prs_timeline *t, const char *path, int idx)
         }
         sqlite3_finalize(st);
     }
-    if (sqlite3_prepare_v2(db, "SELECT name, start, end, threadId FROM Api ORDER BY start", -1, &st, NULL) ==
+    corr = t->pf && sqlite3_prepare_v2(db, "SELECT name, start, end, threadId, correlationId FROM Api ORDER BY start",
+                                       -1, &st, NULL) == SQLITE_OK;
+    if (corr || sqlite3_prepare_v2(db, "SELECT name, start, end, threadId FROM Api ORDER BY start", -1, &st, NULL) ==
         SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             if (!wrote_api++)
                 process_meta(t, api_pid, name, base, NULL, NULL, -1);
-            if (!t->f)
-                continue;
             const char *an = (const char *)sqlite3_column_text(st, 0);
             int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
+            if (t->pf) {
+                uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 4);
+                int nfl = corr && sqlite3_column_type(st, 4) != SQLITE_NULL;
+                prs_pft_slice(t->pf, api_pid, sqlite3_column_int64(st, 3), an ? an : "", "api", s0,
+                              e0 > s0 ? e0 - s0 : 0, "{}", 2, 1, &fl, nfl, NULL, 0);
+            }
+            if (!t->f)
+                continue;
             begin(t);
             W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
             json_str(t->f, an ? an : "", an ? (int)strlen(an) : 0);
@@ -773,6 +828,20 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
         process_meta(t, prs_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
     }
     int rc = 0;
+    if (t->pf) {
+        prs_pft_stats ps = prs_pft_stats_of(t->pf);
+        if (ps.unnested)
+            prs_log(PRS_WARNING, "trace.pftrace: %lld span(s) crossed the end of the span they started in on "
+                    "a lane with %d sub-lanes in use; each was cut at that end (begin/end events cannot overlap)",
+                    ps.unnested, MAX_SUBLANES);
+        int err = prs_pft_close(t->pf);
+        t->pf = NULL;
+        if (err) {
+            prs_log(PRS_ERROR, "writing %s/trace.pftrace failed: %s; the incomplete file is removed", t->o->dir,
+                    strerror(err));
+            rc = -1;
+        }
+    }
     if (t->f) {
         W_LIT(t->f, "\n]}\n");
         int err = prs_dw_close(t->f->dw, t->f->n);
@@ -798,6 +867,7 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
         free(t->lanes[i].cat);
     }
     free(t->lanes);
+    free(t->marks);
     for (int i = 0; i < ARGS_RECENT; i++)
         free(t->recent[i].text);
     free(t->lane_hash);

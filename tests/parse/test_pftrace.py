@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+"""trace.pftrace (`servprof parse --format perfetto`) decoded with Perfetto's
+official perfetto_trace.proto (pinned in perfetto/, compiled by protoc here)
+and checked against profiler.db of the same parse: every interned id is
+defined in its sequence, the incremental-state flags and sequence ids are
+right, begins and ends balance per track, and the slices (count, each one's
+lane, name, category, start and duration, so the sum of durations too), the
+instants, the counter samples and the request flows equal profiler.db's.
+
+Inputs: the timeline scenario with a device activity store (kernels, API
+calls, correlation flows), a serving run shaped like the demo server's
+stores (servelike.py, front end + engine), and a multi-process PD run
+(test_parse_pdsplit's front end, decode node and coordinator). A truncated
+file is rejected, so these checks can fail."""
+import collections
+import os
+import sqlite3
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import pftrace_check as C  # noqa: E402
+import scenario  # noqa: E402
+import servelike  # noqa: E402
+from fixtures import run_parse  # noqa: E402
+from test_parse_pdsplit import build as build_pd  # noqa: E402
+from test_parse_timeline import activity_store  # noqa: E402
+
+P, WHY = C.load_proto()
+
+
+def parse_both(inp, out):
+    run_parse(inp, out, "--format", "perfetto", "--format", "db", "--format", "json")
+    return os.path.join(out, "trace.pftrace"), sqlite3.connect(os.path.join(out, "profiler.db"))
+
+
+class Base:
+    """Checks shared by every input; subclasses build self.inp."""
+
+    @classmethod
+    def setUpClass(cls):
+        if P is None:
+            raise unittest.SkipTest(WHY)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.inp = os.path.join(cls.tmp.name, "in")
+        cls.out = os.path.join(cls.tmp.name, "out")
+        cls.build(cls.inp)
+        cls.path, cls.db = parse_both(cls.inp, cls.out)
+        cls.d = C.decode(cls.path, P)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.db.close()
+        cls.tmp.cleanup()
+
+    def lane(self, uuid):
+        td = self.d.tracks[uuid]
+        return td.thread.pid, td.thread.tid
+
+    def record_lanes(self):
+        """The thread tracks of the records' processes (not devices / API)."""
+        return {u for u, td in self.d.tracks.items() if td.HasField("thread") and td.thread.pid < 100000}
+
+    def test_slices_equal_profiler_db(self):
+        lanes = self.record_lanes()
+        got = sorted((*self.lane(u), n, c, ts, dur) for u, n, c, ts, dur, _ in self.d.slices if u in lanes)
+        want = sorted(tuple(r) for r in self.db.execute(
+            "SELECT pid, tid, name, cat, timestamp, duration FROM slice WHERE duration > 0"))
+        self.assertGreater(len(want), 0)
+        self.assertEqual(len(got), len(want))
+        self.assertEqual(sum(r[5] for r in got), sum(r[5] for r in want))
+        self.assertEqual(got, want)
+
+    def test_instants_equal_profiler_db(self):
+        lanes = self.record_lanes()
+        got = sorted((*self.lane(u), n, c, ts) for u, n, c, ts, _ in self.d.instants if u in lanes)
+        want = sorted(tuple(r) for r in self.db.execute(
+            "SELECT pid, tid, name, cat, timestamp FROM slice WHERE duration <= 0"))
+        self.assertEqual(got, want)
+
+    def test_counters_equal_profiler_db(self):
+        got = sorted(self.d.counters)
+        want = sorted((n + " " + s, pid, ts, float(v)) for n, pid, ts, s, v in self.db.execute(
+            "SELECT name, pid, timestamp, series, value FROM counter"))
+        self.assertEqual(got, want)
+
+    def test_request_flows_equal_profiler_db(self):
+        """Each request flow of the JSON (s, t..., f rows in profiler.db's flow
+        table) is the same number of slices carrying flow id root + 1."""
+        want = dict(self.db.execute("SELECT flow_id + 1, count(*) FROM flow WHERE name = 'request' "
+                                    "GROUP BY flow_id"))
+        got = {f: n for f, n in self.d.flows.items() if n >= 2 and f < (1 << 41)}
+        self.assertEqual(got, want)
+
+    def test_lanes_named_as_in_json(self):
+        want = dict(((pid, tid), name) for pid, tid, name in self.db.execute(
+            "SELECT pid, tid, thread_name FROM thread"))
+        got = {(td.thread.pid, td.thread.tid): td.thread.thread_name for td in self.d.tracks.values()
+               if td.HasField("thread") and td.thread.thread_name}
+        self.assertEqual(got, want)
+        procs = dict(self.db.execute("SELECT pid, process_name FROM process"))
+        named = {td.process.pid: td.process.process_name for td in self.d.tracks.values()
+                 if td.HasField("process") and td.process.process_name}
+        self.assertEqual(named, procs)
+
+    def test_args_as_annotations(self):
+        """A record's args become debug annotations, one per key, with its values."""
+        import json
+        lanes = self.record_lanes()
+        want = collections.Counter()
+        for ts, args in self.db.execute("SELECT timestamp, args FROM slice"):
+            a = json.loads(args)
+            want[ts, tuple(sorted(k for k in a))] += 1
+        got = collections.Counter()
+        for s in self.d.slices:
+            if s[0] in lanes:
+                got[s[3], tuple(sorted(s[5]))] += 1
+        for s in self.d.instants:
+            if s[0] in lanes:
+                got[s[3], tuple(sorted(s[4]))] += 1
+        self.assertEqual(got, want)
+
+
+class Timeline(Base, unittest.TestCase):
+    @staticmethod
+    def build(inp):
+        scenario.build(inp)
+        activity_store(os.path.join(inp, "hostA", "Trace_Service", "ascend_service_profiler_hostA-200.db"))
+
+    def test_kernels_and_api_on_their_lanes(self):
+        dev = collections.Counter((self.lane(u)[0], n) for u, n, *_ in self.d.slices if self.lane(u)[0] >= 100000)
+        self.assertEqual(dev[(100000, "gemm")], 1)
+        self.assertEqual(dev[(100001, "copy")], 1)
+        api = [n for u, n, *_ in self.d.slices if self.lane(u)[0] >= 200000]
+        self.assertEqual(sorted(api), ["cudaLaunchKernel", "cudaMemcpyAsync"])
+        # each API call and its kernel share a correlation flow id
+        corr = [f for f, n in self.d.flows.items() if f >= (1 << 41)]
+        self.assertEqual(len(corr), 2)
+        self.assertTrue(all(self.d.flows[f] == 2 for f in corr))
+        # the activity came after the records, earlier in time: its own sequence
+        self.assertGreaterEqual(len(self.d.sequences), 2)
+
+    def test_interning_used(self):
+        self.assertGreater(self.d.interned, 10)
+
+    def test_truncated_file_is_rejected(self):
+        with open(self.path, "rb") as f:
+            data = f.read()
+        cut = os.path.join(self.tmp.name, "cut.pftrace")
+        for at in (len(data) - 3, len(data) // 2 + 1, 7):
+            with open(cut, "wb") as f:
+                f.write(data[:at])
+            with self.assertRaises(C.Invalid):
+                C.decode(cut, P)
+
+    def test_undefined_iid_is_rejected(self):
+        """The check catches an id used before its definition: here, the first
+        sequence's interned data taken out of the file."""
+        with open(self.path, "rb") as f:
+            data = f.read()
+        out = bytearray()
+        stripped = False
+        for p in C.packets(data, P):
+            if p.HasField("interned_data") and not stripped:
+                p.ClearField("interned_data")
+                stripped = True
+            b = p.SerializeToString()
+            out += bytes([0x0A]) + _varint(len(b)) + b
+        bad = os.path.join(self.tmp.name, "bad.pftrace")
+        with open(bad, "wb") as f:
+            f.write(out)
+        with self.assertRaisesRegex(C.Invalid, "not defined"):
+            C.decode(bad, P)
+
+
+def _varint(n):
+    b = bytearray()
+    while n >= 0x80:
+        b.append(n & 0x7F | 0x80)
+        n >>= 7
+    b.append(n)
+    return bytes(b)
+
+
+class DemoLike(Base, unittest.TestCase):
+    build = staticmethod(servelike.build)
+
+    def test_sizes(self):
+        """The protobuf trace is far smaller than the JSON of the same run."""
+        js = os.path.getsize(os.path.join(self.out, "chrome_tracing.json"))
+        self.assertLess(os.path.getsize(self.path) * 3, js)
+
+
+class PdRun(Base, unittest.TestCase):
+    build = staticmethod(build_pd)
+
+    def test_three_processes(self):
+        pids = {td.process.pid for td in self.d.tracks.values() if td.HasField("process")}
+        self.assertEqual(len(pids), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

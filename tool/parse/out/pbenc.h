@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pbenc.h — the protobuf wire format, as much of it as pftrace.c writes:
+ * varints, fixed64 and length-delimited fields appended to a growable
+ * byte buffer. Inline, no allocation but the buffer's own growth.
+ *
+ * A nested message is encoded into its own buffer first and appended
+ * with its length (pb_msg): the writer knows every length before it
+ * writes the field's header, so no length is reserved and back-patched
+ * (Perfetto's own writer reserves 4 bytes per nested message; at tens of
+ * bytes per event that padding would be a tenth of the file).
+ * A buffer is not thread-safe; each writer owns its own.
+ */
+#ifndef SERVPROF_PARSE_PBENC_H
+#define SERVPROF_PARSE_PBENC_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct prs_pb { unsigned char *b; size_t n, cap; } prs_pb;
+
+enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2 };
+
+static inline void pb_reserve(prs_pb *e, size_t k)
+{
+    if (e->n + k <= e->cap)
+        return;
+    size_t cap = e->cap ? e->cap : 256;
+    while (cap < e->n + k)
+        cap *= 2;
+    unsigned char *nb = realloc(e->b, cap);
+    if (!nb)
+        abort(); /* the parser's other buffers abort on OOM too (malloc never checked) */
+    e->b = nb;
+    e->cap = cap;
+}
+
+static inline int pb_varint_len(uint64_t v)
+{
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline void pb_varint(prs_pb *e, uint64_t v)
+{
+    pb_reserve(e, 10);
+    while (v >= 0x80) {
+        e->b[e->n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    e->b[e->n++] = (unsigned char)v;
+}
+
+static inline void pb_tag(prs_pb *e, unsigned field, unsigned wt) { pb_varint(e, (uint64_t)field << 3 | wt); }
+
+static inline void pb_uint(prs_pb *e, unsigned field, uint64_t v)
+{
+    pb_tag(e, field, PB_VARINT);
+    pb_varint(e, v);
+}
+
+static inline void pb_fixed64(prs_pb *e, unsigned field, uint64_t v)
+{
+    pb_tag(e, field, PB_I64);
+    pb_reserve(e, 8);
+    for (int i = 0; i < 8; i++)
+        e->b[e->n++] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void pb_double(prs_pb *e, unsigned field, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    pb_fixed64(e, field, u);
+}
+
+static inline void pb_bytes(prs_pb *e, unsigned field, const void *p, size_t n)
+{
+    pb_tag(e, field, PB_LEN);
+    pb_varint(e, n);
+    pb_reserve(e, n);
+    memcpy(e->b + e->n, p, n);
+    e->n += n;
+}
+
+static inline void pb_str(prs_pb *e, unsigned field, const char *s) { pb_bytes(e, field, s, strlen(s)); }
+
+/* Appends the message encoded in m as field `field` of e. */
+static inline void pb_msg(prs_pb *e, unsigned field, const prs_pb *m) { pb_bytes(e, field, m->b, m->n); }
+
+static inline void pb_free(prs_pb *e)
+{
+    free(e->b);
+    e->b = NULL;
+    e->n = e->cap = 0;
+}
+
+#endif

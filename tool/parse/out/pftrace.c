@@ -1,0 +1,944 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pftrace.c — trace.pftrace: the timeline of chrome_tracing.json as
+ * Perfetto's native protobuf trace (a `Trace` of `TracePacket`s carrying
+ * `TrackEvent`s, protos/perfetto/trace/perfetto_trace.proto), streamed in
+ * one pass with bounded memory.
+ *
+ * Why a second format: the JSON costs ~320 B per record and viewers give
+ * up near 500 MB; Perfetto's UI loads JSON through a slow path. The
+ * protobuf trace says the same in a fraction of the bytes, because
+ *  - names, categories, debug-annotation names and frequent string values
+ *    are interned (InternedData): sent once per sequence, then a varint id;
+ *  - timestamps are deltas on an incremental sequence clock (clock 64,
+ *    ClockSnapshot.is_incremental), one or two bytes instead of a decimal
+ *    microsecond text;
+ *  - lanes are tracks (TrackDescriptor, once) named by a small uuid.
+ *
+ * Layout. Every packet is on a trusted_packet_sequence_id. A sequence
+ * opens with SEQ_INCREMENTAL_STATE_CLEARED, trace_packet_defaults (the
+ * incremental clock) and a ClockSnapshot mapping clock 64 to BOOTTIME and
+ * REALTIME at the sequence's first timestamp (trace time = epoch ns: the
+ * records' own clock). Packets using interned ids set
+ * SEQ_NEEDS_INCREMENTAL_STATE. Incremental timestamps must not go back,
+ * so an event earlier than the sequence's last one (device activity and
+ * torch traces come after the records, each in its own time order) opens
+ * a new sequence, whose interning starts afresh.
+ *
+ * Tracks mirror the JSON's numbering: a process track per trace pid
+ * (ProcessDescriptor, renamed at the end when the roles are known), a
+ * thread track per (pid, tid) — tid being the JSON's lane id, so each
+ * sub-lane is a track — and a counter track per (pid, "name series").
+ * A span is SLICE_BEGIN now and SLICE_END at its end: the ends wait in a
+ * min-heap (ties: the later-pushed, inner span first) and are written
+ * before any event at or after them, so the stream stays in time order and
+ * memory holds only the open spans. timeline.c's sub-lanes make spans on
+ * one lane nest; where it gives up (MAX_SUBLANES), a span that would cross
+ * its parent's end is cut there and counted (`unnested`), since B/E events
+ * cannot express a partial overlap.
+ *
+ * Args become debug annotations, one per top-level key: integers int,
+ * other numbers double, booleans bool, strings string (interned on their
+ * second sight when short), objects/arrays their JSON text as
+ * legacy_json_value (which Perfetto flattens into args like the JSON
+ * importer does) — or, when long (a step's rid list, kilobytes, carried
+ * by three spans), an interned string, sent once while it repeats.
+ *
+ * Interning is by 4-way set-associative caches per kind (a set per hash,
+ * the least recently used entry making room): memory is fixed, a name
+ * evicted and seen again is simply interned again under a new id. (A
+ * direct-mapped cache made two hot keys that share a slot evict each
+ * other on every record.) Ids are per sequence.
+ *
+ * Hand-encoded, not protobuf-c: the format used is five messages and
+ * three wire types (pbenc.h, ~100 lines); protobuf-c would build a
+ * message tree per event (TracePacket -> TrackEvent -> DebugAnnotation[]
+ * with their has_ flags), measure it (get_packed_size) and then pack it
+ * — two walks and a dozen stores per field — and it would need the
+ * 680 KB official .proto (or a hand-trimmed copy) compiled by protoc-c
+ * at build time. Measured: docs/benchmarks.md ("trace.pftrace").
+ * The tests decode the output with the official definitions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argdecode.h"
+#include "fmt.h"
+#include "pbenc.h"
+#include "pftrace.h"
+
+/* Field numbers of perfetto_trace.proto (checked by the tests, which
+ * decode with that file). */
+enum {
+    TRACE_PACKET = 1,
+    TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_INTERNED = 12,
+    TP_SEQ_FLAGS = 13, TP_DEFAULTS = 59, TP_TRACK_DESCRIPTOR = 60,
+    DEF_CLOCK_ID = 58,
+    CS_CLOCKS = 1, CS_PRIMARY = 2, CLK_ID = 1, CLK_TS = 2, CLK_INCREMENTAL = 3,
+    TE_CATEGORY_IIDS = 3, TE_ANNOT = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK = 11,
+    TE_CATEGORIES = 22, TE_NAME = 23, TE_COUNTER = 30, TE_DCOUNTER = 44, TE_FLOWS = 47, TE_TERM_FLOWS = 48,
+    TE_EXTRA_UUIDS = 31, TE_EXTRA_VALUES = 12, TE_EXTRA_DUUIDS = 45, TE_EXTRA_DVALUES = 46,
+    DA_NAME_IID = 1, DA_BOOL = 2, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6, DA_JSON = 9, DA_NAME = 10,
+    DA_STRING_IID = 17,
+    ID_CATEGORIES = 1, ID_NAMES = 2, ID_ANNOT_NAMES = 3, ID_STRINGS = 29, ID_IID = 1, ID_NAME = 2,
+    TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
+    PD_PID = 1, PD_NAME = 6, PD_LABELS = 8, THD_PID = 1, THD_TID = 2, THD_NAME = 5,
+};
+enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
+enum { T_BEGIN = 1, T_END = 2, T_INSTANT = 3, T_COUNTER = 4 };
+enum { CLOCK_REALTIME = 1, CLOCK_BOOTTIME = 6, CLOCK_SEQ = 64 };
+
+/* ------------------------------------------------------------- interning */
+
+/* The kinds of InternedData this file uses, and their cache sizes. */
+enum { IN_NAME, IN_CAT, IN_ANNOT, IN_STR, IN_KINDS };
+static const unsigned in_slots[IN_KINDS] = {1024, 64, 256, 4096};
+static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NAMES, ID_STRINGS};
+/* Longest text interned through the caches (longer: sent as is, or, for
+ * string values, through the recent-long list). */
+#define IN_MAXLEN 256
+#define IN_WAYS 4   /* set-associative: a few hot names sharing a set keep their ids */
+/* String values at least this long go through the recent-long list, and
+ * object/array values at least LONG_JSON long: a step's rid list is
+ * carried byte-identical by its schedule, execution and forward spans. */
+#define LONG_STR 256
+#define LONG_JSON 32
+#define LONG_RECENT 8
+
+typedef struct islot {
+    uint64_t h;
+    uint64_t used;  /* p->clock_use at the last use: the least recent is replaced */
+    uint64_t iid;   /* 0: seen once, not interned yet (IN_STR only) */
+    int len;
+    char s[IN_MAXLEN];
+} islot;
+
+typedef struct track {
+    uint64_t h;
+    int kind, pid;   /* kind: 0 process, 1 thread, 2 counter */
+    long long tid;
+    char *name;      /* counter: "name series" (owned) */
+    uint64_t uuid;
+    int64_t *ends;   /* thread: the open spans' ends, innermost last */
+    int nends, capends;
+} track;
+
+typedef struct pend { int64_t end; uint64_t order, uuid; } pend;
+
+struct prs_pft {
+    prs_dw *dw;
+    char *b;                    /* the dwrite buffer being filled */
+    size_t n;
+    char *path;
+    int failed;
+    /* the current sequence */
+    uint32_t seq;               /* 0: none open yet */
+    int64_t last;               /* its clock: the last timestamp written */
+    islot *in[IN_KINDS];
+    uint64_t clock_use;
+    uint64_t next_iid[IN_KINDS];
+    struct { char *s; int len, cap; uint64_t iid; } recent[LONG_RECENT];
+    int recent_next;
+    /* tracks: open addressing, index + 1 */
+    track *tracks;
+    int ntracks, captracks;
+    int *thash;
+    unsigned tslots;
+    uint64_t next_uuid;
+    /* ends not yet written: a binary min-heap */
+    pend *heap;
+    int nheap, capheap;
+    uint64_t order;
+    /* scratch encoders: the event, its interned data, one annotation, text */
+    prs_pb te, id, an, txt, un;
+    prs_pft_stats st;
+};
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void put(prs_pft *p, const void *src, size_t n)
+{
+    const char *s = src;
+    while (n > PRS_DW_BUF - p->n) {
+        size_t k = PRS_DW_BUF - p->n;
+        memcpy(p->b + p->n, s, k);
+        p->n += k;
+        s += k;
+        n -= k;
+        p->b = prs_dw_submit(p->dw);
+        p->n = 0;
+    }
+    memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+
+static void put_varint(prs_pft *p, uint64_t v)
+{
+    unsigned char b[10];
+    int i = 0;
+    while (v >= 0x80) {
+        b[i++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    b[i++] = (unsigned char)v;
+    put(p, b, (size_t)i);
+}
+
+/* Writes one TracePacket: head (its scalar fields) then the interned data
+ * and the event when present (fields of a message may come in any order). */
+static void packet(prs_pft *p, const prs_pb *head, const prs_pb *interned, unsigned ev_field, const prs_pb *ev)
+{
+    size_t n = head->n;
+    if (interned && interned->n)
+        n += 1 + (size_t)pb_varint_len(interned->n) + interned->n;
+    if (ev)
+        n += (size_t)pb_varint_len((uint64_t)ev_field << 3 | PB_LEN) + (size_t)pb_varint_len(ev->n) + ev->n;
+    put_varint(p, TRACE_PACKET << 3 | PB_LEN);
+    put_varint(p, n);
+    put(p, head->b, head->n);
+    if (interned && interned->n) {
+        put_varint(p, TP_INTERNED << 3 | PB_LEN);
+        put_varint(p, interned->n);
+        put(p, interned->b, interned->n);
+    }
+    if (ev) {
+        put_varint(p, (uint64_t)ev_field << 3 | PB_LEN);
+        put_varint(p, ev->n);
+        put(p, ev->b, ev->n);
+    }
+    p->st.packets++;
+    p->st.bytes += 1 + (unsigned long long)pb_varint_len(n) + n;
+}
+
+/* ------------------------------------------------------------- sequences */
+
+static void clock(prs_pb *cs, unsigned id, uint64_t ts, int incremental)
+{
+    prs_pb c = {0};
+    pb_uint(&c, CLK_ID, id);
+    pb_uint(&c, CLK_TS, ts);
+    if (incremental)
+        pb_uint(&c, CLK_INCREMENTAL, 1);
+    pb_msg(cs, CS_CLOCKS, &c);
+    pb_free(&c);
+}
+
+static void reset_interning(prs_pft *p)
+{
+    for (int k = 0; k < IN_KINDS; k++) {
+        for (unsigned i = 0; i < in_slots[k]; i++) {
+            p->in[k][i].len = -1;
+            p->in[k][i].used = 0;
+        }
+        p->next_iid[k] = 1;
+    }
+    for (int i = 0; i < LONG_RECENT; i++)
+        p->recent[i].iid = 0;
+}
+
+/* Opens sequence p->seq + 1 at time ts: state cleared, clock 64 set. */
+static void new_sequence(prs_pft *p, int64_t ts)
+{
+    p->seq++;
+    p->st.sequences++;
+    p->last = ts;
+    reset_interning(p);
+    prs_pb head = {0}, cs = {0}, def = {0};
+    pb_uint(&head, TP_SEQ_ID, p->seq);
+    pb_uint(&head, TP_SEQ_FLAGS, SEQ_CLEARED);
+    pb_uint(&def, DEF_CLOCK_ID, CLOCK_SEQ);
+    pb_msg(&head, TP_DEFAULTS, &def);
+    uint64_t base = ts > 0 ? (uint64_t)ts : 0;
+    clock(&cs, CLOCK_BOOTTIME, base, 0);
+    clock(&cs, CLOCK_REALTIME, base, 0);
+    clock(&cs, CLOCK_SEQ, base, 1);
+    pb_uint(&cs, CS_PRIMARY, CLOCK_BOOTTIME);
+    pb_msg(&head, TP_CLOCK_SNAPSHOT, &cs);
+    packet(p, &head, NULL, 0, NULL);
+    pb_free(&head);
+    pb_free(&cs);
+    pb_free(&def);
+}
+
+/* The head of an event packet at ts: the delta on the sequence clock. */
+static void event_head(prs_pft *p, prs_pb *head, int64_t ts)
+{
+    head->n = 0;
+    pb_uint(head, TP_TIMESTAMP, (uint64_t)(ts - p->last));
+    p->last = ts;
+    pb_uint(head, TP_SEQ_ID, p->seq);
+    pb_uint(head, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+}
+
+/* The iid of text s (n bytes) of kind k in this sequence, interning it
+ * into p->id when new; 0 when it is not to be interned (too long, or a
+ * string value seen for the first time). */
+static uint64_t intern(prs_pft *p, int k, const char *s, int n)
+{
+    if (n >= IN_MAXLEN)
+        return 0;
+    uint64_t h = hash_bytes(14695981039346656037ULL ^ (uint64_t)k, s, (size_t)n);
+    islot *set = &p->in[k][(h & (in_slots[k] / IN_WAYS - 1)) * IN_WAYS], *e = set;
+    for (int w = 0; w < IN_WAYS; w++) {
+        if (set[w].len == n && set[w].h == h && memcmp(set[w].s, s, (size_t)n) == 0) {
+            e = &set[w];
+            e->used = ++p->clock_use;
+            if (e->iid)
+                return e->iid;
+            goto second_sight;
+        }
+        if (set[w].used < e->used)
+            e = &set[w]; /* the least recently used way, replaced below */
+    }
+    e->h = h;
+    e->len = n;
+    memcpy(e->s, s, (size_t)n);
+    e->iid = 0;
+    e->used = ++p->clock_use;
+    if (k == IN_STR)
+        return 0; /* a value seen once is sent as is: most rids are */
+second_sight:
+    e->iid = p->next_iid[k]++;
+    prs_pb *m = &p->an; /* free here: annotations are built after their name and value */
+    size_t at = m->n;
+    pb_uint(m, ID_IID, e->iid);
+    pb_bytes(m, ID_NAME, s, (size_t)n);
+    pb_tag(&p->id, in_field[k], PB_LEN);
+    pb_varint(&p->id, m->n - at);
+    pb_reserve(&p->id, m->n - at);
+    memcpy(p->id.b + p->id.n, m->b + at, m->n - at);
+    p->id.n += m->n - at;
+    m->n = at;
+    return e->iid;
+}
+
+/* The iid of a long string value, interned on first use while it is one
+ * of the last LONG_RECENT long values. */
+static uint64_t intern_long(prs_pft *p, const char *s, int n)
+{
+    for (int i = 0; i < LONG_RECENT; i++)
+        if (p->recent[i].iid && p->recent[i].len == n && memcmp(p->recent[i].s, s, (size_t)n) == 0)
+            return p->recent[i].iid;
+    int i = p->recent_next;
+    p->recent_next = (i + 1) % LONG_RECENT;
+    if (n > p->recent[i].cap) {
+        free(p->recent[i].s);
+        p->recent[i].cap = n;
+        p->recent[i].s = malloc((size_t)n);
+    }
+    memcpy(p->recent[i].s, s, (size_t)n);
+    p->recent[i].len = n;
+    p->recent[i].iid = p->next_iid[IN_STR]++;
+    prs_pb *m = &p->an;
+    size_t at = m->n;
+    pb_uint(m, ID_IID, p->recent[i].iid);
+    pb_bytes(m, ID_NAME, s, (size_t)n);
+    pb_tag(&p->id, ID_STRINGS, PB_LEN);
+    pb_varint(&p->id, m->n - at);
+    pb_reserve(&p->id, m->n - at);
+    memcpy(p->id.b + p->id.n, m->b + at, m->n - at);
+    p->id.n += m->n - at;
+    m->n = at;
+    return p->recent[i].iid;
+}
+
+/* ------------------------------------------------------------- tracks */
+
+static uint64_t track_hash(int kind, int pid, long long tid, const char *name)
+{
+    uint64_t h = 14695981039346656037ULL;
+    h = hash_bytes(h, &kind, sizeof kind);
+    h = hash_bytes(h, &pid, sizeof pid);
+    h = hash_bytes(h, &tid, sizeof tid);
+    if (name)
+        h = hash_bytes(h, name, strlen(name));
+    return h;
+}
+
+static void descriptor(prs_pft *p, const prs_pb *td)
+{
+    prs_pb head = {0};
+    pb_uint(&head, TP_SEQ_ID, p->seq ? p->seq : 1);
+    packet(p, &head, NULL, TP_TRACK_DESCRIPTOR, td);
+    pb_free(&head);
+}
+
+static void process_descriptor(prs_pft *p, uint64_t uuid, int pid, const char *name, const char *label)
+{
+    prs_pb td = {0}, pd = {0};
+    pb_uint(&pd, PD_PID, (uint64_t)pid);
+    if (name)
+        pb_str(&pd, PD_NAME, name);
+    if (label && *label)
+        pb_str(&pd, PD_LABELS, label);
+    pb_uint(&td, TD_UUID, uuid);
+    pb_msg(&td, TD_PROCESS, &pd);
+    descriptor(p, &td);
+    pb_free(&td);
+    pb_free(&pd);
+}
+
+/* The track of (kind, pid, tid, name), described when new. */
+static track *track_of(prs_pft *p, int kind, int pid, long long tid, const char *name, int *created)
+{
+    uint64_t h = track_hash(kind, pid, tid, name);
+    unsigned i = (unsigned)h & (p->tslots - 1);
+    *created = 0;
+    while (p->thash[i]) {
+        track *t = &p->tracks[p->thash[i] - 1];
+        if (t->h == h && t->kind == kind && t->pid == pid && t->tid == tid &&
+            (!name || strcmp(t->name, name) == 0))
+            return t;
+        i = (i + 1) & (p->tslots - 1);
+    }
+    if (p->ntracks == p->captracks) {
+        p->captracks = p->captracks ? p->captracks * 2 : 64;
+        p->tracks = realloc(p->tracks, (size_t)p->captracks * sizeof *p->tracks);
+    }
+    track *t = &p->tracks[p->ntracks++];
+    t->h = h;
+    t->kind = kind;
+    t->pid = pid;
+    t->tid = tid;
+    t->name = name ? strdup(name) : NULL;
+    t->uuid = p->next_uuid++;
+    t->ends = NULL;
+    t->nends = t->capends = 0;
+    p->thash[i] = p->ntracks;
+    if ((unsigned)p->ntracks * 2 > p->tslots) {
+        unsigned ns = p->tslots * 2;
+        int *nh = calloc(ns, sizeof *nh);
+        for (int k = 0; k < p->ntracks; k++) {
+            unsigned j = (unsigned)p->tracks[k].h & (ns - 1);
+            while (nh[j])
+                j = (j + 1) & (ns - 1);
+            nh[j] = k + 1;
+        }
+        free(p->thash);
+        p->thash = nh;
+        p->tslots = ns;
+    }
+    *created = 1;
+    return t;
+}
+
+static uint64_t process_uuid(prs_pft *p, int pid)
+{
+    int created;
+    track *t = track_of(p, 0, pid, -1, NULL, &created);
+    uint64_t uuid = t->uuid;
+    if (created)
+        process_descriptor(p, uuid, pid, NULL, NULL);
+    return uuid;
+}
+
+static void thread_descriptor(prs_pft *p, uint64_t uuid, int pid, long long tid, const char *name)
+{
+    prs_pb td = {0}, th = {0};
+    pb_uint(&th, THD_PID, (uint64_t)pid);
+    pb_uint(&th, THD_TID, (uint64_t)tid);
+    if (name)
+        pb_str(&th, THD_NAME, name);
+    pb_uint(&td, TD_UUID, uuid);
+    pb_msg(&td, TD_THREAD, &th);
+    descriptor(p, &td);
+    pb_free(&td);
+    pb_free(&th);
+}
+
+/* The thread track of (pid, tid); valid until the next track is made. */
+static track *thread_track(prs_pft *p, int pid, long long tid, const char *name)
+{
+    process_uuid(p, pid);
+    int created;
+    track *t = track_of(p, 1, pid, tid, NULL, &created);
+    if (created || name)
+        thread_descriptor(p, t->uuid, pid, tid, name);
+    return t;
+}
+
+/* ------------------------------------------------------------- ends */
+
+static int pend_less(const pend *a, const pend *b)
+{
+    return a->end < b->end || (a->end == b->end && a->order > b->order);
+}
+
+static void heap_push(prs_pft *p, pend e)
+{
+    if (p->nheap == p->capheap) {
+        p->capheap = p->capheap ? p->capheap * 2 : 64;
+        p->heap = realloc(p->heap, (size_t)p->capheap * sizeof *p->heap);
+    }
+    int i = p->nheap++;
+    while (i > 0 && pend_less(&e, &p->heap[(i - 1) / 2])) {
+        p->heap[i] = p->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    p->heap[i] = e;
+}
+
+static pend heap_pop(prs_pft *p)
+{
+    pend top = p->heap[0], last = p->heap[--p->nheap];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= p->nheap)
+            break;
+        if (c + 1 < p->nheap && pend_less(&p->heap[c + 1], &p->heap[c]))
+            c++;
+        if (!pend_less(&p->heap[c], &last))
+            break;
+        p->heap[i] = p->heap[c];
+        i = c;
+    }
+    if (p->nheap)
+        p->heap[i] = last;
+    return top;
+}
+
+/* Writes the ends at or before ts (all of them: INT64_MAX). */
+static void flush_ends(prs_pft *p, int64_t ts)
+{
+    prs_pb head = {0};
+    while (p->nheap && p->heap[0].end <= ts) {
+        pend e = heap_pop(p);
+        event_head(p, &head, e.end);
+        p->te.n = 0;
+        pb_uint(&p->te, TE_TYPE, T_END);
+        pb_uint(&p->te, TE_TRACK, e.uuid);
+        packet(p, &head, NULL, TP_TRACK_EVENT, &p->te);
+    }
+    pb_free(&head);
+}
+
+/* Makes ts writable on the current sequence: ends before it first; a new
+ * sequence when ts is earlier than the sequence's clock. */
+static void advance(prs_pft *p, int64_t ts)
+{
+    if (p->seq && ts < p->last)
+        flush_ends(p, INT64_MAX); /* all open spans end after p->last */
+    if (!p->seq || ts < p->last)
+        new_sequence(p, ts);
+    flush_ends(p, ts);
+}
+
+/* ------------------------------------------------------------- args */
+
+static const char *ws(const char *s, const char *e)
+{
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+        s++;
+    return s;
+}
+
+/* s at an opening quote: the byte after the closing one. */
+static const char *skip_str(const char *s, const char *e, int *esc)
+{
+    for (s++; s < e; s++) {
+        if (*s == '\\') {
+            *esc = 1;
+            s++;
+        } else if (*s == '"') {
+            return s + 1;
+        }
+    }
+    return e;
+}
+
+/* s at a value: the byte after it. */
+static const char *skip_value(const char *s, const char *e)
+{
+    int esc = 0;
+    if (*s == '"')
+        return skip_str(s, e, &esc);
+    if (*s == '{' || *s == '[') {
+        int depth = 0;
+        while (s < e) {
+            if (*s == '"') {
+                s = skip_str(s, e, &esc);
+                continue;
+            }
+            if (*s == '{' || *s == '[')
+                depth++;
+            else if (*s == '}' || *s == ']') {
+                if (--depth == 0)
+                    return s + 1;
+            }
+            s++;
+        }
+        return e;
+    }
+    while (s < e && *s != ',' && *s != '}' && *s != ']' && *s != ' ' && *s != '\n' && *s != '\t' && *s != '\r')
+        s++;
+    return s;
+}
+
+/* Text s (n bytes) as valid UTF-8 into p->txt (invalid bytes -> U+FFFD,
+ * as chrome_tracing.json has them): protobuf strings must be UTF-8. */
+static void utf8_clean(prs_pft *p, const char *s, int n)
+{
+    p->txt.n = 0;
+    pb_reserve(&p->txt, (size_t)n * 3 + 1);
+    for (int i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        int k = c < 0x80 ? (c ? 1 : 0) : prs_utf8_len(s + i, s + n);
+        if (k) {
+            memcpy(p->txt.b + p->txt.n, s + i, (size_t)k);
+            p->txt.n += (size_t)k;
+            i += k;
+        } else {
+            memcpy(p->txt.b + p->txt.n, "\xef\xbf\xbd", 3);
+            p->txt.n += 3;
+            i++;
+        }
+    }
+}
+
+/* A JSON string's text (between its quotes), unescaped and clean, into p->txt. */
+static void json_text(prs_pft *p, const char *s, int n, int esc)
+{
+    if (!esc) {
+        utf8_clean(p, s, n);
+        return;
+    }
+    prs_str js = {s, n, 1};
+    p->un.n = 0;
+    pb_reserve(&p->un, (size_t)n + 1);
+    int len = prs_str_copy(js, (char *)p->un.b, n + 1);
+    utf8_clean(p, (const char *)p->un.b, len);
+}
+
+/* A string value of annotation m: interned when frequent or long. */
+static void str_value(prs_pft *p, prs_pb *m, const char *s, int n)
+{
+    uint64_t iid = n >= LONG_STR ? intern_long(p, s, n) : intern(p, IN_STR, s, n);
+    if (iid)
+        pb_uint(m, DA_STRING_IID, iid);
+    else
+        pb_bytes(m, DA_STRING, s, (size_t)n);
+}
+
+/* One debug annotation: name (n bytes, clean) then the value v..ve. */
+static void annotation(prs_pft *p, const char *key, int kn, const char *v, const char *ve)
+{
+    prs_pb *m = &p->an;
+    m->n = 0;
+    uint64_t kid = intern(p, IN_ANNOT, key, kn);
+    if (kid)
+        pb_uint(m, DA_NAME_IID, kid);
+    else
+        pb_bytes(m, DA_NAME, key, (size_t)kn);
+    int vn = (int)(ve - v);
+    if (*v == '"') {
+        int esc = 0;
+        skip_str(v, ve, &esc);
+        json_text(p, v + 1, vn >= 2 ? vn - 2 : 0, esc);
+        str_value(p, m, (const char *)p->txt.b, (int)p->txt.n); /* intern() keeps off p->txt */
+    } else if (*v == '{' || *v == '[') {
+        utf8_clean(p, v, vn);
+        if (vn >= LONG_JSON) {
+            uint64_t iid = intern_long(p, (const char *)p->txt.b, (int)p->txt.n);
+            pb_uint(m, DA_STRING_IID, iid);
+        } else {
+            pb_bytes(m, DA_JSON, p->txt.b, p->txt.n);
+        }
+    } else if (*v == 't' || *v == 'f') {
+        pb_uint(m, DA_BOOL, *v == 't');
+    } else if (*v == 'n') {
+        pb_bytes(m, DA_JSON, "null", 4);
+    } else {
+        char num[64];
+        int integral = vn > 0 && vn < 19;
+        for (int i = 0; i < vn && integral; i++)
+            integral = (v[i] >= '0' && v[i] <= '9') || (i == 0 && v[i] == '-' && vn > 1);
+        if (vn < (int)sizeof num) {
+            memcpy(num, v, (size_t)vn);
+            num[vn] = 0;
+        }
+        if (integral) {
+            pb_uint(m, DA_INT, (uint64_t)strtoll(num, NULL, 10));
+        } else if (vn < (int)sizeof num) {
+            pb_double(m, DA_DOUBLE, strtod(num, NULL));
+        } else {
+            utf8_clean(p, v, vn);
+            pb_bytes(m, DA_JSON, p->txt.b, p->txt.n);
+        }
+    }
+    pb_msg(&p->te, TE_ANNOT, m);
+    m->n = 0;
+}
+
+static void annotations(prs_pft *p, const char *args, int len, int valid)
+{
+    const char *s = args, *e = args + len;
+    if (!valid) {
+        utf8_clean(p, args, len);
+        prs_pb *m = &p->an;
+        m->n = 0;
+        uint64_t kid = intern(p, IN_ANNOT, "raw", 3);
+        pb_uint(m, DA_NAME_IID, kid);
+        pb_bytes(m, DA_STRING, p->txt.b, p->txt.n);
+        pb_msg(&p->te, TE_ANNOT, m);
+        m->n = 0;
+        return;
+    }
+    s = ws(s, e);
+    if (s >= e || *s != '{')
+        return;
+    s++;
+    char key[IN_MAXLEN * 2];
+    for (;;) {
+        s = ws(s, e);
+        if (s >= e || *s != '"')
+            return;
+        int esc = 0;
+        const char *k0 = s + 1, *k1 = skip_str(s, e, &esc);
+        json_text(p, k0, (int)(k1 - 1 - k0), esc);
+        int kn = (int)p->txt.n < (int)sizeof key ? (int)p->txt.n : (int)sizeof key - 1;
+        memcpy(key, p->txt.b, (size_t)kn);
+        s = ws(k1, e);
+        if (s >= e || *s != ':')
+            return;
+        s = ws(s + 1, e);
+        if (s >= e)
+            return;
+        const char *v1 = skip_value(s, e);
+        annotation(p, key, kn, s, v1);
+        s = ws(v1, e);
+        if (s >= e || *s != ',')
+            return;
+        s++;
+    }
+}
+
+/* ------------------------------------------------------------- API */
+
+prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
+{
+    prs_pft *p = calloc(1, sizeof *p);
+    size_t len = strlen(dir) + 32;
+    p->path = malloc(len);
+    snprintf(p->path, len, "%s/trace.pftrace", dir);
+    p->dw = prs_dw_open(stage, p->path, PRS_DW_BUF);
+    if (!p->dw) {
+        int err = errno;
+        free(p->path);
+        free(p);
+        errno = err;
+        return NULL;
+    }
+    p->b = prs_dw_buf(p->dw);
+    for (int k = 0; k < IN_KINDS; k++)
+        p->in[k] = malloc(in_slots[k] * sizeof *p->in[k]);
+    reset_interning(p);
+    p->tslots = 256;
+    p->thash = calloc(p->tslots, sizeof *p->thash);
+    p->next_uuid = 1;
+    return p;
+}
+
+void prs_pft_process(prs_pft *p, int pid, const char *name, const char *label)
+{
+    if (!p)
+        return;
+    uint64_t uuid = process_uuid(p, pid);
+    process_descriptor(p, uuid, pid, name, label);
+}
+
+void prs_pft_thread(prs_pft *p, int pid, long long tid, const char *name)
+{
+    if (p)
+        thread_track(p, pid, tid, name);
+}
+
+/* Name and category of the event being built, interned or literal. */
+static void name_cat(prs_pft *p, const char *name, const char *cat)
+{
+    int n = (int)strlen(name);
+    uint64_t iid = intern(p, IN_NAME, name, n);
+    if (iid)
+        pb_uint(&p->te, TE_NAME_IID, iid);
+    else
+        pb_bytes(&p->te, TE_NAME, name, (size_t)n);
+    if (cat && *cat) {
+        n = (int)strlen(cat);
+        iid = intern(p, IN_CAT, cat, n);
+        if (iid)
+            pb_uint(&p->te, TE_CATEGORY_IIDS, iid);
+        else
+            pb_bytes(&p->te, TE_CATEGORIES, cat, (size_t)n);
+    }
+}
+
+void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const char *cat, int64_t ts, int64_t dur,
+                   const char *args, int len, int valid, const uint64_t *flows, int nflows,
+                   const uint64_t *term, int nterm)
+{
+    if (!p)
+        return;
+    advance(p, ts); /* first: a new sequence opens before the descriptors on it */
+    track *t = thread_track(p, pid, tid, NULL);
+    uint64_t uuid = t->uuid;
+    p->te.n = 0;
+    p->id.n = 0;
+    pb_uint(&p->te, TE_TYPE, dur > 0 ? T_BEGIN : T_INSTANT);
+    pb_uint(&p->te, TE_TRACK, uuid);
+    name_cat(p, name ? name : "", cat);
+    if (len > 0)
+        annotations(p, args, len, valid);
+    for (int i = 0; i < nflows; i++)
+        pb_fixed64(&p->te, TE_FLOWS, flows[i]);
+    for (int i = 0; i < nterm; i++)
+        pb_fixed64(&p->te, TE_TERM_FLOWS, term[i]);
+    prs_pb head = {0};
+    event_head(p, &head, ts);
+    packet(p, &head, &p->id, TP_TRACK_EVENT, &p->te);
+    pb_free(&head);
+    if (dur > 0) {
+        while (t->nends && t->ends[t->nends - 1] <= ts)
+            t->nends--; /* ended (advance wrote them) */
+        int64_t end = ts + dur;
+        if (t->nends && end > t->ends[t->nends - 1]) {
+            end = t->ends[t->nends - 1]; /* crosses its parent's end: cut there (see the header) */
+            p->st.unnested++;
+        }
+        if (t->nends == t->capends) {
+            t->capends = t->capends ? t->capends * 2 : 8;
+            t->ends = realloc(t->ends, (size_t)t->capends * sizeof *t->ends);
+        }
+        t->ends[t->nends++] = end;
+        pend e = {end, ++p->order, uuid};
+        heap_push(p, e);
+        p->st.slices++;
+    } else {
+        p->st.instants++;
+    }
+}
+
+/* The counter track of series "name series" of pid, described when new. */
+static uint64_t counter_track(prs_pft *p, int pid, const char *name, const char *series)
+{
+    char full[512];
+    snprintf(full, sizeof full, "%s %s", name, series);
+    int created;
+    uint64_t parent = process_uuid(p, pid);
+    track *t = track_of(p, 2, pid, 0, full, &created);
+    uint64_t uuid = t->uuid;
+    if (created) {
+        prs_pb td = {0};
+        pb_uint(&td, TD_UUID, uuid);
+        pb_uint(&td, TD_PARENT, parent);
+        pb_str(&td, TD_NAME, full);
+        pb_bytes(&td, TD_COUNTER, "", 0); /* an empty CounterDescriptor: a counter track */
+        descriptor(p, &td);
+        pb_free(&td);
+    }
+    return uuid;
+}
+
+static int integral(double v) { return v == floor(v) && fabs(v) < 9e15; }
+
+void prs_pft_counter(prs_pft *p, int pid, const char *name, int64_t ts, const char *const *series,
+                     const double *vals, int n)
+{
+    if (!p)
+        return;
+    advance(p, ts);
+    uint64_t uuid[16];
+    int idx[16], k = 0;
+    for (int i = 0; i < n && k < 16; i++)
+        if (!isnan(vals[i])) {
+            idx[k] = i;
+            uuid[k++] = counter_track(p, pid, name, series[i]);
+        }
+    if (!k)
+        return;
+    /* The first series is the event's own value, the others ride on it as
+     * extra counter values (same timestamp): one packet per sample. */
+    p->te.n = 0;
+    pb_uint(&p->te, TE_TYPE, T_COUNTER);
+    pb_uint(&p->te, TE_TRACK, uuid[0]);
+    double v0 = vals[idx[0]];
+    if (integral(v0))
+        pb_uint(&p->te, TE_COUNTER, (uint64_t)(int64_t)v0);
+    else
+        pb_double(&p->te, TE_DCOUNTER, v0);
+    for (int j = 1; j < k; j++) {
+        double v = vals[idx[j]];
+        if (integral(v)) {
+            pb_uint(&p->te, TE_EXTRA_UUIDS, uuid[j]);
+            pb_uint(&p->te, TE_EXTRA_VALUES, (uint64_t)(int64_t)v);
+        } else {
+            pb_uint(&p->te, TE_EXTRA_DUUIDS, uuid[j]);
+            pb_double(&p->te, TE_EXTRA_DVALUES, v);
+        }
+    }
+    prs_pb head = {0};
+    event_head(p, &head, ts);
+    packet(p, &head, NULL, TP_TRACK_EVENT, &p->te);
+    pb_free(&head);
+    p->st.counters += k;
+}
+
+prs_pft_stats prs_pft_stats_of(const prs_pft *p)
+{
+    prs_pft_stats z = {0};
+    return p ? p->st : z;
+}
+
+static void release(prs_pft *p)
+{
+    for (int k = 0; k < IN_KINDS; k++)
+        free(p->in[k]);
+    for (int i = 0; i < LONG_RECENT; i++)
+        free(p->recent[i].s);
+    for (int i = 0; i < p->ntracks; i++) {
+        free(p->tracks[i].name);
+        free(p->tracks[i].ends);
+    }
+    free(p->tracks);
+    free(p->thash);
+    free(p->heap);
+    pb_free(&p->te);
+    pb_free(&p->id);
+    pb_free(&p->an);
+    pb_free(&p->txt);
+    pb_free(&p->un);
+    free(p->path);
+    free(p);
+}
+
+int prs_pft_close(prs_pft *p)
+{
+    if (!p)
+        return 0;
+    if (p->seq)
+        flush_ends(p, INT64_MAX);
+    int err = prs_dw_close(p->dw, p->n);
+    if (err)
+        prs_dw_remove(p->path);
+    release(p);
+    return err;
+}
+
+void prs_pft_abort(prs_pft *p)
+{
+    if (!p)
+        return;
+    prs_dw_close(p->dw, 0);
+    prs_dw_remove(p->path);
+    release(p);
+}
