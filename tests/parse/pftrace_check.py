@@ -107,17 +107,36 @@ class Decoded:
         self.interned = 0
 
 
+def _value(a, strs):
+    """A DebugAnnotation's value as Python: dicts and lists for nested ones,
+    legacy JSON parsed, interned strings looked up."""
+    import json
+    if len(a.dict_entries):
+        return {_name(e, _value.names): _value(e, strs) for e in a.dict_entries}
+    if len(a.array_values):
+        return [_value(e, strs) for e in a.array_values]
+    kind = a.WhichOneof("value")
+    if kind == "string_value_iid":
+        return strs[a.string_value_iid]
+    if kind == "legacy_json_value":
+        return json.loads(a.legacy_json_value)
+    return getattr(a, kind) if kind else None
+
+
+def _name(a, names):
+    return names[a.name_iid] if a.HasField("name_iid") else a.name
+
+
 def _annotations(te, strs, names):
-    out = {}
-    for a in te.debug_annotations:
-        key = names[a.name_iid] if a.HasField("name_iid") else a.name
-        kind = a.WhichOneof("value")
-        if kind == "string_value_iid":
-            v = strs[a.string_value_iid]
-        else:
-            v = getattr(a, kind) if kind else None
-        out[key] = v
-    return out
+    _value.names = names
+    return {_name(a, names): _value(a, strs) for a in te.debug_annotations}
+
+
+def _walk(annots):
+    for a in annots:
+        yield a
+        yield from _walk(a.dict_entries)
+        yield from _walk(a.array_values)
 
 
 def decode(path, P):
@@ -183,7 +202,7 @@ def decode(path, P):
             return tables[table][iid]
         name = look("event_names", te.name_iid, "event name") if te.HasField("name_iid") else te.name
         cats = [look("event_categories", c, "category") for c in te.category_iids] + list(te.categories)
-        for a in te.debug_annotations:
+        for a in _walk(te.debug_annotations):
             if a.HasField("name_iid"):
                 look("debug_annotation_names", a.name_iid, "annotation name")
             if a.HasField("string_value_iid"):

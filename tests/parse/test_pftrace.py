@@ -105,20 +105,17 @@ class Base:
         self.assertEqual(named, procs)
 
     def test_args_as_annotations(self):
-        """A record's args become debug annotations, one per key, with its values."""
+        """A record's args become debug annotations, one per key, with the
+        same values (objects and arrays nested), as the JSON has them."""
         import json
         lanes = self.record_lanes()
         want = collections.Counter()
-        for ts, args in self.db.execute("SELECT timestamp, args FROM slice"):
-            a = json.loads(args)
-            want[ts, tuple(sorted(k for k in a))] += 1
+        for pid, tid, ts, args in self.db.execute("SELECT pid, tid, timestamp, args FROM slice"):
+            want[pid, tid, ts, json.dumps(json.loads(args), sort_keys=True)] += 1
         got = collections.Counter()
-        for s in self.d.slices:
-            if s[0] in lanes:
-                got[s[3], tuple(sorted(s[5]))] += 1
-        for s in self.d.instants:
-            if s[0] in lanes:
-                got[s[3], tuple(sorted(s[4]))] += 1
+        for u, _, _, ts, *rest in self.d.slices + self.d.instants:
+            if u in lanes:
+                got[(*self.lane(u), ts, json.dumps(rest[-1], sort_keys=True))] += 1
         self.assertEqual(got, want)
 
 
