@@ -4,11 +4,14 @@
  * varints, fixed64 and length-delimited fields appended to a growable
  * byte buffer. Inline, no allocation but the buffer's own growth.
  *
- * A nested message is encoded into its own buffer first and appended
- * with its length (pb_msg): the writer knows every length before it
- * writes the field's header, so no length is reserved and back-patched
- * (Perfetto's own writer reserves 4 bytes per nested message; at tens of
- * bytes per event that padding would be a tenth of the file).
+ * A nested message is either encoded into its own buffer and appended
+ * with its length (pb_msg), or written in place between pb_open and
+ * pb_close: pb_open leaves one byte for the length, pb_close writes it
+ * and, for a message of 128 bytes or more, moves the content up by the
+ * extra length bytes. Minimal lengths either way (Perfetto's own writer
+ * reserves 4 bytes per nested message; at tens of bytes per event that
+ * padding would be a tenth of the file), and the small messages — most
+ * of them — are never copied.
  * A buffer is not thread-safe; each writer owns its own.
  */
 #ifndef SERVPROF_PARSE_PBENC_H
@@ -92,6 +95,34 @@ static inline void pb_str(prs_pb *e, unsigned field, const char *s) { pb_bytes(e
 
 /* Appends the message encoded in m as field `field` of e. */
 static inline void pb_msg(prs_pb *e, unsigned field, const prs_pb *m) { pb_bytes(e, field, m->b, m->n); }
+
+/* Starts length-delimited field `field` in place; returns the offset of
+ * its content, for pb_close. */
+static inline size_t pb_open(prs_pb *e, unsigned field)
+{
+    pb_tag(e, field, PB_LEN);
+    pb_reserve(e, 1);
+    e->b[e->n++] = 0;
+    return e->n;
+}
+
+/* Ends the field pb_open started at `at`: writes its length. */
+static inline void pb_close(prs_pb *e, size_t at)
+{
+    uint64_t len = e->n - at;
+    int k = pb_varint_len(len);
+    if (k > 1) {
+        pb_reserve(e, (size_t)k - 1);
+        memmove(e->b + at + k - 1, e->b + at, (size_t)len);
+        e->n += (size_t)k - 1;
+    }
+    unsigned char *q = e->b + at - 1;
+    while (len >= 0x80) {
+        *q++ = (unsigned char)(len | 0x80);
+        len >>= 7;
+    }
+    *q = (unsigned char)len;
+}
 
 static inline void pb_free(prs_pb *e)
 {

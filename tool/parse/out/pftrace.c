@@ -110,6 +110,10 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 /* Objects and arrays nest as dict_entries / array_values this deep; deeper
  * ones are sent as their JSON text (legacy_json_value). */
 #define MAX_DEPTH 8
+/* Args texts this long or longer are looked up among the last ARGS_RECENT
+ * before they are encoded. */
+#define ARGS_CACHE_MIN 256
+#define ARGS_RECENT 4
 
 typedef struct islot {
     uint64_t h;
@@ -157,16 +161,27 @@ struct prs_pft {
     uint64_t order;
     /* scratch encoders: the event, its interned data, one annotation, text */
     prs_pb te, id, txt, un, isc;
-    prs_pb lvl[MAX_DEPTH + 1];  /* lvl[d]: the annotation being built at nesting depth d */
+    /* the last long args texts and their encoded annotations (annotations_cached) */
+    struct args_enc { char *text; unsigned char *enc; int len; size_t nenc, captext, capenc; uint32_t seq; } enc[ARGS_RECENT];
+    int enc_next;
     prs_pft_stats st;
 };
 
+/* A hash of n bytes, 8 at a time (the interned texts are hashed on every
+ * record: byte-at-a-time FNV was a tenth of the writer's time). */
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ULL;
-    return h;
+    uint64_t w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 32);
 }
 
 /* ------------------------------------------------------------- output */
@@ -590,6 +605,16 @@ static const char *skip_value(const char *s, const char *e)
     return s;
 }
 
+/* Whether s (n bytes) is printable ASCII and so already a clean protobuf
+ * string (the common case: the slow path copies and checks UTF-8). */
+static int plain(const char *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        if ((unsigned char)s[i] - 1u >= 0x7fu)
+            return 0;
+    return 1;
+}
+
 /* Text s (n bytes) as valid UTF-8 into p->txt (invalid bytes -> U+FFFD,
  * as chrome_tracing.json has them): protobuf strings must be UTF-8. */
 static void utf8_clean(prs_pft *p, const char *s, int n)
@@ -611,18 +636,24 @@ static void utf8_clean(prs_pft *p, const char *s, int n)
     }
 }
 
-/* A JSON string's text (between its quotes), unescaped and clean, into p->txt. */
-static void json_text(prs_pft *p, const char *s, int n, int esc)
+/* The clean text of s (n bytes; esc: it has JSON escapes): s itself when
+ * plain, else unescaped / cleaned into p->txt. *out valid until the next call. */
+static int clean_text(prs_pft *p, const char *s, int n, int esc, const char **out)
 {
-    if (!esc) {
-        utf8_clean(p, s, n);
-        return;
+    if (!esc && plain(s, n)) {
+        *out = s;
+        return n;
     }
-    prs_str js = {s, n, 1};
-    p->un.n = 0;
-    pb_reserve(&p->un, (size_t)n + 1);
-    int len = prs_str_copy(js, (char *)p->un.b, n + 1);
-    utf8_clean(p, (const char *)p->un.b, len);
+    if (esc) {
+        prs_str js = {s, n, 1};
+        p->un.n = 0;
+        pb_reserve(&p->un, (size_t)n + 1);
+        n = prs_str_copy(js, (char *)p->un.b, n + 1);
+        s = (const char *)p->un.b;
+    }
+    utf8_clean(p, s, n);
+    *out = (const char *)p->txt.b;
+    return (int)p->txt.n;
 }
 
 /* A string value of annotation m: interned when frequent or long. */
@@ -645,143 +676,193 @@ static void annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
         pb_bytes(m, DA_NAME, key, (size_t)kn);
 }
 
-static void put_value(prs_pft *p, prs_pb *m, const char *v, const char *ve, int depth);
-
-/* The members of object v..ve as dict_entries of m (depth: m's). */
-static void put_object(prs_pft *p, prs_pb *m, const char *v, const char *ve, int depth)
+/* s at a string's opening quote: its name fields (a key) into m; returns
+ * the byte after the closing quote. */
+static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e)
 {
-    prs_pb *e = &p->lvl[depth + 1];
-    const char *s = ws(v + 1, ve);
-    while (s < ve && *s == '"') {
-        int esc = 0;
-        const char *k0 = s + 1, *k1 = skip_str(s, ve, &esc);
-        json_text(p, k0, (int)(k1 - 1 - k0), esc);
-        e->n = 0;
-        annot_name(p, e, (const char *)p->txt.b, (int)p->txt.n);
-        s = ws(k1, ve);
-        if (s >= ve || *s != ':')
-            return;
-        s = ws(s + 1, ve);
-        const char *v1 = skip_value(s, ve);
-        put_value(p, e, s, v1, depth + 1);
-        pb_msg(m, DA_DICT, e);
-        s = ws(v1, ve);
-        if (s < ve && *s == ',')
-            s = ws(s + 1, ve);
-    }
+    int esc = 0;
+    const char *k1 = skip_str(s, e, &esc), *k;
+    int kn = clean_text(p, s + 1, (int)(k1 - 1 - (s + 1)), esc, &k);
+    annot_name(p, m, k, kn);
+    return k1;
 }
 
-/* The elements of array v..ve as array_values of m. */
-static void put_array(prs_pft *p, prs_pb *m, const char *v, const char *ve, int depth)
+static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth);
+
+/* Object v..e (v at '{') as dict_entries of m, each an annotation written
+ * in place; returns the byte after its '}'. */
+static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
 {
-    prs_pb *e = &p->lvl[depth + 1];
-    const char *s = ws(v + 1, ve);
-    while (s < ve && *s != ']') {
-        const char *v1 = skip_value(s, ve);
+    const char *s = ws(v + 1, e);
+    while (s < e && *s == '"') {
+        size_t at = pb_open(m, DA_DICT);
+        s = ws(put_key(p, m, s, e), e);
+        if (s >= e || *s != ':') {
+            pb_close(m, at);
+            return e;
+        }
+        s = put_value(p, m, ws(s + 1, e), e, depth + 1);
+        pb_close(m, at);
+        s = ws(s, e);
+        if (s < e && *s == ',')
+            s = ws(s + 1, e);
+    }
+    return s < e ? s + 1 : e;
+}
+
+/* Array v..e (v at '[') as array_values of m; returns the byte after ']'. */
+static const char *put_array(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
+{
+    const char *s = ws(v + 1, e);
+    while (s < e && *s != ']') {
+        size_t at = pb_open(m, DA_ARRAY);
+        const char *v1 = put_value(p, m, s, e, depth + 1);
+        pb_close(m, at);
         if (v1 == s)
-            return; /* not a value: malformed (valid said otherwise) */
-        e->n = 0;
-        put_value(p, e, s, v1, depth + 1);
-        pb_msg(m, DA_ARRAY, e);
-        s = ws(v1, ve);
-        if (s < ve && *s == ',')
-            s = ws(s + 1, ve);
+            return e; /* not a value: malformed (valid said otherwise) */
+        s = ws(v1, e);
+        if (s < e && *s == ',')
+            s = ws(s + 1, e);
     }
+    return s < e ? s + 1 : e;
 }
 
-/* Whether object/array v..ve has no member (`{}`, `[ ]`). */
-static int empty(const char *v, const char *ve) { return ws(v + 1, ve) >= ve - 1; }
-
-/* The value v..ve (JSON text) as the value fields of annotation m. */
-static void put_value(prs_pft *p, prs_pb *m, const char *v, const char *ve, int depth)
+/* Whether the object/array at v has no member (`{}`, `[ ]`). */
+static int empty(const char *v, const char *e)
 {
-    int vn = (int)(ve - v);
+    const char *s = ws(v + 1, e);
+    return s < e && (*s == '}' || *s == ']');
+}
+
+/* Digits of a JSON integer (n < 19) as int64. */
+static int64_t digits(const char *v, int n)
+{
+    int neg = *v == '-';
+    uint64_t u = 0;
+    for (int i = neg; i < n; i++)
+        u = u * 10 + (uint64_t)(v[i] - '0');
+    return neg ? -(int64_t)u : (int64_t)u;
+}
+
+/* The JSON value at v (within e) as the value fields of annotation m, in
+ * one pass; returns the byte after it. */
+static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
+{
+    if (v >= e)
+        return e;
     if (*v == '"') {
         int esc = 0;
-        skip_str(v, ve, &esc);
-        json_text(p, v + 1, vn >= 2 ? vn - 2 : 0, esc);
-        str_value(p, m, (const char *)p->txt.b, (int)p->txt.n); /* intern() keeps off p->txt */
-    } else if ((*v == '{' || *v == '[') && depth < MAX_DEPTH && !empty(v, ve)) {
-        if (*v == '{')
-            put_object(p, m, v, ve, depth);
-        else
-            put_array(p, m, v, ve, depth);
-    } else if (*v == '{' || *v == '[') {
-        utf8_clean(p, v, vn);
-        pb_bytes(m, DA_JSON, p->txt.b, p->txt.n);
+        const char *ve = skip_str(v, e, &esc), *t;
+        int tn = clean_text(p, v + 1, (int)(ve - 1 - (v + 1)), esc, &t);
+        str_value(p, m, t, tn); /* intern() keeps off p->txt */
+        return ve;
+    }
+    if ((*v == '{' || *v == '[') && depth < MAX_DEPTH && !empty(v, e))
+        return *v == '{' ? put_object(p, m, v, e, depth) : put_array(p, m, v, e, depth);
+    const char *ve = skip_value(v, e);
+    int vn = (int)(ve - v);
+    if (*v == '{' || *v == '[') {
+        const char *t;
+        int tn = clean_text(p, v, vn, 0, &t);
+        pb_bytes(m, DA_JSON, t, (size_t)tn);
     } else if (*v == 't' || *v == 'f') {
         pb_uint(m, DA_BOOL, *v == 't');
     } else if (*v == 'n') {
         pb_bytes(m, DA_JSON, "null", 4);
     } else {
-        char num[64];
         int integral = vn > 0 && vn < 19;
         for (int i = 0; i < vn && integral; i++)
             integral = (v[i] >= '0' && v[i] <= '9') || (i == 0 && v[i] == '-' && vn > 1);
-        if (vn < (int)sizeof num) {
+        char num[64];
+        if (integral) {
+            pb_uint(m, DA_INT, (uint64_t)digits(v, vn));
+        } else if (vn < (int)sizeof num) {
             memcpy(num, v, (size_t)vn);
             num[vn] = 0;
-        }
-        if (integral) {
-            pb_uint(m, DA_INT, (uint64_t)strtoll(num, NULL, 10));
-        } else if (vn < (int)sizeof num) {
             pb_double(m, DA_DOUBLE, strtod(num, NULL));
         } else {
-            utf8_clean(p, v, vn);
-            pb_bytes(m, DA_JSON, p->txt.b, p->txt.n);
+            const char *t;
+            int tn = clean_text(p, v, vn, 0, &t);
+            pb_bytes(m, DA_JSON, t, (size_t)tn);
         }
     }
+    return ve;
 }
 
-/* One top-level debug annotation: name (n bytes, clean), value v..ve. */
-static void annotation(prs_pft *p, const char *key, int kn, const char *v, const char *ve)
-{
-    prs_pb *m = &p->lvl[0];
-    m->n = 0;
-    annot_name(p, m, key, kn);
-    put_value(p, m, v, ve, 0);
-    pb_msg(&p->te, TE_ANNOT, m);
-}
-
+/* The args text as debug annotations of the event in p->te, written in
+ * place (pb_open/pb_close): one per top-level key. */
 static void annotations(prs_pft *p, const char *args, int len, int valid)
 {
     const char *s = args, *e = args + len;
+    prs_pb *m = &p->te;
     if (!valid) {
-        utf8_clean(p, args, len);
-        prs_pb *m = &p->lvl[0];
-        m->n = 0;
+        const char *t;
+        int tn = clean_text(p, args, len, 0, &t);
+        size_t at = pb_open(m, TE_ANNOT);
         annot_name(p, m, "raw", 3);
-        pb_bytes(m, DA_STRING, p->txt.b, p->txt.n);
-        pb_msg(&p->te, TE_ANNOT, m);
+        pb_bytes(m, DA_STRING, t, (size_t)tn);
+        pb_close(m, at);
         return;
     }
     s = ws(s, e);
     if (s >= e || *s != '{')
         return;
-    s++;
-    char key[IN_MAXLEN * 2];
-    for (;;) {
+    s = ws(s + 1, e);
+    while (s < e && *s == '"') {
+        size_t at = pb_open(m, TE_ANNOT);
+        s = ws(put_key(p, m, s, e), e);
+        if (s >= e || *s != ':') {
+            pb_close(m, at);
+            return;
+        }
+        s = put_value(p, m, ws(s + 1, e), e, 0);
+        pb_close(m, at);
         s = ws(s, e);
-        if (s >= e || *s != '"')
-            return;
-        int esc = 0;
-        const char *k0 = s + 1, *k1 = skip_str(s, e, &esc);
-        json_text(p, k0, (int)(k1 - 1 - k0), esc);
-        int kn = (int)p->txt.n < (int)sizeof key ? (int)p->txt.n : (int)sizeof key - 1;
-        memcpy(key, p->txt.b, (size_t)kn);
-        s = ws(k1, e);
-        if (s >= e || *s != ':')
-            return;
-        s = ws(s + 1, e);
-        if (s >= e)
-            return;
-        const char *v1 = skip_value(s, e);
-        annotation(p, key, kn, s, v1);
-        s = ws(v1, e);
-        if (s >= e || *s != ',')
-            return;
-        s++;
+        if (s < e && *s == ',')
+            s = ws(s + 1, e);
     }
+}
+
+/* The annotations of args, from the encoding of an equal long text met
+ * recently on this sequence when there is one: a step's rid list comes
+ * three times (schedule, execution, forward), and the ids its encoding
+ * uses stay defined for the whole sequence (the trace processor keeps
+ * every interned entry; only our caches forget). */
+static void annotations_cached(prs_pft *p, const char *args, int len, int valid)
+{
+    if (len < ARGS_CACHE_MIN || !valid) {
+        annotations(p, args, len, valid);
+        return;
+    }
+    for (int i = 0; i < ARGS_RECENT; i++) {
+        struct args_enc *c = &p->enc[i];
+        if (c->seq == p->seq && c->len == len && memcmp(c->text, args, (size_t)len) == 0) {
+            pb_reserve(&p->te, c->nenc);
+            memcpy(p->te.b + p->te.n, c->enc, c->nenc);
+            p->te.n += c->nenc;
+            return;
+        }
+    }
+    size_t at = p->te.n;
+    annotations(p, args, len, valid);
+    struct args_enc *c = &p->enc[p->enc_next];
+    p->enc_next = (p->enc_next + 1) % ARGS_RECENT;
+    size_t nenc = p->te.n - at;
+    if ((size_t)len > c->captext) {
+        free(c->text);
+        c->captext = (size_t)len;
+        c->text = malloc(c->captext);
+    }
+    if (nenc > c->capenc) {
+        free(c->enc);
+        c->capenc = nenc;
+        c->enc = malloc(c->capenc);
+    }
+    memcpy(c->text, args, (size_t)len);
+    memcpy(c->enc, p->te.b + at, nenc);
+    c->len = len;
+    c->nenc = nenc;
+    c->seq = p->seq;
 }
 
 /* ------------------------------------------------------------- API */
@@ -858,7 +939,7 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
     pb_uint(&p->te, TE_TRACK, uuid);
     name_cat(p, name ? name : "", cat);
     if (len > 0)
-        annotations(p, args, len, valid);
+        annotations_cached(p, args, len, valid);
     for (int i = 0; i < nflows; i++)
         pb_fixed64(&p->te, TE_FLOWS, flows[i]);
     for (int i = 0; i < nterm; i++)
@@ -975,8 +1056,10 @@ static void release(prs_pft *p)
     pb_free(&p->te);
     pb_free(&p->id);
     pb_free(&p->isc);
-    for (int i = 0; i <= MAX_DEPTH; i++)
-        pb_free(&p->lvl[i]);
+    for (int i = 0; i < ARGS_RECENT; i++) {
+        free(p->enc[i].text);
+        free(p->enc[i].enc);
+    }
     pb_free(&p->txt);
     pb_free(&p->un);
     free(p->path);
