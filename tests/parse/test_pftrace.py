@@ -189,6 +189,28 @@ class DemoLike(Base, unittest.TestCase):
         self.assertLess(os.path.getsize(self.path) * 3, js)
 
 
+class JsonSizeNote(unittest.TestCase):
+    """A big chrome_tracing.json makes parse point at --format perfetto,
+    with an estimate; a parse that writes trace.pftrace does not. The
+    threshold (300 MB) is lowered by SERVPROF_PARSE_JSON_NOTE_MB here."""
+
+    def test_note(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            inp = os.path.join(tmp, "in")
+            servelike.build(inp)
+            os.environ["SERVPROF_PARSE_JSON_NOTE_MB"] = "0.1"
+            try:
+                p = run_parse(inp, os.path.join(tmp, "a"), "--format", "json")
+                self.assertRegex(p.stderr, r"chrome_tracing.json is 0 MB.*--format perfetto.*about 0 MB")
+                p = run_parse(inp, os.path.join(tmp, "b"), "--format", "json", "--format", "perfetto")
+                self.assertNotIn("--format perfetto", p.stderr)
+                os.environ["SERVPROF_PARSE_JSON_NOTE_MB"] = "1000"
+                p = run_parse(inp, os.path.join(tmp, "c"), "--format", "json")
+                self.assertNotIn("--format perfetto", p.stderr)
+            finally:
+                del os.environ["SERVPROF_PARSE_JSON_NOTE_MB"]
+
+
 class PdRun(Base, unittest.TestCase):
     build = staticmethod(build_pd)
 

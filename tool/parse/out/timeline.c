@@ -814,6 +814,19 @@ void prs_timeline_activity(prs_timeline *t, char *const *paths, int n)
         activity_store(t, paths[i], i);
 }
 
+/* trace.pftrace's size per byte of chrome_tracing.json, for the note
+ * below (docs/benchmarks.md, "trace.pftrace": 0.30-0.33 measured). */
+#define PFT_PER_JSON 0.33
+
+/* The JSON size above which parse suggests --format perfetto: 300 MB
+ * (SERVPROF_PARSE_JSON_NOTE_MB overrides it, for the tests). */
+static double json_note_bytes(void)
+{
+    const char *e = getenv("SERVPROF_PARSE_JSON_NOTE_MB");
+    double mb = e && *e ? atof(e) : 300;
+    return mb * 1e6;
+}
+
 int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
 {
     if (!t)
@@ -828,6 +841,7 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
         process_meta(t, prs_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
     }
     int rc = 0;
+    int perfetto_written = t->pf != NULL;
     if (t->pf) {
         prs_pft_stats ps = prs_pft_stats_of(t->pf);
         if (ps.unnested)
@@ -844,7 +858,14 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
     }
     if (t->f) {
         W_LIT(t->f, "\n]}\n");
+        double bytes = (double)t->f->handovers * PRS_DW_BUF + (double)t->f->n;
         int err = prs_dw_close(t->f->dw, t->f->n);
+        if (!err && !perfetto_written && bytes > json_note_bytes())
+            prs_log(PRS_INFO, "chrome_tracing.json is %.0f MB: trace viewers load a JSON trace this big slowly or "
+                    "not at all (chrome://tracing gives up near 500 MB); --format perfetto writes the same "
+                    "timeline as trace.pftrace, Perfetto's protobuf trace, about %.0f MB for this run "
+                    "(%.2f of the JSON's size, as measured in docs/benchmarks.md)",
+                    bytes / 1e6, bytes * PFT_PER_JSON / 1e6, PFT_PER_JSON);
         if (err) {
             prs_log(PRS_ERROR, "writing %s failed: %s; the incomplete file is removed", t->path, strerror(err));
             prs_dw_remove(t->path); /* a cut-off trace does not load anyway */
