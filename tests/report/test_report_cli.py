@@ -112,6 +112,26 @@ class ReportCli(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out("nope.html")))
 
     # ------------------------------------------------------------ inputs
+    def test_links_the_timeline_beside_it(self):
+        """A parse output's trace.pftrace and chrome_tracing.json are linked
+        from the page: by bare name when the page sits beside them, else by a
+        file:// URL; raw input has none."""
+        parsed = self.out("with-pftrace")
+        subprocess.run([CLI, "parse", "-i", self.raw, "-o", parsed, "--quiet", "--format", "db", "--format",
+                        "json", "--format", "perfetto"], check=True, capture_output=True, timeout=300)
+        report("-i", parsed, "-o", os.path.join(parsed, "report.html"))
+        d, html = page_data(os.path.join(parsed, "report.html"))
+        tl = d["runs"][0]["timeline"]
+        self.assertEqual([t["file"] for t in tl], ["trace.pftrace", "chrome_tracing.json"])
+        self.assertEqual(tl[0]["href"], "trace.pftrace")
+        self.assertEqual(tl[0]["bytes"], os.path.getsize(os.path.join(parsed, "trace.pftrace")))
+        self.assertIn("timeline-links", html)
+        report("-i", parsed, "-o", self.out("elsewhere.html"))
+        tl = page_data(self.out("elsewhere.html"))[0]["runs"][0]["timeline"]
+        self.assertEqual(tl[0]["href"], "file://" + os.path.realpath(os.path.join(parsed, "trace.pftrace")))
+        report("-i", self.raw, "-o", self.out("raw-links.html"))
+        self.assertIsNone(page_data(self.out("raw-links.html"))[0]["runs"][0].get("timeline"))
+
     def test_raw_and_parsed_inputs_agree(self):
         tmp = self.out("tmpdir")
         os.makedirs(tmp, exist_ok=True)

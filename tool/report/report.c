@@ -165,13 +165,53 @@ static void attach_breakdown(json_t *db, json_t *analyze)
     json_object_del(json_object_get(analyze, "ttft_breakdown"), "requests");
 }
 
-static json_t *run_json(run *r, const char *label, int buckets)
+/* The timeline files beside a parse output's profiler.db, for the page's
+ * links: [{file, href, bytes}], trace.pftrace first (the one a viewer opens
+ * whatever the run's length). href is the bare name when the page is
+ * written into the same folder (the link survives moving both), else a
+ * file:// URL of the absolute path. NULL when there is none (raw input). */
+static json_t *timeline_links(const run *r, const char *page)
+{
+    static const char *const files[] = {"trace.pftrace", "chrome_tracing.json"};
+    if (!r->db[0])
+        return NULL;
+    char dir[4096], pdir[4096], page_copy[4096];
+    if (!realpath(r->dir, dir))
+        return NULL;
+    snprintf(page_copy, sizeof page_copy, "%s", page);
+    char *slash = strrchr(page_copy, '/');
+    if (slash)
+        *slash = 0;
+    int same = realpath(slash ? page_copy : ".", pdir) && strcmp(pdir, dir) == 0;
+    json_t *a = json_array();
+    for (int i = 0; i < 2; i++) {
+        char path[4200], href[4300];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (same)
+            snprintf(href, sizeof href, "%s", files[i]);
+        else
+            snprintf(href, sizeof href, "file://%s", path);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "file", files[i], "href", href,
+                                           "bytes", (json_int_t)sb.st_size));
+    }
+    if (json_array_size(a) == 0) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static json_t *run_json(run *r, const char *label, int buckets, const char *page)
 {
     json_t *db = rpt_rows_json(r->rows, buckets);
     if (!db)
         return NULL;
     attach_breakdown(db, r->analyze);
-    return json_pack("{s:s, s:s, s:O?, s:o}", "label", label, "input", r->input, "analyze", r->analyze, "db", db);
+    return json_pack("{s:s, s:s, s:O?, s:o, s:o?}", "label", label, "input", r->input, "analyze", r->analyze,
+                     "db", db, "timeline", timeline_links(r, page));
 }
 
 /* The last `parts` components of a path, without trailing slashes, into b. */
@@ -202,11 +242,11 @@ int rpt_run(const rpt_opts *o)
         goto out;
     rc = 1;
     runs = json_array();
-    json_t *ra = run_json(&a, "A", o->buckets);
+    json_t *ra = run_json(&a, "A", o->buckets, o->output);
     if (!ra || json_array_append_new(runs, ra) != 0)
         goto out;
     if (o->compare) {
-        json_t *rb = run_json(&b, "B", o->buckets);
+        json_t *rb = run_json(&b, "B", o->buckets, o->output);
         if (!rb || json_array_append_new(runs, rb) != 0)
             goto out;
         if (o->compare_json) {

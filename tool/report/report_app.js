@@ -61,6 +61,28 @@
     parts.push(`${num(a.db.duration_s, 1)} s, ${num(a.db.requests || 0, 0)} requests`);
     parts.push(`servprof ${D.servprof}, uPlot ${D.uplot}`);
     $('subtitle').textContent = parts.join(' · ');
+    /* The timeline beside a parsed run: trace.pftrace opens in
+     * https://ui.perfetto.dev (Open trace file), chrome_tracing.json too. */
+    const links = RUNS.filter(r => r.timeline && r.timeline.length);
+    if (links.length) {
+      const div = document.createElement('div');
+      div.className = 'sub';
+      div.id = 'timeline-links';
+      div.append('Timeline: ');
+      links.forEach((r, i) => {
+        if (i) div.append(' · ');
+        if (RUNS.length > 1) div.append(`${r.label}: `);
+        r.timeline.forEach((t, k) => {
+          if (k) div.append(', ');
+          const a = document.createElement('a');
+          a.href = t.href;
+          a.textContent = `${t.file} (${num(t.bytes / 1048576, 1)} MiB)`;
+          div.append(a);
+        });
+      });
+      div.append(' — open it in https://ui.perfetto.dev');
+      $('subtitle').after(div);
+    }
   }
 
   const CARDS = [
