@@ -27,8 +27,15 @@
  * can guess from the first rows, on the store's very last row: the worst
  * case of the parse's restart in exact mode (docs/parse.md, "Streaming").
  *
+ * With --big-args MB the engine store gets one span whose args carry a
+ * string of MB megabytes; with --big-rids N one schedule step whose rid
+ * list has N entries (N requests of their own): the inputs of the
+ * per-record limits (docs/parse.md, "Limits"; peak RSS measured with
+ * /usr/bin/time -v in docs/benchmarks.md).
+ *
  * usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D]
  *                    [--bin PATH/servprof] [--format ...] [--analyze] [--late-span]
+ *                    [--big-args MB] [--big-rids N]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -133,7 +140,33 @@ static int rid_list(char *buf, size_t cap, long long first, int n, int iter, int
     return (int)o;
 }
 
-static int generate(const char *dir, long long nreq, int tokens, int batch, int late_span)
+/* The rows of --big-args / --big-rids, in the engine store at ts. */
+static void big_rows(store *en, int64_t ts, long long big_args_mb, long long big_rids)
+{
+    if (big_args_mb > 0) {
+        size_t n = (size_t)big_args_mb << 20;
+        char *a = malloc(n + 64);
+        size_t o = (size_t)snprintf(a, n + 64, "{\"type\":2,\"blob\":\"");
+        memset(a + o, 'x', n);
+        o += n;
+        memcpy(a + o, "\"}", 3);
+        row(en, ts, MS, "bigArgs", "Server", 2006, a);
+        free(a);
+    }
+    if (big_rids > 0) {
+        size_t cap = (size_t)big_rids * 80 + 64, o;
+        char *a = malloc(cap);
+        o = (size_t)snprintf(a, cap, "{\"type\":2,\"rid\":[");
+        for (long long i = 0; i < big_rids; i++)
+            o += (size_t)snprintf(a + o, cap - o, "%s{\"rid\":\"big-%lld\",\"iter\":0,\"type\":0}", i ? "," : "", i);
+        snprintf(a + o, cap - o, "],\"batch_type\":\"Prefill\",\"batch_size\":%lld}", big_rids);
+        row(en, ts + 2 * MS, MS, "batchFrameworkProcessing", "BatchSchedule", 2002, a);
+        free(a);
+    }
+}
+
+static int generate(const char *dir, long long nreq, int tokens, int batch, int late_span, long long big_args_mb,
+                    long long big_rids)
 {
     char p1[4200], p2[4200];
     if (strlen(dir) > 4096) {
@@ -212,6 +245,7 @@ static int generate(const char *dir, long long nreq, int tokens, int batch, int 
     }
     if (late_span)
         row(&en, T0 - MS, t - T0 + MS, "serverLifetime", "Server", 2005, "{\"type\":2}");
+    big_rows(&en, t, big_args_mb, big_rids);
     free(buf);
     long long total = fe.rows + en.rows;
     close_store(&fe);
@@ -235,6 +269,7 @@ int main(int argc, char **argv)
         snprintf(bin, sizeof bin, "servprof");
     const char *extra[8] = {0};
     int nextra = 0, regen = 0, analyze = 0, late_span = 0;
+    long long big_args_mb = 0, big_rids = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--requests") && i + 1 < argc)
             nreq = atoll(argv[++i]);
@@ -252,13 +287,18 @@ int main(int argc, char **argv)
             analyze = 1;
         else if (!strcmp(argv[i], "--late-span"))
             late_span = 1;
+        else if (!strcmp(argv[i], "--big-args") && i + 1 < argc)
+            big_args_mb = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--big-rids") && i + 1 < argc)
+            big_rids = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--format")) {
             extra[nextra++] = "--format";
             while (i + 1 < argc && argv[i + 1][0] != '-' && nextra < 7)
                 extra[nextra++] = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D] [--bin servprof]"
-                            " [--format csv json db] [--regenerate] [--analyze] [--late-span]\n");
+                            " [--format csv json db perfetto] [--regenerate] [--analyze] [--late-span]"
+                            " [--big-args MB] [--big-rids N]\n");
             return 2;
         }
     }
@@ -270,7 +310,8 @@ int main(int argc, char **argv)
     snprintf(in, sizeof in, "%s/in", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(stamp, sizeof stamp, "%s/in/params", dir);
-    snprintf(want, sizeof want, "%lld %d %d v1%s\n", nreq, tokens, batch, late_span ? " late" : "");
+    snprintf(want, sizeof want, "%lld %d %d v1%s big %lld %lld\n", nreq, tokens, batch, late_span ? " late" : "",
+             big_args_mb, big_rids);
     mkdir(dir, 0755);
     mkdir(in, 0755);
     char have[128] = "";
@@ -283,7 +324,7 @@ int main(int argc, char **argv)
     if (regen || strcmp(have, want) != 0) {
         double g0 = now_s();
         unlink(stamp);
-        if (generate(in, nreq, tokens, batch, late_span) != 0)
+        if (generate(in, nreq, tokens, batch, late_span, big_args_mb, big_rids) != 0)
             return 1;
         f = fopen(stamp, "w");
         if (f) {

@@ -104,6 +104,17 @@ static void warn_dropped_values(const prs_model *m, prs_store **stores, int n)
             prs_log(PRS_WARNING, "store %s: %lld record(s) had an absurd duration (over %.1f years, or ending "
                     "past the year 2262); they are read as events (duration 0)", stores[i]->path,
                     stores[i]->absurd_dur, (double)PRS_MAX_DUR_NS / 1e9 / 86400 / 365.25);
+    for (int i = 0; i < n; i++) {
+        const prs_argcap *c = &stores[i]->argcap;
+        if (c->cut_args)
+            prs_log(PRS_WARNING, "store %s: %lld record(s) had args over %d bytes (the longest %lld); each was "
+                    "cut to the members that fit, marked \"servprof_cut\" in its args (docs/parse.md, \"Limits\")",
+                    stores[i]->path, c->cut_args, PRS_ARGS_MAX, c->max_len);
+        if (c->cut_rids)
+            prs_log(PRS_WARNING, "store %s: %lld record(s) had a rid list over %d entries (the longest %lld); "
+                    "each kept its first %d, marked \"servprof_cut\" in its args (docs/parse.md, \"Limits\")",
+                    stores[i]->path, c->cut_rids, PRS_RIDS_MAX, c->max_rids, PRS_RIDS_MAX);
+    }
     long long range = m->args.range_errors + m->args_cache.range_errors;
     if (range)
         prs_log(PRS_WARNING, "%lld numeric value(s) in args were out of range (beyond 2^53, infinite, or an "

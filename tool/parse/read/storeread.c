@@ -697,6 +697,7 @@ static void read_cur(prs_store *s, prs_rec *r)
         r->args_len = w->args_len;
         r->pid = w->pid;
         r->tid = w->tid;
+        prs_argcap_apply(&s->argcap, &r->args, &r->args_len);
         return;
     }
     r->ts = sqlite3_column_int64(st, 0);
@@ -719,6 +720,7 @@ static void read_cur(prs_store *s, prs_rec *r)
         r->args = "{}";
         r->args_len = 2;
     }
+    prs_argcap_apply(&s->argcap, &r->args, &r->args_len);
     if (r->dur < 0)
         r->dur = 0;
     if (dur_absurd(r->ts, r->dur)) {
@@ -842,6 +844,7 @@ void prs_store_close(prs_store *s)
     free(s->hostname);
     free(s->process_name);
     free(s->legacy_buf);
+    prs_argcap_free(&s->argcap);
     free(s->row);
     prs_reorder_free(s->rb);
     for (int i = 0; i < s->nthreads; i++)

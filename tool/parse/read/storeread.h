@@ -22,6 +22,8 @@ typedef struct prs_parse_ctx {
     int nscans;           /* raw scans open now (rawscan.c): they share one chunk budget */
 } prs_parse_ctx;
 
+#include "argcap.h"
+
 typedef struct prs_store {
     int index;            /* position in the merge, 0.. */
     prs_parse_ctx *ctx;   /* the parse it belongs to (not owned) */
@@ -63,6 +65,7 @@ typedef struct prs_store {
     long long *thread_tids;
     char **thread_names;
     int64_t clock_shift;  /* ns added to every timestamp: the host's clock offset, negated (clockalign.c) */
+    prs_argcap argcap;    /* args over the limits, cut as they are read (argcap.c); its counts */
 } prs_store;
 /* The name the store gives thread tid, or NULL. */
 const char *prs_store_thread_name(const prs_store *s, long long tid);
