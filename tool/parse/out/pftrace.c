@@ -53,13 +53,18 @@
  * direct-mapped cache made two hot keys that share a slot evict each
  * other on every record.) Ids are per sequence.
  *
- * Hand-encoded, not protobuf-c: the format used is five messages and
- * three wire types (pbenc.h, ~100 lines); protobuf-c would build a
- * message tree per event (TracePacket -> TrackEvent -> DebugAnnotation[]
- * with their has_ flags), measure it (get_packed_size) and then pack it
- * — two walks and a dozen stores per field — and it would need the
- * 680 KB official .proto (or a hand-trimmed copy) compiled by protoc-c
- * at build time. Measured: docs/benchmarks.md ("trace.pftrace").
+ * Hand-encoded, not protobuf-c (Debian's libprotobuf-c): the format used
+ * is a handful of messages and three wire types (pbenc.h, ~130 lines).
+ * protobuf-c builds a message tree per event (TracePacket -> TrackEvent
+ * -> DebugAnnotation[] -> dict/array entries, each with its has_ flags),
+ * measures it (get_packed_size) and then packs it: two walks of the tree
+ * and a struct per nested value, where this file appends each field once
+ * as it reads the args. bench/pbenc/bench_pbenc.c encodes the same
+ * events (bench_parse's two dominant shapes) both ways into the same
+ * bytes: protobuf-c took 3.7-5.6x the time (docs/benchmarks.md, History,
+ * "trace.pftrace: hand encoder vs protobuf-c"). It would also need the
+ * 680 KB official .proto (or a trimmed copy) compiled by protoc-c at
+ * build time; the tests check the output against the official one.
  * The tests decode the output with the official definitions.
  */
 #include <errno.h>
@@ -1077,13 +1082,4 @@ int prs_pft_close(prs_pft *p)
         prs_dw_remove(p->path);
     release(p);
     return err;
-}
-
-void prs_pft_abort(prs_pft *p)
-{
-    if (!p)
-        return;
-    prs_dw_close(p->dw, 0);
-    prs_dw_remove(p->path);
-    release(p);
 }

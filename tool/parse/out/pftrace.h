@@ -45,7 +45,5 @@ prs_pft_stats prs_pft_stats_of(const prs_pft *p);
 /* Writes the pending ends, closes the file and frees p. 0, or the errno
  * of a failed write (the incomplete file is removed). NULL: no-op. */
 int prs_pft_close(prs_pft *p);
-/* Removes the incomplete file and frees p (a parse that failed). */
-void prs_pft_abort(prs_pft *p);
 
 #endif
