@@ -9,13 +9,13 @@ set -euo pipefail
 # Prometheus + promtool (live metrics scraped for real), PyTorch and aiohttp (the Python
 # engine and the torch profiler path), pandas, gcovr (coverage), venv/wheel (the Python wheel),
 # PyYAML (hook files, servprof.hooks), protoc + python3-protobuf (trace.pftrace decoded with
-# Perfetto's official .proto).
+# Perfetto's official .proto), protobuf-c (bench_pbenc: the pftrace encoder against it).
 PKGS=(build-essential cmake pkg-config git libsqlite3-dev sqlite3 libjansson-dev
       libmicrohttpd-dev python3 python3-setuptools python3-pip
       clang libclang-rt-14-dev chromium chromium-driver fonts-dejavu-core prometheus
       python3-torch python3-aiohttp python3-pandas python3-numpy python3-venv python3-wheel
       python3-yaml
-      gcovr protobuf-compiler python3-protobuf)
+      gcovr protobuf-compiler python3-protobuf protobuf-c-compiler libprotobuf-c-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
