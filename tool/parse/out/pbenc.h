@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
+
 typedef struct prs_pb { unsigned char *b; size_t n, cap; } prs_pb;
 
 enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2 };
@@ -32,10 +34,7 @@ static inline void pb_reserve(prs_pb *e, size_t k)
     size_t cap = e->cap ? e->cap : 256;
     while (cap < e->n + k)
         cap *= 2;
-    unsigned char *nb = realloc(e->b, cap);
-    if (!nb)
-        abort(); /* the parser's other buffers abort on OOM too (malloc never checked) */
-    e->b = nb;
+    e->b = prs_xrealloc(e->b, cap); /* the tool's out-of-memory policy: xalloc.h */
     e->cap = cap;
 }
 

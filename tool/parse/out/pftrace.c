@@ -77,6 +77,7 @@
 #include "fmt.h"
 #include "pbenc.h"
 #include "pftrace.h"
+#include "xalloc.h"
 
 /* Field numbers of perfetto_trace.proto (checked by the tests, which
  * decode with that file). */
@@ -359,7 +360,7 @@ static uint64_t intern_long(prs_pft *p, const char *s, int n)
     if (n > p->recent[i].cap) {
         free(p->recent[i].s);
         p->recent[i].cap = n;
-        p->recent[i].s = malloc((size_t)n);
+        p->recent[i].s = prs_xmalloc((size_t)n);
     }
     memcpy(p->recent[i].s, s, (size_t)n);
     p->recent[i].len = n;
@@ -428,21 +429,21 @@ static track *track_of(prs_pft *p, int kind, int pid, long long tid, const char 
     }
     if (p->ntracks == p->captracks) {
         p->captracks = p->captracks ? p->captracks * 2 : 64;
-        p->tracks = realloc(p->tracks, (size_t)p->captracks * sizeof *p->tracks);
+        p->tracks = prs_xrealloc(p->tracks, (size_t)p->captracks * sizeof *p->tracks);
     }
     track *t = &p->tracks[p->ntracks++];
     t->h = h;
     t->kind = kind;
     t->pid = pid;
     t->tid = tid;
-    t->name = name ? strdup(name) : NULL;
+    t->name = name ? prs_xstrdup(name) : NULL;
     t->uuid = p->next_uuid++;
     t->ends = NULL;
     t->nends = t->capends = 0;
     p->thash[i] = p->ntracks;
     if ((unsigned)p->ntracks * 2 > p->tslots) {
         unsigned ns = p->tslots * 2;
-        int *nh = calloc(ns, sizeof *nh);
+        int *nh = prs_xcalloc(ns, sizeof *nh);
         for (int k = 0; k < p->ntracks; k++) {
             unsigned j = (unsigned)p->tracks[k].h & (ns - 1);
             while (nh[j])
@@ -503,7 +504,7 @@ static void heap_push(prs_pft *p, pend e)
 {
     if (p->nheap == p->capheap) {
         p->capheap = p->capheap ? p->capheap * 2 : 64;
-        p->heap = realloc(p->heap, (size_t)p->capheap * sizeof *p->heap);
+        p->heap = prs_xrealloc(p->heap, (size_t)p->capheap * sizeof *p->heap);
     }
     int i = p->nheap++;
     while (i > 0 && pend_less(&e, &p->heap[(i - 1) / 2])) {
@@ -856,12 +857,12 @@ static void annotations_cached(prs_pft *p, const char *args, int len, int valid)
     if ((size_t)len > c->captext) {
         free(c->text);
         c->captext = (size_t)len;
-        c->text = malloc(c->captext);
+        c->text = prs_xmalloc(c->captext);
     }
     if (nenc > c->capenc) {
         free(c->enc);
         c->capenc = nenc;
-        c->enc = malloc(c->capenc);
+        c->enc = prs_xmalloc(c->capenc);
     }
     memcpy(c->text, args, (size_t)len);
     memcpy(c->enc, p->te.b + at, nenc);
@@ -874,9 +875,9 @@ static void annotations_cached(prs_pft *p, const char *args, int len, int valid)
 
 prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
 {
-    prs_pft *p = calloc(1, sizeof *p);
+    prs_pft *p = prs_xcalloc(1, sizeof *p);
     size_t len = strlen(dir) + 32;
-    p->path = malloc(len);
+    p->path = prs_xmalloc(len);
     snprintf(p->path, len, "%s/trace.pftrace", dir);
     p->dw = prs_dw_open(stage, p->path, PRS_DW_BUF);
     if (!p->dw) {
@@ -888,10 +889,10 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
     }
     p->b = prs_dw_buf(p->dw);
     for (int k = 0; k < IN_KINDS; k++)
-        p->in[k] = malloc(in_slots[k] * sizeof *p->in[k]);
+        p->in[k] = prs_xmalloc(in_slots[k] * sizeof *p->in[k]);
     reset_interning(p);
     p->tslots = 256;
-    p->thash = calloc(p->tslots, sizeof *p->thash);
+    p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
     p->next_uuid = 1;
     return p;
 }
@@ -963,7 +964,7 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
         }
         if (t->nends == t->capends) {
             t->capends = t->capends ? t->capends * 2 : 8;
-            t->ends = realloc(t->ends, (size_t)t->capends * sizeof *t->ends);
+            t->ends = prs_xrealloc(t->ends, (size_t)t->capends * sizeof *t->ends);
         }
         t->ends[t->nends++] = end;
         pend e = {end, ++p->order, uuid};

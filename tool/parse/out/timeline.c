@@ -563,7 +563,7 @@ void prs_timeline_flow_mark(prs_timeline *t, long long id)
         return;
     if (t->nmarks == t->capmarks) {
         t->capmarks = t->capmarks ? t->capmarks * 2 : 8;
-        t->marks = realloc(t->marks, (size_t)t->capmarks * sizeof *t->marks);
+        t->marks = prs_xrealloc(t->marks, (size_t)t->capmarks * sizeof *t->marks);
     }
     t->marks[t->nmarks++] = (uint64_t)id + 1; /* request roots start at 0; a flow id of 0 reads as unset */
 }

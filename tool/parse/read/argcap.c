@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "argcap.h"
+#include "xalloc.h"
 
 static const char *ws(const char *s, const char *e)
 {
@@ -105,7 +106,7 @@ int prs_argcap_apply(prs_argcap *c, const char **args, int *len)
     int over = *len > PRS_ARGS_MAX;
     if (!c->buf) {
         c->cap = PRS_ARGS_MAX + 1;
-        c->buf = malloc((size_t)c->cap);
+        c->buf = prs_xmalloc((size_t)c->cap);
     }
     const char *s = ws(s0, e);
     if (s >= e || *s != '{') {
