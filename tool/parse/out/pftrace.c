@@ -686,6 +686,14 @@ static void annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
  * the byte after the closing quote. */
 static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e)
 {
+    /* the common key, plain ASCII without escapes, found and checked in one pass */
+    const char *q = s + 1;
+    while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
+        q++;
+    if (q < e && *q == '"') {
+        annot_name(p, m, s + 1, (int)(q - (s + 1)));
+        return q + 1;
+    }
     int esc = 0;
     const char *k1 = skip_str(s, e, &esc), *k;
     int kn = clean_text(p, s + 1, (int)(k1 - 1 - (s + 1)), esc, &k);
@@ -757,6 +765,13 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
     if (v >= e)
         return e;
     if (*v == '"') {
+        const char *q = v + 1; /* plain ASCII without escapes: found and checked in one pass */
+        while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
+            q++;
+        if (q < e && *q == '"') {
+            str_value(p, m, v + 1, (int)(q - (v + 1)));
+            return q + 1;
+        }
         int esc = 0;
         const char *ve = skip_str(v, e, &esc), *t;
         int tn = clean_text(p, v + 1, (int)(ve - 1 - (v + 1)), esc, &t);
@@ -765,6 +780,21 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
     }
     if ((*v == '{' || *v == '[') && depth < MAX_DEPTH && !empty(v, e))
         return *v == '{' ? put_object(p, m, v, e, depth) : put_array(p, m, v, e, depth);
+    if ((*v >= '0' && *v <= '9') || *v == '-') {
+        /* an integer of up to 18 digits in one pass; anything else below */
+        const char *q = v + (*v == '-');
+        uint64_t u = 0;
+        int nd = 0;
+        while (q < e && *q >= '0' && *q <= '9' && nd < 19) {
+            u = u * 10 + (uint64_t)(*q++ - '0');
+            nd++;
+        }
+        if (nd && nd < 19 && (q == e || *q == ',' || *q == '}' || *q == ']' || *q == ' ' || *q == '\n' ||
+                              *q == '\t' || *q == '\r')) {
+            pb_uint(m, DA_INT, *v == '-' ? (uint64_t)(-(int64_t)u) : u);
+            return q;
+        }
+    }
     const char *ve = skip_value(v, e);
     int vn = (int)(ve - v);
     if (*v == '{' || *v == '[') {
