@@ -19,8 +19,9 @@
  * opens with SEQ_INCREMENTAL_STATE_CLEARED, trace_packet_defaults (the
  * incremental clock) and a ClockSnapshot mapping clock 64 to BOOTTIME and
  * REALTIME at the sequence's first timestamp (trace time = epoch ns: the
- * records' own clock). Packets using interned ids set
- * SEQ_NEEDS_INCREMENTAL_STATE. Incremental timestamps must not go back,
+ * records' own clock). Every event packet sets SEQ_NEEDS_INCREMENTAL_STATE
+ * (its timestamp is a delta on the sequence's clock; most use interned
+ * ids); descriptors need no state and set no flag. Incremental timestamps must not go back,
  * so an event earlier than the sequence's last one (device activity and
  * torch traces come after the records, each in its own time order) opens
  * a new sequence, whose interning starts afresh.
@@ -46,6 +47,9 @@
  * entry instead of its ~110 B of text, since its keys and its request
  * ids (repeated step after step) are ids. Past MAX_DEPTH, and for empty
  * ones, the JSON text (legacy_json_value). null is legacy_json "null".
+ * An args text equal to one of the last four long ones (a step's three
+ * spans carry the same text) reuses its encoded annotations: the ids in
+ * them stay defined for the whole sequence.
  *
  * Interning is by 4-way set-associative caches per kind (a set per hash,
  * the least recently used entry making room): memory is fixed, a name
@@ -61,11 +65,12 @@
  * and a struct per nested value, where this file appends each field once
  * as it reads the args. bench/pbenc/bench_pbenc.c encodes the same
  * events (bench_parse's two dominant shapes) both ways into the same
- * bytes: protobuf-c took 3.7-5.6x the time (docs/benchmarks.md, History,
- * "trace.pftrace: hand encoder vs protobuf-c"). It would also need the
- * 680 KB official .proto (or a trimmed copy) compiled by protoc-c at
- * build time; the tests check the output against the official one.
- * The tests decode the output with the official definitions.
+ * bytes: protobuf-c took 3.7-5.6x the time (docs/benchmarks.md,
+ * "trace.pftrace"). It would also need the 680 KB official .proto (or a
+ * trimmed copy) compiled by protoc-c at build time. The tests decode the
+ * output with the official definitions (tests/parse/test_pftrace.py).
+ *
+ * One writer per parse, used on the parse's thread only (not thread-safe).
  */
 #include <errno.h>
 #include <math.h>
