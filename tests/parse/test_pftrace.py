@@ -119,11 +119,30 @@ class Base:
         self.assertEqual(got, want)
 
 
+TORCH = ('{"schemaVersion":1,"baseTimeNanoseconds":%d,"traceEvents":['
+         '{"ph":"X","name":"aten::linear","ts":1000,"dur":300,"cat":"cpu_op","tid":1},'
+         '{"ph":"X","name":"aten::addmm","ts":1100,"dur":100,"cat":"cpu_op","tid":1,'
+         '"args":{"Input Dims":[[16],[2,16],[16,16]]}},'
+         '{"ph":"X","name":"torch_gemm","ts":1150,"dur":40,"cat":"kernel","tid":0}]}')
+
+
 class Timeline(Base, unittest.TestCase):
     @staticmethod
     def build(inp):
+        from fixtures import T0
         scenario.build(inp)
         activity_store(os.path.join(inp, "hostA", "Trace_Service", "ascend_service_profiler_hostA-200.db"))
+        with open(os.path.join(inp, "hostA", "Trace_Service", "torch_prof_hostA-200.json"), "w") as f:
+            f.write(TORCH % T0)
+
+    def test_torch_ops_on_their_lanes(self):
+        """Torch profiler ops come after the records, earlier in time: they are
+        slices of profiler.db too (so the equality above covers them) and sit
+        on lanes of their store's process."""
+        ops = [(self.lane(u)[0], n) for u, n, *_ in self.d.slices if n in ("aten::linear", "aten::addmm", "torch_gemm")]
+        self.assertEqual(len(ops), 3, ops)
+        self.assertEqual(len({pid for pid, _ in ops}), 1)
+        self.assertLess(ops[0][0], 100000)
 
     def test_kernels_and_api_on_their_lanes(self):
         dev = collections.Counter((self.lane(u)[0], n) for u, n, *_ in self.d.slices if self.lane(u)[0] >= 100000)
