@@ -13,6 +13,7 @@ stores (servelike.py, front end + engine), and a multi-process PD run
 (test_parse_pdsplit's front end, decode node and coordinator). A truncated
 file is rejected, so these checks can fail."""
 import collections
+import json
 import os
 import sqlite3
 import sys
@@ -206,6 +207,58 @@ class DemoLike(Base, unittest.TestCase):
         """The protobuf trace is far smaller than the JSON of the same run."""
         js = os.path.getsize(os.path.join(self.out, "chrome_tracing.json"))
         self.assertLess(os.path.getsize(self.path) * 3, js)
+
+
+class OddArgs(unittest.TestCase):
+    """Args of every shape arrive as the JSON timeline has them: escapes,
+    non-ASCII, deep nesting (past 8 levels as JSON text), empty objects and
+    arrays, null, booleans, big and negative integers, doubles; args that
+    are not JSON (or not UTF-8) as {"raw": text}, cleaned to UTF-8."""
+
+    def test_odd_args(self):
+        if P is None:
+            self.skipTest(WHY)
+        from fixtures import Store
+        deep = {"a": 1}
+        for _ in range(11):
+            deep = {"d": deep}
+        cases = {
+            "esc": {"s": "caf\u00e9 \"q\" \\ \n\t", "k\u00e9y": 1},
+            "deep": {"deep": deep},
+            "empty": {"o": {}, "a": [], "n": None, "t": True, "f": False},
+            "nums": {"big": 2 ** 62, "max": 2 ** 63 - 1, "min": -2 ** 63, "neg": -12345, "zero": 0,
+                     "d": 1.5e300, "e": 1e-7, "m": -0.25},
+            "mixed": {"l": [1, "two", [3, {"four": 4}], None, 2.5]},
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            s = Store(os.path.join(inp, "ms_service_odd.db"), "hostO", 900)
+            at = 0
+            for name, a in cases.items():
+                s.event(name, at, cat="Odd", **a)
+                at += 1
+            s.raw("notjson", ns_at(at), 0, "Odd", "{'single': quotes}")
+            s.raw("over", ns_at(at + 2), 0, "Odd", '{"v": 18446744073709551616}')
+            s.db.execute("INSERT INTO slice(timestamp, duration, name, depth, track_id, cat, args, end_time, pid, tid)"
+                         " VALUES (?, 0, 'badutf8', 0, 900, 'Odd', CAST(? AS TEXT), ?, 900, 900)",
+                         (ns_at(at + 1), b'{"x": "\xff\xfe"}', ns_at(at + 1)))
+            s.close()
+            path, db = parse_both(inp, out)
+            d = C.decode(path, P)
+            got = {n: a for _, n, _, _, a in d.instants}
+            for name, a in cases.items():
+                want = dict(a, type=0)
+                self.assertEqual(json.dumps(got[name], sort_keys=True), json.dumps(want, sort_keys=True), name)
+            self.assertEqual(got["notjson"], {"raw": "{'single': quotes}"})
+            self.assertEqual(got["badutf8"], {"raw": '{"x": "\ufffd\ufffd"}'})  # not UTF-8: cleaned
+            # past int64: a double, as a JSON reader makes of it
+            self.assertEqual(got["over"]["v"], float(2 ** 64))
+            db.close()
+
+
+def ns_at(ms):
+    from fixtures import ns
+    return ns(ms)
 
 
 class JsonSizeNote(unittest.TestCase):

@@ -786,17 +786,19 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
     if ((*v == '{' || *v == '[') && depth < MAX_DEPTH && !empty(v, e))
         return *v == '{' ? put_object(p, m, v, e, depth) : put_array(p, m, v, e, depth);
     if ((*v >= '0' && *v <= '9') || *v == '-') {
-        /* an integer of up to 18 digits in one pass; anything else below */
+        /* an integer that fits int64 in one pass (19 digits cannot overflow
+         * the uint64 accumulator); anything else below */
         const char *q = v + (*v == '-');
         uint64_t u = 0;
         int nd = 0;
-        while (q < e && *q >= '0' && *q <= '9' && nd < 19) {
+        while (q < e && *q >= '0' && *q <= '9' && nd < 20) {
             u = u * 10 + (uint64_t)(*q++ - '0');
             nd++;
         }
-        if (nd && nd < 19 && (q == e || *q == ',' || *q == '}' || *q == ']' || *q == ' ' || *q == '\n' ||
-                              *q == '\t' || *q == '\r')) {
-            pb_uint(m, DA_INT, *v == '-' ? (uint64_t)(-(int64_t)u) : u);
+        uint64_t lim = *v == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+        if (nd && nd < 20 && u <= lim &&
+            (q == e || *q == ',' || *q == '}' || *q == ']' || *q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')) {
+            pb_uint(m, DA_INT, *v == '-' ? 0 - u : u); /* two's complement, as int64 is encoded */
             return q;
         }
     }
