@@ -44,6 +44,17 @@ def require(tc):
                     "clickhouse-client; scripts/install-deps.sh installs them)")
 
 
+def main():
+    """unittest.main(), or exit 77 (ctest's SKIP_RETURN_CODE) when there is no ClickHouse."""
+    import sys
+    import unittest
+    if not available():
+        print("SKIP: clickhouse-server is not installed (Debian packages clickhouse-server "
+              "clickhouse-client; scripts/install-deps.sh installs them)")
+        sys.exit(77)
+    unittest.main()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -141,13 +152,15 @@ class Node:
             time.sleep(0.05)
 
     def ping(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=2)
         try:
-            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=2)
             c.request("GET", "/ping")
             r = c.getresponse()
             return r.status == 200 and r.read() == b"Ok.\n"
         except OSError:
             return False
+        finally:
+            c.close()
 
     def errors(self):
         out = []
@@ -183,9 +196,12 @@ class Node:
         auth = base64.b64encode(("default:" + pw).encode()).decode()
         c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=60 * SLACK)
         q = urllib.parse.urlencode({"query": sql})
-        c.request("POST", "/?" + q, body=data or b"", headers={"Authorization": "Basic " + auth})
-        r = c.getresponse()
-        body = r.read()
+        try:
+            c.request("POST", "/?" + q, body=data or b"", headers={"Authorization": "Basic " + auth})
+            r = c.getresponse()
+            body = r.read()
+        finally:
+            c.close()
         if check and r.status != 200:
             raise RuntimeError("ClickHouse %s: HTTP %d: %s\nquery: %s" % (self.name, r.status, body[:2000], sql))
         return body
