@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * chsource.h — analyze's figures computed by SQL in ClickHouse over what
+ * `servprof export` wrote (chsource.c says which figures and how).
+ */
+#ifndef SERVPROF_ANALYZE_CHSOURCE_H
+#define SERVPROF_ANALYZE_CHSOURCE_H
+
+#include <stdio.h>
+#include <jansson.h>
+
+/* The analyze document's run and headline for url (clickhouse://HOST:PORT/DB),
+ * limited to the exports of session when not NULL; the parts not computed are
+ * listed in its "not_covered". NULL with one line in err. The caller frees
+ * the document (json_decref). Password: SERVPROF_CLICKHOUSE_PASSWORD. */
+json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, size_t errcap);
+/* Its text form on f. */
+void sa_render_clickhouse_text(json_t *doc, FILE *f);
+
+#endif
