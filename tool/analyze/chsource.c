@@ -327,7 +327,7 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
             char c[400], ns[1000];
             numcol(x, "pd_split_communication", cols[k], c, sizeof c);
             ns_of(c, ns, sizeof ns);
-            n += (size_t)snprintf(sql + n, 65536 - n, "%sSELECT if(%s > 0, %s, 9223372036854775807) AS a, %s AS b FROM %s.pd_split_communication %s",
+            n += (size_t)snprintf(sql + n, 65536 - n, "%sSELECT if(%s > 0, %s, toInt64(9223372036854775807)) AS a, %s AS b FROM %s.pd_split_communication %s",
                                   k ? " UNION ALL " : "", ns, ns, ns, x->db, x->where);
         }
         snprintf(sql + n, 65536 - n, ") FORMAT TabSeparated");

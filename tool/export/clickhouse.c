@@ -50,6 +50,7 @@
 #include "discover.h"
 #include "export.h"
 #include "rowbin.h"
+#include "sessions.h"
 
 #define MAX_NODES 64
 #define FLUSH_BYTES (64u << 20)
@@ -675,6 +676,17 @@ static int export_identity(chx *x, char *err, size_t cap)
     if (prs_discover(x->o->input, &p) != 0) {
         snprintf(err, cap, "%s: cannot be read", x->o->input);
         return -1;
+    }
+    if (x->o->session) {
+        /* only that session's stores make the export (the parse reads just those) */
+        prs_sessions ss = {0};
+        int rc = prs_sessions_find(&p, x->o->input, x->o->session, &ss);
+        prs_sessions_free(&ss);
+        if (rc != 0) {
+            prs_paths_free(&p);
+            snprintf(err, cap, "%s: no session '%s' there (see the message above)", x->o->input, x->o->session);
+            return -1;
+        }
     }
     char **names = malloc(((size_t)p.nraw + 1) * sizeof *names);
     for (int i = 0; i < p.nraw; i++) {
