@@ -145,6 +145,11 @@ class ExportTwoShards(unittest.TestCase):
         self.assertIn(" 0 rows sent", p2.stderr)
         self.assert_exact("fleet")
 
+    def test_gzip_bodies(self):
+        p = export(self.inp, *self.args("gz"), "--compress")
+        self.assertIn("2 nodes", p.stderr)
+        self.assert_exact("gz")
+
     def test_shard_down_mid_export_then_resumed(self):
         db = "resume"
         victim = self.cluster.nodes[1]
