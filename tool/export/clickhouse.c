@@ -38,6 +38,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,7 +70,7 @@ typedef struct stream {      /* one store's rows of one table, or one report's *
     int ready;               /* its skip is known */
 } stream;
 
-typedef struct ctab {
+typedef struct ctab {   /* a table: its blocks being filled, one per node */
     char *name;              /* ClickHouse table name (without _local) */
     const prs_table *src;    /* report tables: the parse's table */
     int ncols;
@@ -81,9 +82,32 @@ typedef struct ctab {
     int created;
 } ctab;
 
+/* One block handed to the sender thread. */
+typedef struct job {
+    struct ctab *t;
+    int node;
+    rb_buf buf;
+    long long rows;
+} job;
+#define QCAP 2 /* blocks queued behind the one in flight: the parse runs ahead by this much */
+#define POOL 4
+
 typedef struct chx {
     const exp_opts *o;
-    ch_conn node[MAX_NODES];
+    ch_conn node[MAX_NODES]; /* queries: the parse's thread only */
+    ch_conn ins[MAX_NODES];  /* INSERTs: the sender thread only (after open) */
+    /* The sender: one thread sends the blocks in the order they were made
+     * (FIFO), so each node gets each stream in order while the parse goes
+     * on encoding the next blocks. mu guards q, qn, stop, pool, and the
+     * writes of failed/err; the parse's thread reads failed atomically. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    int th_on;
+    job q[QCAP];
+    int qhead, qn, busy, stop;
+    rb_buf pool[POOL];
+    int npool;
     int nnodes;
     char db[128];
     char cluster[128];
@@ -117,14 +141,19 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 static void fail(chx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(chx *x, const char *fmt, ...)
 {
-    if (x->failed)
-        return;
-    x->failed = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->err, sizeof x->err, fmt, ap);
-    va_end(ap);
+    pthread_mutex_lock(&x->mu);
+    if (!x->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(x->err, sizeof x->err, fmt, ap);
+        va_end(ap);
+        __atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
+    }
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
 }
+
+static int failed(chx *x) { return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE); }
 
 /* `name` quoted as an identifier. */
 static void ident(const char *s, char *out, size_t cap)
@@ -235,7 +264,8 @@ static int add_node(chx *x, const churl *u, const char *host, int port, char *er
         snprintf(err, cap, "more than %d nodes", MAX_NODES);
         return -1;
     }
-    if (ch_conn_init(&x->node[x->nnodes], host, port, u->user, u->password, x->o->compress) != 0) {
+    if (ch_conn_init(&x->node[x->nnodes], host, port, u->user, u->password, x->o->compress) != 0 ||
+        ch_conn_init(&x->ins[x->nnodes], host, port, u->user, u->password, x->o->compress) != 0) {
         snprintf(err, cap, "libcurl could not start");
         return -1;
     }
@@ -249,6 +279,7 @@ static int cluster_nodes(chx *x, const churl *u, char *err, size_t cap)
     if (x->o->nodes) {
         /* the listed nodes replace the entry node: it is one of them */
         ch_conn_close(&x->node[0]);
+        ch_conn_close(&x->ins[0]);
         x->nnodes = 0;
         const char *s = x->o->nodes;
         while (*s) {
@@ -272,6 +303,7 @@ static int cluster_nodes(chx *x, const churl *u, char *err, size_t cap)
     char *list = strdup(x->node[0].resp);
     ch_conn entry = x->node[0];
     memset(&x->node[0], 0, sizeof x->node[0]);
+    ch_conn_close(&x->ins[0]);
     x->nnodes = 0;
     int rc = 0;
     int port = atoi(strrchr(entry.base, ':') + 1);
@@ -351,7 +383,7 @@ static void local_name(const chx *x, const char *name, char *out, size_t cap)
 static void stream_ready(chx *x, ctab *t, stream *s, const char *keycol)
 {
     s->ready = 1;
-    if (x->failed)
+    if (failed(x))
         return;
     char tn[460], lit[1200], sql[2048], err[1024];
     local_name(x, t->name, tn, sizeof tn);
@@ -379,10 +411,48 @@ static void stream_ready(chx *x, ctab *t, stream *s, const char *keycol)
 
 /* ---- blocks ------------------------------------------------------------------ */
 
+static void *sender(void *arg)
+{
+    chx *x = arg;
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        while (x->qn == 0 && !x->stop)
+            pthread_cond_wait(&x->cv, &x->mu);
+        if (x->qn == 0)
+            break;
+        job j = x->q[x->qhead];
+        x->qhead = (x->qhead + 1) % QCAP;
+        x->qn--;
+        x->busy = 1;
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        if (!failed(x)) {
+            char tn[460], q[800], err[1024];
+            local_name(x, j.t->name, tn, sizeof tn);
+            snprintf(q, sizeof q, "INSERT INTO %s FORMAT RowBinary", tn);
+            if (ch_insert(&x->ins[j.node], q, j.buf.p, j.buf.n, err, sizeof err) != 0)
+                fail(x, "%s", err);
+            else
+                j.t->sent += j.rows; /* the sender's alone until it is joined */
+        }
+        pthread_mutex_lock(&x->mu);
+        x->busy = 0;
+        j.buf.n = 0;
+        if (x->npool < POOL)
+            x->pool[x->npool++] = j.buf;
+        else
+            free(j.buf.p);
+        pthread_cond_broadcast(&x->cv);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+/* Hands t's block for node to the sender (waiting while QCAP are queued). */
 static void flush(chx *x, ctab *t, int node)
 {
     rb_buf *b = &t->buf[node];
-    if (t->buf_rows[node] == 0 || x->failed) {
+    if (t->buf_rows[node] == 0 || failed(x)) {
         b->n = 0;
         t->buf_rows[node] = 0;
         return;
@@ -391,15 +461,37 @@ static void flush(chx *x, ctab *t, int node)
         fail(x, "out of memory encoding a block of %s", t->name);
         return;
     }
-    char tn[460], q[800], err[1024];
-    local_name(x, t->name, tn, sizeof tn);
-    snprintf(q, sizeof q, "INSERT INTO %s FORMAT RowBinary", tn);
-    if (ch_insert(&x->node[node], q, b->p, b->n, err, sizeof err) != 0)
-        fail(x, "%s", err);
-    else
-        t->sent += t->buf_rows[node];
-    b->n = 0;
+    pthread_mutex_lock(&x->mu);
+    while (x->qn == QCAP && !x->failed)
+        pthread_cond_wait(&x->cv, &x->mu);
+    if (!x->failed) {
+        job *j = &x->q[(x->qhead + x->qn) % QCAP];
+        j->t = t;
+        j->node = node;
+        j->buf = *b;
+        j->rows = t->buf_rows[node];
+        x->qn++;
+        memset(b, 0, sizeof *b);
+        if (x->npool)
+            *b = x->pool[--x->npool];
+        pthread_cond_broadcast(&x->cv);
+    } else
+        b->n = 0;
+    pthread_mutex_unlock(&x->mu);
     t->buf_rows[node] = 0;
+}
+
+/* Waits until every block handed over is sent (or the export failed), and ends the sender. */
+static void sender_stop(chx *x)
+{
+    if (!x->th_on)
+        return;
+    pthread_mutex_lock(&x->mu);
+    x->stop = 1;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    pthread_join(x->th, NULL);
+    x->th_on = 0;
 }
 
 static void row_done(chx *x, ctab *t, int node)
@@ -474,7 +566,7 @@ static stream *store_stream(chx *x, stream **arr, const prs_rec *r, ctab *t)
 static void ch_record(void *mv, const prs_rec *r)
 {
     chx *x = mv;
-    if (x->failed)
+    if (failed(x))
         return;
     ctab *t = &x->fixed[T_SPAN];
     stream *s = store_stream(x, &x->st_span, r, t);
@@ -482,7 +574,7 @@ static void ch_record(void *mv, const prs_rec *r)
     prs_args a;
     prs_args_init(&a);
     prs_args_decode(&a, r->args, r->args_len);
-    if (seq >= s->skip && !x->failed) {
+    if (seq >= s->skip && !failed(x)) {
         rb_buf *b = &t->buf[s->node];
         rb_cstr(b, s->key);
         rb_u64(b, (uint64_t)seq);
@@ -515,11 +607,11 @@ static void ch_record(void *mv, const prs_rec *r)
         rb_str(b, r->args, (size_t)r->args_len);
         row_done(x, t, s->node);
     }
-    if (!strcmp(r->name, "Link") && a.from.p && a.to.p && !x->failed) {
+    if (!strcmp(r->name, "Link") && a.from.p && a.to.p && !failed(x)) {
         ctab *lt = &x->fixed[T_LINK];
         stream *ls = store_stream(x, &x->st_link, r, lt);
         long long lseq = ls->seq++;
-        if (lseq >= ls->skip && !x->failed) {
+        if (lseq >= ls->skip && !failed(x)) {
             rb_buf *b = &lt->buf[ls->node];
             rb_cstr(b, ls->key);
             rb_u64(b, (uint64_t)lseq);
@@ -648,10 +740,10 @@ static void put_val(chx *x, rb_buf *b, int kind, const prs_val *v)
 static void ch_row(void *mv, const prs_table *src, const prs_val *vals)
 {
     chx *x = mv;
-    if (x->failed || !src->key)
+    if (failed(x) || !src->key)
         return;
     ctab *t = report_table(x, src);
-    if (x->failed)
+    if (failed(x))
         return;
     stream *s = &t->report;
     long long seq = s->seq++;
@@ -718,6 +810,8 @@ static void *ch_open(const exp_opts *o, char *err, size_t cap)
         return NULL;
     chx *x = calloc(1, sizeof *x);
     x->o = o;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
     clock_gettime(CLOCK_MONOTONIC, &x->t0);
     snprintf(x->db, sizeof x->db, "%s", u.db);
     snprintf(x->cluster, sizeof x->cluster, "%s", o->cluster ? o->cluster : "");
@@ -746,10 +840,19 @@ static void *ch_open(const exp_opts *o, char *err, size_t cap)
             goto bad;
         }
     }
+    if (pthread_create(&x->th, NULL, sender, x) != 0) {
+        snprintf(err, cap, "cannot start the sender thread");
+        goto bad;
+    }
+    x->th_on = 1;
     return x;
 bad:
-    for (int i = 0; i < x->nnodes; i++)
+    for (int i = 0; i < x->nnodes; i++) {
         ch_conn_close(&x->node[i]);
+        ch_conn_close(&x->ins[i]);
+    }
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
     free(x->fixed[T_SPAN].name);
     free(x->fixed[T_LINK].name);
     free(x);
@@ -769,6 +872,7 @@ static int ch_finish(void *mv, int parse_rc)
         flush_all(x, &x->fixed[k]);
     for (int i = 0; i < x->nrep; i++)
         flush_all(x, x->rep[i]);
+    sender_stop(x);
     long long sent = 0, skipped = 0, records = 0, rep_rows = 0;
     for (int k = 0; k < T_FIXED; k++) {
         sent += x->fixed[k].sent;
@@ -850,8 +954,15 @@ static void ch_close(void *mv)
     }
     free(x->st_span);
     free(x->st_link);
-    for (int i = 0; i < x->nnodes; i++)
+    sender_stop(x);
+    for (int i = 0; i < x->nnodes; i++) {
         ch_conn_close(&x->node[i]);
+        ch_conn_close(&x->ins[i]);
+    }
+    for (int i = 0; i < x->npool; i++)
+        free(x->pool[i].p);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
     free(x->scratch);
     free(x);
 }
