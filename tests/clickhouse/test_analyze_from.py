@@ -120,6 +120,24 @@ class AnalyzeFrom(unittest.TestCase):
         got = self.check(inp, "fleet")
         self.assertEqual(got["headline"]["requests"], 40 + 3 * 200)
 
+    def test_host(self):
+        """--host H equals local analyze of H's stores alone (requests that stay on one host)."""
+        import shutil
+        inp = os.path.join(self.tmp, "hosts")
+        build_fleet(inp)
+        self.put(inp, "hosts")
+        stores = os.path.join(inp, "Trace_Service")
+        for host, prefix in (("node1", "ms_service_node1-"), ("hostS", "ms_service_hostS-")):
+            alone = os.path.join(self.tmp, "alone-" + host, "Trace_Service")
+            os.makedirs(alone)
+            for f in os.listdir(stores):
+                if f.startswith(prefix):
+                    shutil.copy(os.path.join(stores, f), alone)
+            got = json.loads(from_analyze(self.url("hosts"), "--host", host).stdout)
+            self.assert_equal_docs(got, local_analyze(os.path.dirname(alone)))
+        got = json.loads(from_analyze(self.url("hosts"), "--host", "no-such-host").stdout)
+        self.assertEqual(got["headline"]["requests"], 0)
+
     def test_hand_made_fixture(self):
         inp = os.path.join(self.tmp, "fixture")
         fixture.build(inp)
@@ -140,6 +158,8 @@ class AnalyzeFrom(unittest.TestCase):
         for s in ("1201-1000", "1201-1100"):
             got = json.loads(from_analyze(self.url("ses"), "--session", s).stdout)
             self.assert_equal_docs(got, local_analyze(os.path.join(root, s)))
+        got = json.loads(from_analyze(self.url("ses"), "--session", "1201-1000", "--host", "hostS").stdout)
+        self.assert_equal_docs(got, local_analyze(os.path.join(root, "1201-1000")))
         p = from_analyze(self.url("ses"), "--session", "0000-0000", check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("no export of session '0000-0000'", p.stderr)

@@ -43,8 +43,18 @@ typedef struct q {
     char db[140];           /* `db` */
     char dbname[128];
     char where[8192];       /* WHERE export_id IN (...) or "" */
+    char host[600];         /* --host as a quoted literal, "" for all hosts */
+    char wbuf[4][10000];    /* where_for's answers, one per kind */
     char err[1024];
 } q;
+
+enum { W_REQUEST = 0, W_STEPS, W_PD };
+/* The WHERE of a table of kind k: the session's exports and, with --host,
+ * the rows of that host: requests whose id a record of the host names,
+ * steps of the host's processes, PD rows of those ids. GLOBAL IN: the
+ * subquery over the span table runs once, not once per shard (and a
+ * Distributed IN inside a Distributed query is refused by default). */
+static const char *where_for(struct q *x, int k);
 
 static void bq(const char *s, char *out, size_t cap)
 {
@@ -160,7 +170,25 @@ static void fold(int64_t *t0, int64_t *t1, long long a, long long b)
         *t1 = b;
 }
 
-json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, size_t errcap)
+static const char *where_for(q *x, int k)
+{
+    char *w = x->wbuf[k];
+    if (!x->host[0])
+        return x->where;
+    const char *col = k == W_STEPS ? "prof_id" : k == W_REQUEST ? "http_rid" : "rid";
+    const char *sub = k == W_STEPS ? "SELECT DISTINCT prof_id FROM %s.span WHERE host = %s"
+                                   : "SELECT DISTINCT arrayJoin(rids) FROM %s.span WHERE host = %s";
+    char subq[1200];
+    snprintf(subq, sizeof subq, sub, x->db, x->host);
+    if (!x->where[0])
+        snprintf(w, sizeof x->wbuf[k], "WHERE %s GLOBAL IN (%s)", col, subq);
+    else
+        snprintf(w, sizeof x->wbuf[k], "%s AND %s GLOBAL IN (%s)", x->where, col, subq);
+    return w;
+}
+
+json_t *sa_analyze_clickhouse(const char *url, const char *session, const char *host_only, char *err,
+                              size_t errcap)
 {
     q *x = calloc(1, sizeof *x);
     json_t *doc = NULL;
@@ -182,6 +210,8 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
     snprintf(x->dbname, sizeof x->dbname, "%s", slash && slash[1] ? slash + 1 : "servprof");
     x->dbname[strcspn(x->dbname, "/?")] = 0;
     bq(x->dbname, x->db, sizeof x->db);
+    if (host_only)
+        ch_quote(host_only, x->host, sizeof x->host);
     const char *pw = getenv("SERVPROF_CLICKHOUSE_PASSWORD");
     const char *eu = getenv("SERVPROF_CLICKHOUSE_USER");
     if (!user[0])
@@ -258,7 +288,7 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
         " FROM (SELECT seq, %s AS st, %s AS e2e, %s AS ttft, %s AS tpot, %s AS qw, %s AS inn, %s AS outn, %s AS pre, "
         "%s AS sn, if(isNaN(e2e), toInt64(0), sn + %s) AS en, "
         "(isNaN(%s) OR %s != 0) AND NOT isNaN(e2e) AND sn > 0 AS c FROM %s.request %s)) FORMAT TabSeparated",
-        mid, st, e2e, ttft, tpot, qw, in, outt, pre, sn, en, cpl, cpl, x->db, x->where);
+        mid, st, e2e, ttft, tpot, qw, in, outt, pre, sn, en, cpl, cpl, x->db, where_for(x, W_REQUEST));
     free(mid);
     if (ch_query(&x->c, sql, x->err, sizeof x->err) != 0)
         goto fail;
@@ -298,7 +328,8 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
             n += (size_t)snprintf(sql + n, 65536 - n,
                                   "%sSELECT toInt32(%s) AS src, toInt64(if(isNaN(%s), 0, toInt32(%s))) AS bs, %s AS s, %s AS e "
                                   "FROM %s.%s %s",
-                                  first ? "" : " UNION ALL ", srcexpr, bsc, bsc, sns, ens, x->db, tabs[k], x->where);
+                                  first ? "" : " UNION ALL ", srcexpr, bsc, bsc, sns, ens, x->db, tabs[k],
+                                  where_for(x, W_STEPS));
             first = 0;
         }
         n += (size_t)snprintf(sql + n, 65536 - n,
@@ -328,7 +359,7 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
             numcol(x, "pd_split_communication", cols[k], c, sizeof c);
             ns_of(c, ns, sizeof ns);
             n += (size_t)snprintf(sql + n, 65536 - n, "%sSELECT if(%s > 0, %s, toInt64(9223372036854775807)) AS a, %s AS b FROM %s.pd_split_communication %s",
-                                  k ? " UNION ALL " : "", ns, ns, ns, x->db, x->where);
+                                  k ? " UNION ALL " : "", ns, ns, ns, x->db, where_for(x, W_PD));
         }
         snprintf(sql + n, 65536 - n, ") FORMAT TabSeparated");
         double v[2];
@@ -345,7 +376,7 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
         ns_of(a, as, sizeof as);
         snprintf(sql, 65536,
                  "SELECT minIf(s, s > 0), maxIf(s + toInt64(round(d * 1e6)), s > 0), countIf(s > 0) FROM (SELECT %s AS s, %s AS d FROM %s.pd_split_kvcache %s) "
-                 "WHERE NOT isNaN(d) AND d >= 0 FORMAT TabSeparated", as, d, x->db, x->where);
+                 "WHERE NOT isNaN(d) AND d >= 0 FORMAT TabSeparated", as, d, x->db, where_for(x, W_PD));
         double v[3];
         long long iv[3];
         if (ch_query(&x->c, sql, x->err, sizeof x->err) != 0 || fields(x, v, iv, 3) != 0)
@@ -356,7 +387,13 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, char *err, s
     /* records: the span rows of these exports' stores */
     long long records = -1;
     if (table_exists(x, "span")) {
-        if (session) {
+        if (x->host[0] && session)
+            snprintf(sql, 65536, "SELECT count() FROM %s.span WHERE host = %s AND store GLOBAL IN "
+                     "(SELECT arrayJoin(store_ids) FROM %s.exports %s) FORMAT TabSeparated", x->db, x->host, x->db,
+                     x->where);
+        else if (x->host[0])
+            snprintf(sql, 65536, "SELECT count() FROM %s.span WHERE host = %s FORMAT TabSeparated", x->db, x->host);
+        else if (session) {
             char lit[600];
             ch_quote(session, lit, sizeof lit);
             snprintf(sql, 65536, "SELECT sum(records) FROM (SELECT export_id, any(records) AS records FROM %s.exports "

@@ -21,7 +21,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_WINDOWS, OPT_WINDOW, OPT_THRESHOLD,
-    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_FROM, OPT_SESSION,
+    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_FROM, OPT_SESSION, OPT_HOST,
 };
 
 static const char *const formats[] = {"text", "csv", "json", NULL};
@@ -41,6 +41,7 @@ static const cli_opt opts[] = {
     {OPT_FROM, "from", 0, CLI_VALUE, "URL", NULL,
      "instead of DIR: compute the run and headline in ClickHouse (clickhouse://HOST:PORT/DB)"},
     {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "with --from: only the exports of that session"},
+    {OPT_HOST, "host", 0, CLI_VALUE, "HOST", NULL, "with --from: only that host's requests, steps and records"},
     {0},
 };
 
@@ -97,7 +98,8 @@ static int take(const cli_parser *p, int id, sa_opts *o)
 }
 
 /* --from clickhouse://...: the figures chsource.c computes in ClickHouse. */
-static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *input,
+static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *host,
+                        const char *input,
                         const char *out, const char *format, int findings_only)
 {
     if (input)
@@ -108,7 +110,7 @@ static int analyze_from(const cli_verb *verb, const char *from, const char *sess
         return cli_error(verb, "--from computes the run and headline only: -o, --findings-only and --format csv "
                                "need a local DIR");
     char err[1024];
-    json_t *doc = sa_analyze_clickhouse(from, session, err, sizeof err);
+    json_t *doc = sa_analyze_clickhouse(from, session, host, err, sizeof err);
     if (!doc) {
         fprintf(stderr, "servprof analyze: %s\n", err);
         return 1;
@@ -128,12 +130,12 @@ int cmd_analyze(int argc, char **argv)
     sa_opts_init(&o);
     const char *out = NULL, *format = "text";
     int findings_only = 0;
-    const char *from = NULL, *session = NULL;
+    const char *from = NULL, *session = NULL, *host = NULL;
     const cli_verb verb = {"analyze",
                            "-i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
                            "                        [--threshold NAME=VALUE ...] [--max-requests N] "
                            "[--findings-only]\n"
-                           "                        --from clickhouse://HOST:PORT/DB [--session NAME] "
+                           "                        --from clickhouse://HOST:PORT/DB [--session NAME] [--host HOST] "
                            "[--format text|json]",
                            about(), opts};
     cli_parser p;
@@ -155,13 +157,15 @@ int cmd_analyze(int argc, char **argv)
             from = p.value;
         else if (id == OPT_SESSION)
             session = p.value;
+        else if (id == OPT_HOST)
+            host = p.value;
         else if (take(&p, id, &o) != 0)
             return 2;
     }
     if (from)
-        return analyze_from(&verb, from, session, o.input, out, format, findings_only);
-    if (session)
-        return cli_error(&verb, "--session goes with --from URL (a local DIR is analyzed whole)");
+        return analyze_from(&verb, from, session, host, o.input, out, format, findings_only);
+    if (session || host)
+        return cli_error(&verb, "--session and --host go with --from URL (a local DIR is analyzed whole)");
     if (!o.input)
         return cli_error(&verb, "-i DIR (raw stores or a parse output folder) is required");
     struct stat st;

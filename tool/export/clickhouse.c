@@ -328,7 +328,8 @@ static const char *const span_cols =
 static const char *const link_cols =
     "store String, seq UInt64, ts UInt64, from_rid String, to_rid String";
 static const char *const exports_cols =
-    "export_id String, session String, input String, stores UInt64, records UInt64, t DateTime";
+    "export_id String, session String, input String, stores UInt64, records UInt64, t DateTime, "
+    "store_ids Array(String)";
 
 /* A query on every node; 0 or -1 (failed, named). */
 static int on_all(chx *x, const char *sql)
@@ -888,19 +889,29 @@ static int ch_finish(void *mv, int parse_rc)
     const char *label = x->node[0].label;
     if (!x->failed && parse_rc == 0 && records > 0) {
         /* the export is whole: say so where analyze --session finds it */
-        char sql[4096], tn[400], id[40], ses[600], in[2200];
+        char tn[460], id[40], ses[600], in[2200];
         local_name(x, "exports", tn, sizeof tn);
         ch_quote(x->export_id, id, sizeof id);
         ch_quote(x->session, ses, sizeof ses);
         ch_quote(x->o->input, in, sizeof in);
         int nst = 0;
+        size_t cap = 8192 + (size_t)x->nstores * 2100, n;
+        char *sql = malloc(cap);
+        n = (size_t)snprintf(sql, cap, "INSERT INTO %s VALUES (%s, %s, %s, ", tn, id, ses, in);
         for (int i = 0; i < x->nstores; i++)
             nst += x->st_span[i].key != NULL;
-        snprintf(sql, sizeof sql, "INSERT INTO %s VALUES (%s, %s, %s, %d, %lld, now())", tn, id, ses, in, nst,
-                 records);
+        n += (size_t)snprintf(sql + n, cap - n, "%d, %lld, now(), [", nst, records);
+        for (int i = 0, k = 0; i < x->nstores; i++)
+            if (x->st_span[i].key) {
+                char q[2100];
+                ch_quote(x->st_span[i].key, q, sizeof q);
+                n += (size_t)snprintf(sql + n, cap - n, "%s%s", k++ ? ", " : "", q);
+            }
+        snprintf(sql + n, cap - n, "])");
         char err[1024];
         if (ch_query(&x->node[0], sql, err, sizeof err) != 0)
             fail(x, "%s", err);
+        free(sql);
     }
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
