@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "analyze.h"
-#include "chsource.h"
+#include "chanalyze.h"
 #include "commands.h"
 #include "opts.h"
 #include "render.h"
@@ -97,7 +97,7 @@ static int take(const cli_parser *p, int id, sa_opts *o)
     return 0;
 }
 
-/* --from clickhouse://...: the figures chsource.c computes in ClickHouse. */
+/* --from clickhouse://...: the figures chanalyze.c computes in ClickHouse. */
 static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *host,
                         const char *input,
                         const char *out, const char *format, int findings_only)

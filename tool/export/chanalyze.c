@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * chsource.c — `servprof analyze --from clickhouse://HOST:PORT/DB`: the
+ * chanalyze.c — `servprof analyze --from clickhouse://HOST:PORT/DB`: the
  * run and headline figures of analyze computed by SQL inside ClickHouse,
  * over the tables `servprof export` wrote (docs/fleet.md).
  *
@@ -35,7 +35,7 @@
 
 #include "analyze.h"
 #include "chhttp.h"
-#include "chsource.h"
+#include "chanalyze.h"
 #include "profile.h"
 
 typedef struct q {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * chsource.h — analyze's figures computed by SQL in ClickHouse over what
- * `servprof export` wrote (chsource.c says which figures and how).
+ * chanalyze.h — analyze's figures computed by SQL in ClickHouse over what
+ * `servprof export` wrote (chanalyze.c says which figures and how).
  */
-#ifndef SERVPROF_ANALYZE_CHSOURCE_H
-#define SERVPROF_ANALYZE_CHSOURCE_H
+#ifndef SERVPROF_EXPORT_CHANALYZE_H
+#define SERVPROF_EXPORT_CHANALYZE_H
 
 #include <stdio.h>
 #include <jansson.h>
