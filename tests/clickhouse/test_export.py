@@ -281,6 +281,62 @@ class ExportErrors(unittest.TestCase):
             srv.server_close()
         self.one_line_error(p, "not a ClickHouse server", "hello")
 
+    def fake(self, on_post):
+        """An HTTP server that answers /ping as ClickHouse does and every POST with on_post(handler, query)."""
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self, status, body):
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self.answer(200, b"Ok.\n")
+
+            def do_POST(self):
+                import urllib.parse
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query).get("query", [""])[0]
+                on_post(self, q or body.decode(errors="replace"))
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return srv
+
+    def run_fake(self, on_post):
+        srv = self.fake(on_post)
+        try:
+            return export(self.inp, "clickhouse://127.0.0.1:%d/x" % srv.server_address[1], check=False)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+    def test_full_disk(self):
+        def on_post(h, q):
+            if q.startswith("INSERT INTO") and "FORMAT RowBinary" in q:
+                h.answer(500, b"Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough "
+                              b"space, e.what() = DB::Exception\n")
+            else:
+                h.answer(200, b"0\t0\n")
+        p = self.run_fake(on_post)
+        self.one_line_error(p, "ClickHouse code 243", "disk is full", "run the same command again")
+
+    def test_connection_reset(self):
+        def on_post(h, q):
+            if q.startswith("INSERT INTO") and "FORMAT RowBinary" in q:
+                h.close_connection = True
+                h.connection.shutdown(2)  # no answer: the connection ends under the client
+            else:
+                h.answer(200, b"0\t0\n")
+        p = self.run_fake(on_post)
+        self.one_line_error(p, "the connection was reset", "run the same command again")
+
     def test_nothing_listening(self):
         p = export(self.inp, "clickhouse://127.0.0.1:%d/x" % chlib.free_port(), check=False)
         self.one_line_error(p, "is the server running")
