@@ -145,6 +145,29 @@ class ExportTwoShards(unittest.TestCase):
         self.assertIn(" 0 rows sent", p2.stderr)
         self.assert_exact("fleet")
 
+    def test_hosts_export_at_once(self):
+        """Two hosts export their own stores into the cluster at the same time: nothing lost or doubled."""
+        import shutil
+        dirs = []
+        for h in ("node0", "node1"):
+            d = os.path.join(self.tmp, "host-" + h, "Trace_Service")
+            os.makedirs(d)
+            for f in os.listdir(os.path.join(self.inp, "Trace_Service")):
+                if f.startswith("ms_service_%s-" % h):
+                    shutil.copy(os.path.join(self.inp, "Trace_Service", f), d)
+            dirs.append(os.path.dirname(d))
+        procs = [subprocess.Popen([BIN, "export", d, "--to", *self.args("many"), "--block-rows", "50",
+                                   "--no-progress"], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for d in dirs]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        want_spans = sum(store_records(d) for d in dirs)
+        want_req = sum(local_counts(d)["request"] for d in dirs)
+        self.assertEqual(self.count("many", "span"), want_spans)
+        self.assertEqual(self.count("many", "request"), want_req)
+        self.assertEqual(int(self.cluster.nodes[0].scalar("SELECT count() FROM many.exports")), 2)
+
     def test_gzip_bodies(self):
         p = export(self.inp, *self.args("gz"), "--compress")
         self.assertIn("2 nodes", p.stderr)
