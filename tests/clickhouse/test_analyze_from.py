@@ -119,6 +119,12 @@ class AnalyzeFrom(unittest.TestCase):
         build_fleet(inp)
         got = self.check(inp, "fleet")
         self.assertEqual(got["headline"]["requests"], 40 + 3 * 200)
+        # the text form says the same figures and what it does not cover
+        p = subprocess.run([BIN, "analyze", "--from", self.url("fleet")], env=env(), capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("640 requests (640 complete", p.stdout)
+        self.assertIn("TTFT", p.stdout)
+        self.assertIn("findings need a local analyze", p.stdout)
 
     def test_host(self):
         """--host H equals local analyze of H's stores alone (requests that stay on one host)."""

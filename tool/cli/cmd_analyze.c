@@ -57,7 +57,8 @@ static const char *about(void)
              "windows.csv, ttft_breakdown.csv and analyze.json.\n"
              "Thresholds: %s.\n"
              "Exit status: 0 done, 1 the input could not be analyzed or an output not written,\n"
-             "2 usage. See docs/analyze.md.",
+             "2 usage. --from clickhouse://HOST:PORT/DB instead of DIR: the run and headline computed\n"
+             "in ClickHouse over what `servprof export` wrote (docs/fleet.md). See docs/analyze.md.",
              sa_threshold_names());
     return buf;
 }
