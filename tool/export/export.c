@@ -75,9 +75,8 @@ int exp_run(const exp_opts *o)
     if (!o->verbose && level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);
     prs_tap tap = {.row = on_row, .record = on_record, .restart = NULL, .ctx = &f};
-    prs_set_tap(&tap);
+    po.tap = &tap;
     int rc = prs_run(&po);
-    prs_set_tap(NULL);
     prs_log_set_level(level);
     int frc = mod->finish(f.m, rc);
     mod->close(f.m);
