@@ -4,7 +4,7 @@
 
 The parts are folders: include/ (public header), common/ (code of both
 sides), lib/ (libservprof), dropin/, and the tool's tool/parse, tool/analyze,
-tool/report, tool/cli. Each part may include the headers of the parts
+tool/report, tool/export, tool/cli. Each part may include the headers of the parts
 listed for it in ALLOWED, and nothing else; a header is owned by the part
 whose folder holds it. Two rules more:
 
@@ -23,7 +23,7 @@ import re
 import sys
 
 PARTS = ["include", "common", "lib", "dropin", "tool/parse", "tool/analyze", "tool/report",
-         "tool/cli"]
+         "tool/export", "tool/cli"]
 ALLOWED = {
     "include": {"include"},
     "common": {"common", "include"},
@@ -32,7 +32,8 @@ ALLOWED = {
     "tool/parse": {"tool/parse", "common", "include"},
     "tool/analyze": {"tool/analyze", "tool/parse", "common", "include"},
     "tool/report": {"tool/report", "tool/analyze", "tool/parse", "common", "include"},
-    "tool/cli": {"tool/cli", "tool/report", "tool/analyze", "tool/parse", "common", "include"},
+    "tool/export": {"tool/export", "tool/analyze", "tool/parse", "common", "include"},
+    "tool/cli": {"tool/cli", "tool/export", "tool/report", "tool/analyze", "tool/parse", "common", "include"},
 }
 # The verbs that start or read a runtime of their own: they link libservprof.
 RUNTIME_VERBS = {"tool/cli/cmd_stress.c", "tool/cli/cmd_metrics.c"}

@@ -11,12 +11,15 @@ set -euo pipefail
 # PyYAML (hook files, servprof.hooks), protoc + python3-protobuf (trace.pftrace decoded with
 # Perfetto's official .proto), protobuf-c (bench_pbenc: the pftrace encoder against it).
 PKGS=(build-essential cmake pkg-config git libsqlite3-dev sqlite3 libjansson-dev
-      libmicrohttpd-dev python3 python3-setuptools python3-pip
+      libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev python3 python3-setuptools python3-pip
       clang libclang-rt-14-dev chromium chromium-driver fonts-dejavu-core prometheus
       python3-torch python3-aiohttp python3-pandas python3-numpy python3-venv python3-wheel
       python3-yaml
       gcovr protobuf-compiler python3-protobuf protobuf-c-compiler libprotobuf-c-dev)
 missing=()
+# ClickHouse for the `servprof export` / `analyze --from` tests (tests/clickhouse start their own
+# servers as plain processes; the system service is not used). libcurl + zlib above: the export.
+PKGS+=(clickhouse-server clickhouse-client)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -14,13 +14,14 @@
 #include <sys/stat.h>
 
 #include "analyze.h"
+#include "chanalyze.h"
 #include "commands.h"
 #include "opts.h"
 #include "render.h"
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_WINDOWS, OPT_WINDOW, OPT_THRESHOLD,
-    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY,
+    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_FROM, OPT_SESSION, OPT_HOST,
 };
 
 static const char *const formats[] = {"text", "csv", "json", NULL};
@@ -37,6 +38,10 @@ static const cli_opt opts[] = {
     {OPT_MAX_REQUESTS, "max-requests", 0, CLI_VALUE, "N", NULL,
      "read at most N requests, 0 for all"},
     {OPT_FINDINGS_ONLY, "findings-only", 0, CLI_FLAG, NULL, NULL, "print only the ranked findings"},
+    {OPT_FROM, "from", 0, CLI_VALUE, "URL", NULL,
+     "instead of DIR: compute the run and headline in ClickHouse (clickhouse://HOST:PORT/DB)"},
+    {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "with --from: only the exports of that session"},
+    {OPT_HOST, "host", 0, CLI_VALUE, "HOST", NULL, "with --from: only that host's requests, steps and records"},
     {0},
 };
 
@@ -52,7 +57,8 @@ static const char *about(void)
              "windows.csv, ttft_breakdown.csv and analyze.json.\n"
              "Thresholds: %s.\n"
              "Exit status: 0 done, 1 the input could not be analyzed or an output not written,\n"
-             "2 usage. See docs/analyze.md.",
+             "2 usage. --from clickhouse://HOST:PORT/DB instead of DIR: the run and headline computed\n"
+             "in ClickHouse over what `servprof export` wrote (docs/fleet.md). See docs/analyze.md.",
              sa_threshold_names());
     return buf;
 }
@@ -92,16 +98,46 @@ static int take(const cli_parser *p, int id, sa_opts *o)
     return 0;
 }
 
+/* --from clickhouse://...: the figures chanalyze.c computes in ClickHouse. */
+static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *host,
+                        const char *input,
+                        const char *out, const char *format, int findings_only)
+{
+    if (input)
+        return cli_error(verb, "give DIR or --from URL, not both");
+    if (strncmp(from, "clickhouse://", 13) != 0)
+        return cli_error(verb, "--from %s: expected clickhouse://HOST:PORT/DATABASE", from);
+    if (out || findings_only || !strcmp(format, "csv"))
+        return cli_error(verb, "--from computes the run and headline only: -o, --findings-only and --format csv "
+                               "need a local DIR");
+    char err[1024];
+    json_t *doc = sa_analyze_clickhouse(from, session, host, err, sizeof err);
+    if (!doc) {
+        fprintf(stderr, "servprof analyze: %s\n", err);
+        return 1;
+    }
+    if (!strcmp(format, "json")) {
+        json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+        putchar('\n');
+    } else
+        sa_render_clickhouse_text(doc, stdout);
+    json_decref(doc);
+    return 0;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
     sa_opts o;
     sa_opts_init(&o);
     const char *out = NULL, *format = "text";
     int findings_only = 0;
+    const char *from = NULL, *session = NULL, *host = NULL;
     const cli_verb verb = {"analyze",
                            "-i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
                            "                        [--threshold NAME=VALUE ...] [--max-requests N] "
-                           "[--findings-only]",
+                           "[--findings-only]\n"
+                           "                        --from clickhouse://HOST:PORT/DB [--session NAME] [--host HOST] "
+                           "[--format text|json]",
                            about(), opts};
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
@@ -118,9 +154,19 @@ int cmd_analyze(int argc, char **argv)
             format = p.value;
         else if (id == OPT_FINDINGS_ONLY)
             findings_only = 1;
+        else if (id == OPT_FROM)
+            from = p.value;
+        else if (id == OPT_SESSION)
+            session = p.value;
+        else if (id == OPT_HOST)
+            host = p.value;
         else if (take(&p, id, &o) != 0)
             return 2;
     }
+    if (from)
+        return analyze_from(&verb, from, session, host, o.input, out, format, findings_only);
+    if (session || host)
+        return cli_error(&verb, "--session and --host go with --from URL (a local DIR is analyzed whole)");
     if (!o.input)
         return cli_error(&verb, "-i DIR (raw stores or a parse output folder) is required");
     struct stat st;

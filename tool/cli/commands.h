@@ -24,7 +24,8 @@
     X(disable, cmd_disable, "set \"enable\": 0 and report which processes stopped")        \
     X(stress, cmd_stress, "record a synthetic load to check a setup and its disk")        \
     X(metrics, cmd_metrics, "serve or print the live metrics of a metrics folder (Prometheus)") \
-    X(hooks, cmd_hooks, "check which entries of Python hook files bind (runs python3)")
+    X(hooks, cmd_hooks, "check which entries of Python hook files bind (runs python3)") \
+    X(export, cmd_export, "send a parse to ClickHouse (clickhouse://); exporting again resumes")
 
 #define SERVPROF_VERB_DECLARE(name, fn, summary) int fn(int argc, char **argv);
 SERVPROF_VERBS(SERVPROF_VERB_DECLARE)

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench_fleet.py — how export and `analyze --from` grow with the number of
+hosts: 1, 4 and 16 simulated hosts of the same size, into a 2-shard
+ClickHouse cluster (tests/clickhouse/chlib.py, two local servers).
+
+Each simulated host is one raw store (its own Meta hostname) of a serving
+engine's shape: per request httpReq / httpRes, a queue Enqueue / Dequeue,
+and per 8-request step a BatchSchedule and a modelExec span with the rid
+list, a forward span and a KVCacheStatus event. Stores are written once
+per host count under --dir (reused). Per host count it reports: records,
+export wall and CPU (the servprof child), records/s, `analyze --from`
+wall, local `servprof analyze` wall and CPU.
+
+  python3 bench/bench_fleet.py [--requests-per-host N] [--dir D] [--bin build/bin/servprof]
+"""
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "clickhouse"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "parse"))
+import chlib  # noqa: E402
+from fixtures import SCHEMA, T0  # noqa: E402
+
+MS = 1_000_000
+
+
+def write_host(path, host, nreq):
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA)
+    db.execute("INSERT INTO Meta(name, value) VALUES ('hostname', ?)", (host,))
+    rows = []
+    pid = 1000
+
+    def row(name, ts, dur, cat, args):
+        rows.append((ts, dur, name, pid, cat, json.dumps(args), ts + dur, pid, pid))
+
+    t = T0
+    for s in range(0, nreq, 8):
+        rids = ["%s-r%d" % (host, i) for i in range(s, min(s + 8, nreq))]
+        for i, rid in enumerate(rids):
+            row("httpReq", t + i * 10_000, 0, "Request", {"type": 0, "rid": rid})
+            row("Enqueue", t + i * 10_000 + 5_000, 0, "Schedule", {"type": 0, "rid": rid, "QueueSize=": i + 1})
+            row("Dequeue", t + 200_000, 0, "Schedule", {"type": 0, "rid": rid, "QueueSize=": 0})
+        rl = [{"rid": r, "iter": 0, "type": 0, "num_scheduled_tokens": 64} for r in rids]
+        row("BatchSchedule", t + 200_000, 300_000, "BatchSchedule", {"type": 2, "rid": rl})
+        row("modelExec", t + 500_000, 2 * MS, "ModelExecute", {"type": 2, "rid": rl})
+        row("forward", t + 500_000, 2 * MS, "ModelExecute", {"type": 2})
+        row("KVCacheStatus", t + 2_500_000, 0, "KVCache", {"type": 0, "TotalBlocks=": 1000, "FreeBlocks=": 900})
+        for i, rid in enumerate(rids):
+            row("httpRes", t + 3 * MS + i * 1000, 0, "Request",
+                {"type": 0, "rid": rid, "recvTokenSize=": 64, "replyTokenSize=": 1})
+        t += 3 * MS
+    db.executemany("INSERT INTO slice(timestamp, duration, name, depth, track_id, cat, args, end_time, pid, tid)"
+                   " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?)", rows)
+    db.commit()
+    db.close()
+    return len(rows)
+
+
+def build(root, nhosts, nreq):
+    d = os.path.join(root, "hosts%d" % nhosts, "Trace_Service")
+    done = os.path.join(d, ".done")
+    if not os.path.exists(done):
+        os.makedirs(d, exist_ok=True)
+        n = sum(write_host(os.path.join(d, "ms_service_host%02d-1000.db" % h), "host%02d" % h, nreq)
+                for h in range(nhosts))
+        with open(done, "w") as f:
+            f.write(str(n))
+    with open(done) as f:
+        return os.path.dirname(d), int(f.read())
+
+
+def timed(cmd, env=None):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit("failed: %s\n%s" % (" ".join(cmd), p.stderr))
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests-per-host", type=int, default=8000)
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "sp-bench-fleet"))
+    ap.add_argument("--bin", default=os.path.join("build", "bin", "servprof"))
+    ap.add_argument("--hosts", default="1,4,16")
+    a = ap.parse_args()
+    if not chlib.available():
+        raise SystemExit("clickhouse-server is not installed (scripts/install-deps.sh)")
+    env = dict(os.environ, SERVPROF_CLICKHOUSE_PASSWORD=chlib.PASSWORD)
+    tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
+    print("hosts  records   export_s  export_cpu_s  records/s  analyze_from_s  local_analyze_s  local_cpu_s")
+    with chlib.Cluster(2, "two", tmp) as c:
+        for nh in [int(x) for x in a.hosts.split(",")]:
+            inp, nrec = build(a.dir, nh, a.requests_per_host)
+            db = "fleet%d" % nh
+            ew, ec = timed([a.bin, "export", inp, "--to", c.nodes[0].url(db), "--create", "--cluster", "two",
+                            "--nodes", c.node_urls(db), "--no-progress"], env)
+            got = int(c.nodes[0].scalar("SELECT count() FROM %s.span" % db))
+            if got != nrec:
+                raise SystemExit("%d hosts: %d spans stored, %d records" % (nh, got, nrec))
+            fw, _ = timed([a.bin, "analyze", "--from", c.nodes[0].url(db), "--format", "json"], env)
+            lw, lc = timed([a.bin, "analyze", inp, "--format", "json"])
+            print("%5d  %8d  %8.2f  %12.2f  %9.0f  %14.2f  %15.2f  %11.2f" % (nh, nrec, ew, ec, nrec / ew, fw, lw, lc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_analyze_from.py — `servprof analyze --from clickhouse://` equals
+local `servprof analyze` on the same stores, figure for figure, for every
+key it computes (run and headline), on a 2-shard cluster started by
+chlib.py.
+
+Inputs: a real demo run (tiny-llm-server under Poisson load from
+servprof-load, collection on from the start), the parse tests' serving
+run plus hosts of plain requests, analyze's hand-made fixture, and a
+disaggregated (PD) run whose extent comes from the PD reports. A session
+of a folder holding two is analyzed alone with --session. The keys not
+computed in ClickHouse are exactly the document's not_covered list.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for d in ("", "../parse", "../analyze", "../demo"):
+    sys.path.insert(0, os.path.normpath(os.path.join(HERE, d)))
+import chlib  # noqa: E402
+import fixture  # noqa: E402  (tests/analyze)
+import servelike  # noqa: E402
+from test_analyze_pd import build_unbalanced  # noqa: E402
+from test_export import BIN, build_fleet, env, export  # noqa: E402
+
+COVERED_RUN = ["start_ns", "end_ns", "duration_s", "records"]
+COVERED_HEADLINE = ["requests", "complete", "incomplete", "throughput_rps", "input_tokens_per_s",
+                    "output_tokens_per_s", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "batch_size_mean",
+                    "preemptions"]
+
+
+def local_analyze(inp):
+    p = subprocess.run([BIN, "analyze", inp, "--format", "json"], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError("local analyze failed:\n" + p.stderr)
+    return json.loads(p.stdout)
+
+
+def from_analyze(url, *extra, check=True):
+    p = subprocess.run([BIN, "analyze", "--from", url, "--format", "json", *extra], env=env(),
+                       capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError("analyze --from failed:\n" + p.stderr)
+    return p
+
+
+def demo_run(root):
+    """A real tiny-llm-server run under load, profiled from its start; None when not built."""
+    from demo_util import LOAD, SMALL_MODEL, Server
+    if not (os.path.exists(LOAD) and os.path.exists(os.path.join(os.path.dirname(LOAD), "tiny-llm-server"))):
+        return None
+    os.makedirs(root, exist_ok=True)
+    cfg = os.path.join(root, "profiler.json")
+    prof = os.path.join(root, "prof")
+    with open(cfg, "w") as f:
+        json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
+    with Server(SMALL_MODEL, env={"SERVICE_PROF_CONFIG_PATH": cfg}, workdir=root) as srv:
+        p = subprocess.run([LOAD, "--port", str(srv.port), "--rate", "20", "--duration", "3",
+                            "--prompt-len", "16:64", "--output-len", "4:16", "--vocab", "1024", "--quiet",
+                            "--out", os.path.join(root, "client.csv")], capture_output=True, text=True,
+                           timeout=300)
+        if p.returncode != 0:
+            raise AssertionError("servprof-load failed:\n" + p.stdout + p.stderr)
+        if srv.stop() != 0:
+            raise AssertionError("server did not stop cleanly:\n" + srv.output())
+    return prof
+
+
+class AnalyzeFrom(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not chlib.available():
+            raise unittest.SkipTest("clickhouse-server is not installed")
+        cls.tmp = tempfile.mkdtemp(prefix="sp-ch-an-")
+        cls.cluster = chlib.Cluster(2, "two", os.path.join(cls.tmp, "ch")).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def url(self, db):
+        return self.cluster.nodes[0].url(db)
+
+    def put(self, inp, db, *extra):
+        export(inp, self.url(db), "--create", "--cluster", "two", "--nodes", self.cluster.node_urls(db), *extra)
+
+    def assert_equal_docs(self, got, want):
+        for k in COVERED_RUN:
+            self.assertEqual(got["run"][k], want["run"][k], "run." + k)
+        for k in COVERED_HEADLINE:
+            self.assertEqual(got["headline"][k], want["headline"][k], "headline." + k)
+        # what is not computed is said, and is everything else
+        covered = {"run." + k for k in COVERED_RUN} | {"headline." + k for k in COVERED_HEADLINE}
+        local = {"run." + k for k in want["run"]} | {"headline." + k for k in want["headline"]} | \
+            {k for k in want if k not in ("run", "headline", "schema", "input", "source", "thresholds")}
+        self.assertEqual(set(got["not_covered"]), local - covered)
+        self.assertEqual(got["source"], "clickhouse")
+
+    def check(self, inp, db):
+        self.put(inp, db)
+        want = local_analyze(inp)
+        got = json.loads(from_analyze(self.url(db)).stdout)
+        self.assert_equal_docs(got, want)
+        return got
+
+    def test_demo_run(self):
+        prof = demo_run(os.path.join(self.tmp, "demo"))
+        if prof is None:
+            self.skipTest("tiny-llm-server / servprof-load not built (SERVPROF_BUILD_EXAMPLES)")
+        got = self.check(prof, "demo")
+        self.assertGreater(got["headline"]["complete"], 10)
+
+    def test_serving_fleet(self):
+        inp = os.path.join(self.tmp, "fleet")
+        build_fleet(inp)
+        got = self.check(inp, "fleet")
+        self.assertEqual(got["headline"]["requests"], 40 + 3 * 200)
+        # the text form says the same figures and what it does not cover
+        p = subprocess.run([BIN, "analyze", "--from", self.url("fleet")], env=env(), capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("640 requests (640 complete", p.stdout)
+        self.assertIn("TTFT", p.stdout)
+        self.assertIn("findings need a local analyze", p.stdout)
+
+    def test_host(self):
+        """--host H equals local analyze of H's stores alone (requests that stay on one host)."""
+        import shutil
+        inp = os.path.join(self.tmp, "hosts")
+        build_fleet(inp)
+        self.put(inp, "hosts")
+        stores = os.path.join(inp, "Trace_Service")
+        for host, prefix in (("node1", "ms_service_node1-"), ("hostS", "ms_service_hostS-")):
+            alone = os.path.join(self.tmp, "alone-" + host, "Trace_Service")
+            os.makedirs(alone)
+            for f in os.listdir(stores):
+                if f.startswith(prefix):
+                    shutil.copy(os.path.join(stores, f), alone)
+            got = json.loads(from_analyze(self.url("hosts"), "--host", host).stdout)
+            self.assert_equal_docs(got, local_analyze(os.path.dirname(alone)))
+        got = json.loads(from_analyze(self.url("hosts"), "--host", "no-such-host").stdout)
+        self.assertEqual(got["headline"]["requests"], 0)
+
+    def test_hand_made_fixture(self):
+        inp = os.path.join(self.tmp, "fixture")
+        fixture.build(inp)
+        got = self.check(inp, "fx")
+        self.assertEqual(got["headline"]["requests"], 3)
+
+    def test_pd_run(self):
+        inp = os.path.join(self.tmp, "pd")
+        build_unbalanced(inp)
+        self.check(inp, "pd")
+
+    def test_session(self):
+        root = os.path.join(self.tmp, "sessions")
+        servelike.build(os.path.join(root, "1201-1000"))
+        fixture.build(os.path.join(root, "1201-1100"))
+        for s in ("1201-1000", "1201-1100"):
+            self.put(root, "ses", "--session", s)
+        for s in ("1201-1000", "1201-1100"):
+            got = json.loads(from_analyze(self.url("ses"), "--session", s).stdout)
+            self.assert_equal_docs(got, local_analyze(os.path.join(root, s)))
+        got = json.loads(from_analyze(self.url("ses"), "--session", "1201-1000", "--host", "hostS").stdout)
+        self.assert_equal_docs(got, local_analyze(os.path.join(root, "1201-1000")))
+        p = from_analyze(self.url("ses"), "--session", "0000-0000", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no export of session '0000-0000'", p.stderr)
+
+    def test_empty_database_and_usage(self):
+        p = from_analyze(self.url("nothing"), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("export a run into it first", p.stderr)
+        p = subprocess.run([BIN, "analyze", "--from", self.url("x"), "-o", self.tmp], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("need a local DIR", p.stderr)
+
+
+if __name__ == "__main__":
+    chlib.main()

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_export.c — `servprof export INPUT --to URL`: a parse of INPUT sent to
+ * a backend, one module per URL scheme (tool/export/export.h). Options
+ * follow the tool's conventions (opts.h). Exit status: 0 sent, 1 the
+ * export failed (the message says what a rerun does), 2 usage or bad input.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "export.h"
+#include "opts.h"
+
+enum {
+    OPT_INPUT = 1, OPT_TO, OPT_SESSION, OPT_CREATE, OPT_CLUSTER, OPT_NODES, OPT_PASSWORD_FILE,
+    OPT_BLOCK_ROWS, OPT_COMPRESS, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_VERBOSE,
+};
+
+static const cli_opt opts[] = {
+    {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL, "raw stores or a session folder (or give DIR as the argument)"},
+    {OPT_TO, "to", 0, CLI_VALUE, "URL", NULL, "where to: clickhouse://[USER@]HOST:PORT[/DATABASE]"},
+    {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "export only this session folder of DIR"},
+    {OPT_CREATE, "create", 0, CLI_FLAG, NULL, NULL, "create the database and tables where missing"},
+    {OPT_CLUSTER, "cluster", 0, CLI_VALUE, "NAME", NULL,
+     "shard over the server's cluster NAME: local tables on each node + Distributed tables"},
+    {OPT_NODES, "nodes", 0, CLI_VALUE, "URL,URL", NULL,
+     "the cluster's nodes (HTTP), when they do not all listen on the --to port"},
+    {OPT_PASSWORD_FILE, "password-file", 0, CLI_VALUE, "FILE", NULL, "read the password from FILE's first line"},
+    {OPT_BLOCK_ROWS, "block-rows", 0, CLI_VALUE, "N", NULL, "rows per INSERT, 1 to 1000000 (default 200000)"},
+    {OPT_COMPRESS, "compress", 0, CLI_FLAG, NULL, NULL, "gzip the INSERT bodies (for slow links)"},
+    {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL, "show progress on stderr"},
+    {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
+    {OPT_VERBOSE, "verbose", 'v', CLI_FLAG, NULL, NULL, "also print the parse's notes"},
+    {0},
+};
+
+int cmd_export(int argc, char **argv)
+{
+    exp_opts o = {0};
+    o.progress = -1;
+    const cli_verb verb = {
+        "export", "DIR --to URL [--create] [--cluster NAME [--nodes URL,...]] [--session NAME]",
+        "Parses DIR (raw stores, as `servprof parse` reads them) in this process and sends its\n"
+        "records and report rows to URL. clickhouse://HOST:PORT[/DATABASE] (HTTP port, database\n"
+        "servprof by default): tables span, link, exports and one per report; exporting again sends\n"
+        "only what is missing. The password comes from SERVPROF_CLICKHOUSE_PASSWORD or\n"
+        "--password-file (one in the URL works, with a warning); the user from the URL or\n"
+        "SERVPROF_CLICKHOUSE_USER. Exit status: 0 sent, 1 failed (run it again to resume),\n"
+        "2 usage. See docs/fleet.md.",
+        opts};
+    cli_parser p;
+    cli_init(&p, &verb, argc, argv);
+    for (int id; (id = cli_next(&p)) != CLI_END;) {
+        if (id == CLI_STOP)
+            return p.status;
+        switch (id) {
+        case CLI_ARG:
+        case OPT_INPUT:
+            if (o.input)
+                return cli_error(&verb, "one input only (got '%s' and '%s')", o.input, p.value);
+            o.input = p.value;
+            break;
+        case OPT_TO: o.url = p.value; break;
+        case OPT_SESSION: o.session = p.value; break;
+        case OPT_CREATE: o.create = 1; break;
+        case OPT_CLUSTER: o.cluster = p.value; break;
+        case OPT_NODES: o.nodes = p.value; break;
+        case OPT_PASSWORD_FILE: o.password_file = p.value; break;
+        case OPT_BLOCK_ROWS: {
+            long n;
+            if (cli_integer(&p, 1, 1000000, &n) != 0)
+                return 2;
+            o.block_rows = n;
+            break;
+        }
+        case OPT_COMPRESS: o.compress = 1; break;
+        case OPT_PROGRESS: o.progress = 1; break;
+        case OPT_NO_PROGRESS: o.progress = 0; break;
+        case OPT_VERBOSE: o.verbose = 1; break;
+        }
+    }
+    if (!o.input)
+        return cli_error(&verb, "DIR (raw stores or a session folder) is required");
+    if (!o.url)
+        return cli_error(&verb, "--to URL is required (clickhouse://HOST:PORT[/DATABASE])");
+    if (o.nodes && !o.cluster)
+        return cli_error(&verb, "--nodes needs --cluster NAME");
+    struct stat st;
+    if (stat(o.input, &st) != 0)
+        return cli_error(&verb, "input %s: %s", o.input, strerror(errno));
+    return exp_run(&o);
+}

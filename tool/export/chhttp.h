@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * chhttp.h — one connection to one ClickHouse node over its HTTP interface
+ * (chhttp.c, libcurl): queries, INSERT bodies, and the server's errors
+ * turned into one line that says what happened and what to do.
+ */
+#ifndef SERVPROF_CHHTTP_H
+#define SERVPROF_CHHTTP_H
+
+#include <stddef.h>
+
+typedef struct ch_conn {
+    void *curl;              /* CURL *, kept: one keep-alive connection per node */
+    void *hdr;               /* struct curl_slist * of the INSERT headers */
+    char base[320];          /* http://HOST:PORT/ */
+    char label[300];         /* clickhouse://HOST:PORT, for messages (never the password) */
+    char user[128];
+    char *password;          /* owned; "" for none */
+    int compress;            /* gzip INSERT bodies (Content-Encoding: gzip) */
+    char *resp;              /* the last response body, NUL-terminated (owned) */
+    size_t nresp, capresp;
+    long status;             /* the last HTTP status, 0 when none came */
+    int server_code;         /* ClickHouse's "Code: N" of the last error, 0 none */
+    unsigned char *zbuf;     /* gzip scratch (owned) */
+    size_t zcap;
+    long long sent_bytes;    /* bytes of INSERT bodies put on the wire */
+} ch_conn;
+
+/* Sets c up for host:port; copies user and password. 0, or -1 (libcurl could not start). */
+int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const char *password,
+                 int compress);
+/* GET /ping must answer "Ok.": 0, or -1 with a message saying what answered instead. */
+int ch_ping(ch_conn *c, char *err, size_t cap);
+/* Runs sql (the POST body). 0 with the result in c->resp, or -1 with one line in err. */
+int ch_query(ch_conn *c, const char *sql, char *err, size_t cap);
+/* INSERT: `insert` is the query ("INSERT INTO t FORMAT RowBinary"), body its data. */
+int ch_insert(ch_conn *c, const char *insert, const void *body, size_t n, char *err, size_t cap);
+/* Quotes s as a ClickHouse string literal into out ('...' with \\ and \' escaped). */
+void ch_quote(const char *s, char *out, size_t cap);
+void ch_conn_close(ch_conn *c);
+
+/* Server error codes the messages name (ClickHouse's ErrorCodes). */
+enum { CH_E_UNKNOWN_TABLE = 60, CH_E_UNKNOWN_DATABASE = 81, CH_E_UNKNOWN_USER = 192,
+       CH_E_WRONG_PASSWORD = 193, CH_E_NOT_ENOUGH_SPACE = 243, CH_E_ALL_CONNECTIONS_FAILED = 279,
+       CH_E_AUTH_FAILED = 516 };
+
+#endif
