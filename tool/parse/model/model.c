@@ -278,6 +278,29 @@ void *prs_model_state(const prs_model *m, const prs_report *r)
     return NULL;
 }
 
+void prs_model_want(prs_model *m, void *st, enum prs_kind k)
+{
+    int me = 0;
+    while (me < prs_nreports && m->rep[me] != st)
+        me++;
+    if (me == prs_nreports || !prs_reports[me]->record)
+        return;
+    prs_hook *h = m->hooks + (size_t)k * (size_t)prs_nreports;
+    int at = 0, n = m->nhooks[k];
+    for (; at < n; at++) {
+        if (h[at].st == st)
+            return; /* already taken */
+        int j = 0;
+        while (m->rep[j] != h[at].st)
+            j++;
+        if (j > me)
+            break; /* h[at] comes after this report in the table */
+    }
+    memmove(h + at + 1, h + at, (size_t)(n - at) * sizeof *h);
+    h[at] = (prs_hook){prs_reports[me]->record, st};
+    m->nhooks[k]++;
+}
+
 static void counters(prs_model *m, const prs_rec *r, enum prs_kind k)
 {
     const prs_args *a = &m->args;

@@ -124,6 +124,12 @@ struct prs_model {
 /* The state of report `r` in this run (NULL: off, or not opened yet: a
  * report's open may ask only for those before it in the table). */
 void *prs_model_state(const prs_model *m, const prs_report *r);
+/* From the next record on, hands the report whose state is `st` the
+ * records of kind k too (in table order among the reports taking k): for
+ * a kind that matters only once something was seen (pdsplit.c takes the
+ * token records once a hand-off came), so that until then those records
+ * cost that report nothing. A no-op when it already takes k. */
+void prs_model_want(prs_model *m, void *st, enum prs_kind k);
 
 /* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
 typedef struct prs_reqsum {
