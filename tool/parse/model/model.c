@@ -264,7 +264,7 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
             continue;
         for (int k = 0; k < PRS_NKINDS; k++)
             if (r->kinds & PRS_KIND(k))
-                m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i]};
+                m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i], i};
     }
     m->tl = prs_timeline_open(&m->out, opts->json, opts->tap_counters, origin);
     return 0;
@@ -278,26 +278,21 @@ void *prs_model_state(const prs_model *m, const prs_report *r)
     return NULL;
 }
 
-void prs_model_want(prs_model *m, void *st, enum prs_kind k)
+void prs_model_want(prs_model *m, const prs_report *r, enum prs_kind k)
 {
     int me = 0;
-    while (me < prs_nreports && m->rep[me] != st)
+    while (me < prs_nreports && prs_reports[me] != r)
         me++;
-    if (me == prs_nreports || !prs_reports[me]->record)
+    if (me == prs_nreports || !m->rep[me] || !r->record)
         return;
     prs_hook *h = m->hooks + (size_t)k * (size_t)prs_nreports;
     int at = 0, n = m->nhooks[k];
-    for (; at < n; at++) {
-        if (h[at].st == st)
-            return; /* already taken */
-        int j = 0;
-        while (m->rep[j] != h[at].st)
-            j++;
-        if (j > me)
-            break; /* h[at] comes after this report in the table */
-    }
+    while (at < n && h[at].report < me)
+        at++;
+    if (at < n && h[at].report == me)
+        return; /* already taken */
     memmove(h + at + 1, h + at, (size_t)(n - at) * sizeof *h);
-    h[at] = (prs_hook){prs_reports[me]->record, st};
+    h[at] = (prs_hook){r->record, m->rep[me], me};
     m->nhooks[k]++;
 }
 

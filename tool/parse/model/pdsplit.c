@@ -334,7 +334,7 @@ static void record_pdsplit(void *st, prs_model *m, const prs_rec *r, enum prs_ki
     pd_entry *e = entry_of(pd, root, 1);
     if (e && !pd->any) { /* the first hand-off: token records matter from now on */
         pd->any = 1;
-        prs_model_want(m, pd, K_TOKEN_OUT);
+        prs_model_want(m, &prs_report_pdsplit, K_TOKEN_OUT);
     }
     if (!e && k != K_PULLKV) { /* a PullKVCache row is still written, with no rid */
         pd->norid++;
