@@ -25,6 +25,15 @@
 #include "servingstore.h"
 #include "xalloc.h"
 
+/* Under AddressSanitizer an allocation beyond its limit aborts the
+ * process by default; the policy under test needs malloc's own answer
+ * (NULL), as a plain build gets it. Unused without ASan. */
+const char *__asan_default_options(void);
+__attribute__((visibility("default"), used)) const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
 static int row_of(const prs_report *r)
 {
     for (int i = 0; i < prs_nreports; i++)
@@ -109,8 +118,11 @@ static int in_child(void (*fn)(void), char *err, size_t cap)
     close(p[1]);
     size_t n = 0;
     ssize_t r;
+    char rest[512];
     while (n + 1 < cap && (r = read(p[0], err + n, cap - 1 - n)) > 0)
         n += (size_t)r;
+    while (read(p[0], rest, sizeof rest) > 0) /* to its end: a child never dies of a closed pipe */
+        ;
     err[n] = 0;
     close(p[0]);
     int st = 0;
@@ -153,9 +165,12 @@ static void test_out_of_memory(void)
 {
     char err[1024];
     CHECK_INT(in_child(alloc_too_much, err, sizeof err), 1);
+    if (!strstr(err, "out of memory"))
+        fprintf(stderr, "the child said: %s\n", err);
     CHECK(strstr(err, "out of memory") != NULL);
     CHECK(strstr(err, "bytes asked") != NULL);
-    CHECK(strchr(err, '\n') == strrchr(err, '\n')); /* one line */
+    const char *line = strstr(err, "servprof: error: out of memory");
+    CHECK(line != NULL && !strstr(line + 1, "servprof")); /* said once (ASan may add its warning) */
     CHECK_INT(in_child(realloc_too_much, err, sizeof err), 1);
     CHECK(strstr(err, "out of memory") != NULL);
     CHECK_INT(in_child(alloc_fits, err, sizeof err), 0);

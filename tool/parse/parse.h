@@ -5,8 +5,9 @@
  * The parser is a pipeline that never holds a whole table. Each module has
  * its own header (module.c -> module.h; tap.h is table.c's too). The
  * reading and decoding stages call nothing of a later stage and nothing of
- * each other in a circle; the reports share model.h's state and helpers
- * with model.c, and table.c asks dbout.c which indexes a table gets:
+ * each other in a circle; the reports read the model's state (model.h)
+ * and keep their own, each in its file, and table.c asks dbout.c which
+ * indexes a table gets:
  *
  *  read/        discover.c    finds raw stores, activity stores, torch traces
  *               sessions.c    which session folder each store belongs to

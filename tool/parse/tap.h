@@ -7,9 +7,11 @@
 #ifndef SERVPROF_PARSE_TAP_H
 #define SERVPROF_PARSE_TAP_H
 
+#include "storeread.h"
+
+/* Not table.h: table.h includes this file (prs_out holds the tap). */
 struct prs_table;
 struct prs_val;
-struct prs_rec;
 
 /* A consumer inside the same process (servprof analyze) sees every report
  * row and every record as the parse makes them, with or without files:
@@ -32,7 +34,7 @@ struct prs_rec;
  * may be NULL. */
 typedef struct prs_tap {
     void (*row)(void *ctx, const struct prs_table *t, const struct prs_val *vals);
-    void (*record)(void *ctx, const struct prs_rec *r);
+    void (*record)(void *ctx, const prs_rec *r);
     void (*restart)(void *ctx);
     void *ctx;
 } prs_tap;

@@ -19,59 +19,27 @@
  * failed allocation as an output error (btwrite.c, btindex.c, dbsql.c:
  * profiler.db is then not written, the rest goes on) keep doing so.
  *
- * Inline: the test costs one branch at each call; the failure path is out
- * of line (prs_oom, cold).
+ * Out of line, on purpose: a call site costs what its malloc call did (the
+ * test is in the callee), while an inline test would sit in the hot
+ * functions that may grow a buffer (id interning, the timeline's slice)
+ * and cost them registers: +0.15 % of a parse's instructions, measured
+ * (docs/benchmarks.md).
  */
 #ifndef SERVPROF_PARSE_XALLOC_H
 #define SERVPROF_PARSE_XALLOC_H
 
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 
 /* Says "out of memory" (n bytes asked) on stderr and exits with status 1.
- * Async-signal-safe output (one write), no allocation; _exit, so that no
- * atexit handler or stdio flush runs with the parse half done. */
+ * One write(2) of a line formatted on the stack, no allocation; _exit, so
+ * that no atexit handler or stdio flush runs with the parse half done. */
 _Noreturn void prs_oom(size_t n) __attribute__((cold));
 
-static inline void *prs_xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (__builtin_expect(!p && n, 0))
-        prs_oom(n);
-    return p;
-}
-
-static inline void *prs_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (__builtin_expect(!p && n && size, 0))
-        prs_oom(n * size);
-    return p;
-}
-
+void *prs_xmalloc(size_t n);
+void *prs_xcalloc(size_t n, size_t size);
 /* realloc(p, n): p is freed by the exit, never leaked into a NULL. */
-static inline void *prs_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n);
-    if (__builtin_expect(!q && n, 0))
-        prs_oom(n);
-    return q;
-}
-
-static inline char *prs_xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (__builtin_expect(!d, 0))
-        prs_oom(strlen(s) + 1);
-    return d;
-}
-
-static inline char *prs_xstrndup(const char *s, size_t n)
-{
-    char *d = strndup(s, n);
-    if (__builtin_expect(!d, 0))
-        prs_oom(n + 1);
-    return d;
-}
+void *prs_xrealloc(void *p, size_t n);
+char *prs_xstrdup(const char *s);
+char *prs_xstrndup(const char *s, size_t n);
 
 #endif

@@ -264,7 +264,7 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
             continue;
         for (int k = 0; k < PRS_NKINDS; k++)
             if (r->kinds & PRS_KIND(k))
-                m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i]};
+                m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i], i};
     }
     m->tl = prs_timeline_open(&m->out, opts->json, opts->perfetto, opts->tap_counters, origin);
     return 0;
@@ -276,6 +276,24 @@ void *prs_model_state(const prs_model *m, const prs_report *r)
         if (prs_reports[i] == r)
             return m->rep ? m->rep[i] : NULL;
     return NULL;
+}
+
+void prs_model_want(prs_model *m, const prs_report *r, enum prs_kind k)
+{
+    int me = 0;
+    while (me < prs_nreports && prs_reports[me] != r)
+        me++;
+    if (me == prs_nreports || !m->rep[me] || !r->record)
+        return;
+    prs_hook *h = m->hooks + (size_t)k * (size_t)prs_nreports;
+    int at = 0, n = m->nhooks[k];
+    while (at < n && h[at].report < me)
+        at++;
+    if (at < n && h[at].report == me)
+        return; /* already taken */
+    memmove(h + at + 1, h + at, (size_t)(n - at) * sizeof *h);
+    h[at] = (prs_hook){r->record, m->rep[me], me};
+    m->nhooks[k]++;
 }
 
 static void counters(prs_model *m, const prs_rec *r, enum prs_kind k)

@@ -75,6 +75,7 @@ extern const int prs_nreports;
 typedef struct prs_hook {
     void (*record)(void *st, prs_model *m, const prs_rec *r, enum prs_kind k);
     void *st;
+    int report;            /* its row in prs_reports */
 } prs_hook;
 
 struct prs_model {
@@ -124,6 +125,12 @@ struct prs_model {
 /* The state of report `r` in this run (NULL: off, or not opened yet: a
  * report's open may ask only for those before it in the table). */
 void *prs_model_state(const prs_model *m, const prs_report *r);
+/* From the next record on, hands report r the records of kind k too (in
+ * table order among the reports taking k): for a kind that matters only
+ * once something was seen (pdsplit.c takes the token records once a
+ * hand-off came), so that until then those records cost that report
+ * nothing. A no-op when r is off or already takes k. */
+void prs_model_want(prs_model *m, const prs_report *r, enum prs_kind k);
 
 /* What the summary and the time-bucket tables keep of a request (NAN: unknown). */
 typedef struct prs_reqsum {
@@ -167,7 +174,8 @@ prs_pending *prs_pending_new(const prs_val *vals, int n);
 void prs_pending_free(prs_pending *p);
 
 /* What the other parts ask of a report (each the report's own file). */
-extern const prs_report prs_report_request, prs_report_batch, prs_report_reqstatus, prs_report_spaninfo;
+extern const prs_report prs_report_request, prs_report_batch, prs_report_reqstatus, prs_report_spaninfo,
+    prs_report_pdsplit;
 
 /* request.c: the finished requests, for the summary and profiler.db's
  * time buckets (dbout.c); valid until prs_model_free. */

@@ -59,7 +59,7 @@ typedef struct pdsplit {
     int *slot_of_root;       /* index = id root: entry + 1, 0 none */
     long long norid;         /* hand-off records naming no request: not used (warned once) */
     int nslots;
-    int any;                 /* a hand-off was seen: token records matter */
+    int any;                 /* a hand-off was seen: token records are taken (prs_model_want) */
     pd_sum sum;
 } pdsplit;
 
@@ -317,9 +317,7 @@ static void record_pdsplit(void *st, prs_model *m, const prs_rec *r, enum prs_ki
 {
     pdsplit *pd = st;
     int root = m->nroots ? m->roots[0] : -1;
-    if (k == K_TOKEN_OUT) { /* only requests already in a hand-off */
-        if (!pd->any) /* a store without hand-offs pays one test per token */
-            return;
+    if (k == K_TOKEN_OUT) { /* only requests already in a hand-off (taken once one came) */
         pd_entry *e = entry_of(pd, root, 0);
         if (e && e->pull_end >= 0 && e->first_token < 0 && r->ts >= e->pull_end)
             e->first_token = r->ts;
@@ -334,7 +332,10 @@ static void record_pdsplit(void *st, prs_model *m, const prs_rec *r, enum prs_ki
     if (k == K_COORD && strcmp(r->cat, "Coordinator") != 0)
         return;
     pd_entry *e = entry_of(pd, root, 1);
-    pd->any |= e != NULL;
+    if (e && !pd->any) { /* the first hand-off: token records matter from now on */
+        pd->any = 1;
+        prs_model_want(m, &prs_report_pdsplit, K_TOKEN_OUT);
+    }
     if (!e && k != K_PULLKV) { /* a PullKVCache row is still written, with no rid */
         pd->norid++;
         return;
@@ -477,7 +478,7 @@ static void free_pdsplit(void *st)
 
 const prs_report prs_report_pdsplit = {
     .name = "pdsplit",
-    .kinds = PRS_KIND(K_COMM) | PRS_KIND(K_PULLKV) | PRS_KIND(K_COORD) | PRS_KIND(K_TOKEN_OUT),
+    .kinds = PRS_KIND(K_COMM) | PRS_KIND(K_PULLKV) | PRS_KIND(K_COORD), /* K_TOKEN_OUT: once a hand-off came */
     .open = open_pdsplit,
     .record = record_pdsplit,
     .link = link_pdsplit,

@@ -16,6 +16,7 @@
  * names are case-insensitive.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dbcompat.h"
