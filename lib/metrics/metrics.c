@@ -194,6 +194,7 @@ static size_t drain_one(sp_tbuf *tb)
             sp_rec_hdr_times(&h);
             sp_metrics_on_record(&h, rec, len);
         }
+        sp_count(&sp_rec_count.metrics_only, 1); /* where it went: servprof_stats */
         sp_tb_advance(&r, len);
     }
     sp_tb_release(&r);
