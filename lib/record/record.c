@@ -923,9 +923,9 @@ SERVPROF_API void servprof_link(const char *from, const char *to)
 SERVPROF_API void servprof_set_thread_name(const char *name)
 {
     if (!name || !*name) {
-        bad_input();
-        sp_log(SP_LOG_WARNING, "servprof_set_thread_name: name is %s; kept the old name",
-               name ? "empty" : "NULL");
+        static sp_misuse_limit lim;
+        sp_warn_misuse(&lim, "servprof_set_thread_name", name ? "name is empty" : "name is NULL",
+                       "kept the old name");
         return;
     }
     sp_tbuf *tb = sp_tbuf_self();
