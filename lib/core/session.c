@@ -248,10 +248,11 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
      * it); what is opened is checked. Everything else is relative to it. */
     pd_fd = sp_dir_open_trusted(AT_FDCWD, pd, 0, why, sizeof why);
     if (pd_fd < 0) {
-        if (pd_fd == -EPERM)
+        int e = pd_fd;
+        pd_fd = -1;
+        if (e == -EPERM)
             return refuse("prof_dir", pd, why);
         sp_log(SP_LOG_ERROR, "prof_dir '%s' %s; collection stays off", pd, why);
-        pd_fd = -1;
         return SERVPROF_EIO;
     }
     char cfg_abs[SP_PATH_MAX];

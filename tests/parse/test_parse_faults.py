@@ -86,6 +86,17 @@ class Numbers(Case):
 
 
 class Ids(Case):
+    def test_one_engine_id_in_two_stores_is_reported(self):
+        # two processes each link their own request to engine id "0"
+        for host, pid, rid in (("a", 1, "A"), ("b", 2, "B")):
+            s = Store(os.path.join(self.inp, "ms_service_%s-%d.db" % (host, pid)), host, pid)
+            simple_request(s, rid, 0 + pid, 10 + pid)
+            s.link(1 + pid, "0", rid)
+            s.close()
+        p = run_parse(self.inp, self.out)
+        self.assertRegex(p.stdout, r'duplicate ids: 1 id\(s\) linked from two process stores '
+                                   r'\(first: "0" in ms_service_a-1 and ms_service_b-2\)')
+
     def test_escaped_and_raw_ids_are_one_request(self):
         # Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
         s = Store(os.path.join(self.inp, "ms_service_i-1.db"), "i", 1)

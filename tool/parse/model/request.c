@@ -554,12 +554,15 @@ static void summary_line(const char *what, double *v, long long n)
 /* The summary's requests and their latencies. */
 static void summary_request(const void *st, const prs_model *m, const prs_sessions *ss)
 {
-    (void)m;
     const request *rq = st;
     printf("  requests: %d", rq->nfin);
     if (rq->nincomplete)
         printf(" (%lld cut by the collection window: complete = 0, not in the percentiles)", rq->nincomplete);
     printf("\n");
+    if (m->dup_links)
+        printf("  duplicate ids: %lld id(s) linked from two process stores (first: %s); their "
+               "requests were merged into one: ids must be unique across processes\n",
+               m->dup_links, m->dup_example);
     if (rq->absurd_figures)
         printf("  figures left empty: %lld (a first token outside its request's life, or an end "
                "before the start: check the clocks and the request ids)\n", rq->absurd_figures);
