@@ -46,10 +46,20 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len);
  *                    a dangling symlink: open and write path itself
  *                    (which creates a dangling link's target); a
  *                    rename would replace the node with a plain file.
+ * A symlink that is not trusted (another user's, or in a folder others can
+ * write: sp_output_name_trusted) is not followed: SP_OUT_REPLACE of path
+ * itself, so the link is replaced by the new file.
  * Returns one of them (target holds the path to use), or -errno: -EISDIR
  * for a folder, -ENAMETOOLONG (cap must be at least PATH_MAX). */
 enum { SP_OUT_REPLACE = 0, SP_OUT_IN_PLACE = 1 };
 int sp_output_target(const char *path, char *target, size_t cap);
+
+/* Nonzero when nobody but us (or root) can have put what is at path: its
+ * folder passes the trust rule (below) and, when path is a symlink, the
+ * link is ours or root's. A temp name of an output (NAME.partial) in such
+ * a folder may be opened as it is (following a link the user made);
+ * elsewhere it is removed and made anew with O_EXCL | O_NOFOLLOW. */
+int sp_output_name_trusted(const char *path);
 
 /* Replaces path with data atomically: a temp file in the same folder,
  * written, fsync'ed, then renamed over path. When path exists its mode is

@@ -25,8 +25,10 @@ stands for it.
   - analyze -o OUT with OUT/analyze.json a FIFO: the document goes through;
   - parse -o LINK where LINK is a dangling symlink: one error naming where
     it points, no summary, exit 1;
-  - a planted OUT/request.csv.partial symlink (the temp name is known) is
-    never written through: the file it names is unchanged;
+  - in a folder that others can write, a planted OUT/request.csv.partial
+    symlink (the temp name is known) is never written through: the file it
+    names is unchanged (in the user's own folder the user's links are
+    followed, as the full-disk test of test_parse_dbout.py relies on);
   - report under umask 000 writes its page 0644, not 0666.
 """
 import json
@@ -174,6 +176,7 @@ class OutputNodes(unittest.TestCase):
     def test_planted_partial_link_is_not_followed(self):
         out = self.path("out")
         os.mkdir(out)
+        os.chmod(out, 0o777)  # a shared folder: anyone could have planted the link
         victim = self.path("victim")
         with open(victim, "w") as f:
             f.write("someone's file\n")

@@ -112,12 +112,15 @@ int rpt_html_write(const char *path, const json_t *data)
         memcpy(tmp, target, tlen);
         memcpy(tmp + tlen, ".partial", sizeof ".partial");
     }
-    /* The temp is ours, made anew (O_EXCL | O_NOFOLLOW: never through a
-     * planted link); 0644 at most whatever the umask (fopen would make 0666). */
+    /* The temp, in a folder others can write, is made anew (O_EXCL |
+     * O_NOFOLLOW: never through a planted link); 0644 at most whatever the
+     * umask (fopen would make 0666). */
     int fd = -1;
-    if (tmp) {
+    if (tmp && !sp_output_name_trusted(tmp)) {
         if (unlink(tmp) == 0 || errno == ENOENT)
             fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    } else if (tmp) {
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     } else {
         fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }

@@ -308,14 +308,16 @@ prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
 
 prs_dw *prs_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap, 0); }
 
-/* fresh: path is our own temp name (NAME.partial), made anew: a stale one
- * is removed and the new one created with O_EXCL | O_NOFOLLOW, so a link
- * or a file planted under that name in a shared folder is never written
- * through. Otherwise path is the user's (a FIFO, a device) and is opened
- * as it is. */
+/* fresh: path is our own temp name (NAME.partial). In a folder that others
+ * can write (sp_output_name_trusted) it is made anew: a stale one removed,
+ * the new one created with O_EXCL | O_NOFOLLOW, so a link or a file
+ * planted under that known name is never written through. In the user's
+ * own folder, and for a path of the user's (a FIFO, a device), the name is
+ * opened as it is. */
 static prs_dw *open_file(const char *path, size_t cap, int fresh)
 {
     struct stat st; /* O_DIRECT on a FIFO is a "packet" pipe: files only */
+    fresh = fresh && !sp_output_name_trusted(path);
     int direct = direct_wanted() && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode));
     int how = fresh ? O_EXCL | O_NOFOLLOW : O_TRUNC;
     if (fresh && unlink(path) != 0 && errno != ENOENT)
