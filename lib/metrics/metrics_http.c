@@ -338,6 +338,13 @@ sp_mhttp *sp_mhttp_start(const char *listen, const char *dir, int max_conns, int
     int e = errno;
     last_msg = NULL;
     if (!h->d) {
+        /* "Failed to bind to port 0: ..." names the port argument, which is
+         * 0 here (the address goes in MHD_OPTION_SOCK_ADDR): keep the reason. */
+        const char *colon = strstr(msg, ": ");
+        if (!strncmp(msg, "Failed to bind to port", 22) && colon) {
+            memmove(msg + 4, colon, strlen(colon) + 1); /* colon is past msg + 4 */
+            memcpy(msg, "bind", 4);
+        }
         if (msg[0])
             snprintf(why, whylen, "cannot listen on %s: %s", listen, msg);
         else

@@ -386,7 +386,8 @@ sp_store *sp_store_open(const char *path, int pid)
     char why[160];
     int prc = sp_precreate_file(path, SP_FILE_MODE, why, sizeof why);
     if (prc != 0) {
-        sp_log(SP_LOG_ERROR, "raw store %s %s; nothing is recorded", path, why);
+        sp_log(SP_LOG_ERROR, "raw store %s: cannot create it (the file %s); nothing is recorded",
+               path, why);
         free(st);
         return NULL;
     }

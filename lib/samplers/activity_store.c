@@ -75,7 +75,8 @@ sp_activity_store *sp_activity_store_open(const char *path)
     make_parent(path);
     char why[160];
     if (sp_precreate_file(path, SP_FILE_MODE, why, sizeof why) != 0) {
-        sp_log(SP_LOG_ERROR, "activity store %s %s; device activity is not recorded", path, why);
+        sp_log(SP_LOG_ERROR, "activity store %s: cannot create it (the file %s); device activity "
+               "is not recorded", path, why);
         free(st);
         return NULL;
     }

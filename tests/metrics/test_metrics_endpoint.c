@@ -16,7 +16,8 @@
  *    endpoint, which then holds descriptors above 1023, and is scraped.
  *    Before, select() refused them and the start said "in use, or not an
  *    address of this host".
- *  - an empty host (":PORT") means loopback.
+ *  - an empty host (":PORT") means loopback; a second endpoint on a taken
+ *    port says "Address already in use" (the system's words).
  *
  * Exits 77 (ctest SKIP) when libmicrohttpd cannot be loaded. Waits are
  * bounded polls of conditions (check_wait_until), never bare sleeps.
@@ -246,6 +247,23 @@ int main(void)
     CHECK_STR(sp_mhttp_interfaces(":19466"), "loopback only");
     CHECK(strstr(sp_mhttp_interfaces("0.0.0.0:1"), "every interface") != NULL);
 
+    /* A failed start says what failed (the system's words), not a guess. */
+    {
+        char why[512], why2[512];
+        int port = 0, port2 = 0;
+        sp_mhttp *h = sp_mhttp_start("127.0.0.1:0", dir, 0, &port, why, sizeof why);
+        if (h) {
+            char listen[64];
+            snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+            sp_mhttp *h2 = sp_mhttp_start(listen, dir, 0, &port2, why2, sizeof why2);
+            CHECK(h2 == NULL);
+            sp_mhttp_stop(h2);
+            CHECK(strstr(why2, "Address already in use") != NULL);
+            CHECK(strstr(why2, "port 0") == NULL);
+            fprintf(stderr, "second endpoint on %s: %s\n", listen, why2);
+            sp_mhttp_stop(h);
+        }
+    }
     int rc = run_flood();
     if (rc == 77) {
         printf("SKIP: libmicrohttpd cannot be loaded\n");
