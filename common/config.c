@@ -105,6 +105,7 @@ void sp_config_defaults(sp_config *c)
     snprintf(c->aclprof_aicore_metrics, sizeof c->aclprof_aicore_metrics,
              "ACL_AICORE_PIPE_UTILIZATION");
     c->buffer_bytes = (size_t)SP_DEFAULT_BUFFER_KB * 1024;
+    c->metric_max_conns = 16; /* SP_MHTTP_DEFAULT_CONNS */
 }
 
 const char *sp_config_level_name(int level)
@@ -135,6 +136,7 @@ static int *field_int(sp_config *c, const char *name)
 {
     if (!strcmp(name, "enable")) return &c->enable;
     if (!strcmp(name, "metric_enable")) return &c->metric_enable;
+    if (!strcmp(name, "metric_max_connections")) return &c->metric_max_conns;
     if (!strcmp(name, "host_system_usage_freq")) return &c->host_system_usage_freq;
     if (!strcmp(name, "npu_memory_usage_freq")) return &c->npu_memory_usage_freq;
     if (!strcmp(name, "acl_task_time")) return &c->acl_task_time;
@@ -594,7 +596,8 @@ static void key_metric_dir(const key_def *k, const json_t *v, sp_config *c, sp_c
     snprintf(c->metric_dir, sizeof c->metric_dir, "%s", out);
 }
 
-/* metric_port: 0 (none), a port 1..65535 on 127.0.0.1, or "ADDR:PORT". */
+/* metric_port: 0 (none), a port 1..65535 on 127.0.0.1, or "ADDR:PORT" (an
+ * empty ADDR is 127.0.0.1 too: every interface takes "0.0.0.0:PORT"). */
 static void key_metric_port(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
 {
     char s[80];
@@ -616,11 +619,17 @@ static void key_metric_port(const key_def *k, const json_t *v, sp_config *c, sp_
          "in the process)", k->name, s);
 }
 
+const char *sp_config_listen_scope(const sp_config *c)
+{
+    return c->metric_listen[0] ? sp_mhttp_interfaces(c->metric_listen) : "none";
+}
+
 static const key_def keys[] = {
     {"enable", key_enable, 0, 1},
     {"metric_enable", key_flag, 0, 1},
     {"metric_dir", key_metric_dir, 0, 0},
     {"metric_port", key_metric_port, 0, 0},
+    {"metric_max_connections", key_int_range, 1, 1024},
     {"prof_dir", key_prof_dir, 0, 0},
     {"profiler_level", key_level, 0, 0},
     {"host_system_usage_freq", key_freq, 1, 50},
@@ -884,7 +893,8 @@ int sp_config_changed_keys(const sp_config *a, const sp_config *b, char *out, si
         if (used < len)                                                                        \
             used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", name); \
     }
-    /* metric_enable, metric_dir and metric_port are not listed: they take
+    /* metric_enable, metric_dir, metric_port and metric_max_connections are
+     * not listed: they take
      * effect at once (metrics.c logs it), not at the next start. */
     CMP(strcmp(a->prof_dir, b->prof_dir), "prof_dir");
     CMP(a->profiler_level != b->profiler_level, "profiler_level");
@@ -928,5 +938,24 @@ int sp_mhttp_parse_listen(const char *s, struct sockaddr_in *sa)
     memset(sa, 0, sizeof *sa);
     sa->sin_family = AF_INET;
     sa->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) == 1 ? 0 : -1;
+    /* An empty host is loopback: serving beyond this host takes an explicit
+     * address (0.0.0.0 for every interface). */
+    return inet_pton(AF_INET, host[0] ? host : "127.0.0.1", &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+const char *sp_mhttp_interfaces(const char *s)
+{
+    static _Thread_local char buf[96];
+    struct sockaddr_in sa;
+    if (sp_mhttp_parse_listen(s, &sa) != 0)
+        return "?";
+    uint32_t a = ntohl(sa.sin_addr.s_addr);
+    if ((a >> 24) == 127)
+        return "loopback only";
+    if (a == 0)
+        return "every interface (0.0.0.0): reachable from other hosts";
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    snprintf(buf, sizeof buf, "interface %s only: reachable from other hosts", ip);
+    return buf;
 }

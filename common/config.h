@@ -26,6 +26,7 @@ typedef struct sp_config {
     char metric_dir[SP_PATH_MAX];   /* expanded; "" = <prof_dir>/metrics */
     char metric_listen[64];         /* key "metric_port": "ADDR:PORT" this process tries to
                                        serve /metrics on; "" = none */
+    int metric_max_conns;           /* key "metric_max_connections": the endpoint's cap */
     char prof_dir[SP_PATH_MAX];     /* expanded (~, ${VAR}) */
     int profiler_level;             /* 10, 20, 30, 40 */
     int host_system_usage_freq;     /* -1 off, 1..50 Hz */
@@ -70,6 +71,9 @@ int sp_config_int_key(const sp_config *c, const char *name, int64_t *out);
 
 /* Reads and parses a file. SERVPROF_ENOTFOUND when it does not exist. */
 int sp_config_load(const char *path, sp_config *c, sp_config_diag *d);
+/* Which interfaces c's metric_port serves, in words ("loopback only",
+ * "every interface (0.0.0.0): ..."), or "none" without metric_port. */
+const char *sp_config_listen_scope(const sp_config *c);
 
 /* A config file larger than this is a mistake (and is not read). */
 #define SP_CONFIG_MAX_BYTES (1u << 20)
@@ -131,9 +135,15 @@ int sp_config_edit_enable_text(const char *text, size_t len, int value, char **o
 /* ---- the "metric_port" value (config.c) ----------------------------- */
 
 struct sockaddr_in;
-/* "ADDR:PORT" (IPv4, PORT 0..65535; "" ADDR: every address) -> sa.
- * Returns 0, or -1 when s is not that. Config validation and the metrics
- * endpoint (lib/metrics/metrics_http.c) read the value with it. */
+/* "ADDR:PORT" (IPv4, PORT 0..65535; "" ADDR: loopback, 127.0.0.1; every
+ * interface only when asked for, 0.0.0.0) -> sa. Returns 0, or -1 when s
+ * is not that. Config validation and the metrics endpoint
+ * (lib/metrics/metrics_http.c) read the value with it. */
 int sp_mhttp_parse_listen(const char *s, struct sockaddr_in *sa);
+/* Which interfaces "ADDR:PORT" serves, in words: "loopback only",
+ * "every interface (0.0.0.0): ...", "interface ADDR only: ..."; "?" when
+ * s is bad. A static string, or a thread's buffer valid until its next
+ * call. */
+const char *sp_mhttp_interfaces(const char *s);
 
 #endif

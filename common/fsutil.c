@@ -6,9 +6,16 @@
  * when missing, rewritten when a limit turns collection off, edited by the
  * CLI) and the session state file. Both are replaced with temp + rename so
  * a reader (another process, a watcher, an editor) sees the old or the new
- * text, never a mix. Modes are passed to open()/mkdir() and forced with
- * fchmod()/chmod() on what we created; the umask is never changed because
+ * text, never a mix. Modes are passed to open()/mkdir(), so the umask may
+ * narrow them but nothing widens them; the umask is never changed because
  * it is the host program's, shared by all its threads.
+ *
+ * The trusted helpers (sp_dir_open_trusted and the *_at functions) are for
+ * folders that other users may be able to reach, such as a prof_dir in a
+ * shared /tmp: everything is opened relative to an opened folder, final
+ * components with O_NOFOLLOW, and what was opened is checked with fstat()
+ * (owner, mode, link count) rather than by a path that could be swapped
+ * between the check and the use.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +47,7 @@ int sp_mkdirs(const char *path, mode_t mode)
         char saved = *p;
         *p = '\0';
         if (mkdir(buf, mode) == 0) {
-            (void)chmod(buf, mode); /* the umask may have narrowed it */
+            /* ours, with mode as narrowed by the umask: never widened */
         } else if (errno != EEXIST) {
             return -errno;
         } else {
@@ -57,14 +64,9 @@ int sp_mkdirs(const char *path, mode_t mode)
     return 0;
 }
 
-int sp_read_file(const char *path, size_t max, char **out, size_t *len)
+/* Reads the regular file open on fd (closed here) into *out. */
+static int read_fd(int fd, size_t max, char **out, size_t *len)
 {
-    *out = NULL;
-    *len = 0;
-    /* O_NONBLOCK: a FIFO in place of the file must not hang the watcher. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -121,6 +123,17 @@ int sp_read_file(const char *path, size_t max, char **out, size_t *len)
     return 0;
 }
 
+int sp_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO in place of the file must not hang the watcher. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    return read_fd(fd, max, out, len);
+}
+
 void sp_path_dirname(const char *path, char *out, size_t len)
 {
     const char *slash = strrchr(path, '/');
@@ -158,6 +171,33 @@ int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
     return sp_write_replace(path, data, len, mode, 1);
 }
 
+/* A symlink at path (lst: its lstat) may be followed by an output when it
+ * is ours (or root's) and sits in a folder only we (or root) can write, or
+ * a sticky one: then nobody else can have planted or swapped it. */
+static int link_trusted(const char *path, const struct stat *lst)
+{
+    uid_t me = geteuid();
+    if (lst->st_uid != me && lst->st_uid != 0)
+        return 0;
+    char dir[SP_PATH_MAX];
+    sp_path_dirname(path, dir, sizeof dir);
+    struct stat st;
+    char why[8];
+    return stat(dir, &st) == 0 && sp_trusted_stat(&st, 1, why, sizeof why);
+}
+
+int sp_output_name_trusted(const char *path)
+{
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+        return link_trusted(path, &lst);
+    char dir[SP_PATH_MAX];
+    sp_path_dirname(path, dir, sizeof dir);
+    struct stat st;
+    char why[8];
+    return stat(dir, &st) == 0 && sp_trusted_stat(&st, 1, why, sizeof why);
+}
+
 int sp_output_target(const char *path, char *target, size_t cap)
 {
     struct stat st;
@@ -166,6 +206,8 @@ int sp_output_target(const char *path, char *target, size_t cap)
     snprintf(target, cap, "%s", path);
     if (lstat(path, &st) != 0)
         return errno == ENOENT ? SP_OUT_REPLACE : -errno;
+    if (S_ISLNK(st.st_mode) && !link_trusted(path, &st))
+        return SP_OUT_REPLACE; /* someone else's link: replaced, never written through */
     if (S_ISLNK(st.st_mode)) {
         if (!realpath(path, target)) { /* dangling: writing path creates its target */
             int e = errno;
@@ -204,7 +246,8 @@ int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode
     if (how == SP_OUT_IN_PLACE)
         return write_in_place(target, data, len, mode);
     struct stat st;
-    if (stat(target, &st) == 0)
+    int keep = stat(target, &st) == 0; /* an existing file keeps its mode */
+    if (keep)
         mode = st.st_mode & 07777;
     char dir[SP_PATH_MAX], tmp[SP_PATH_MAX + 64];
     sp_path_dirname(target, dir, sizeof dir);
@@ -216,7 +259,7 @@ int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode
     if (fd < 0)
         return -errno;
     int rc = 0;
-    if (fchmod(fd, mode) != 0)
+    if (keep && fchmod(fd, mode) != 0) /* a new file: mode as the umask narrowed it */
         rc = -errno;
     if (rc == 0)
         rc = write_all(fd, data, len);
@@ -235,4 +278,151 @@ int sp_dir_writable(const char *dir)
 {
     struct stat st;
     return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
+}
+
+/* ---- trusted folders and files ---------------------------------------- */
+
+int sp_trusted_stat(const struct stat *st, int is_dir, char *why, size_t whylen)
+{
+    uid_t me = geteuid();
+    if (st->st_uid != me && st->st_uid != 0) {
+        snprintf(why, whylen, "is owned by uid %u, not by this process's uid %u",
+                 (unsigned)st->st_uid, (unsigned)me);
+        return 0;
+    }
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(is_dir && (st->st_mode & S_ISVTX))) {
+        snprintf(why, whylen, "is writable by %s (mode %04o)%s",
+                 (st->st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st->st_mode & 07777),
+                 is_dir ? " and has no sticky bit" : "");
+        return 0;
+    }
+    return 1;
+}
+
+int sp_dir_open_trusted(int dfd, const char *name, int nofollow, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+    if (fd < 0) {
+        int e = errno;
+        struct stat lst;
+        if (nofollow && (e == ELOOP || e == ENOTDIR) && fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(lst.st_mode)) {
+            snprintf(why, whylen, "is a symbolic link (refused: it could lead anywhere)");
+            return -ELOOP;
+        }
+        snprintf(why, whylen, "cannot be opened: %s", strerror(e));
+        return -e;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        snprintf(why, whylen, "cannot be examined: %s", strerror(e));
+        return -e;
+    }
+    if (!sp_trusted_stat(&st, 1, why, whylen)) {
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
+}
+
+int sp_mkdir_open_at(int dfd, const char *name, mode_t mode, char *why, size_t whylen)
+{
+    if (mkdirat(dfd, name, mode) != 0 && errno != EEXIST) {
+        int e = errno;
+        snprintf(why, whylen, "cannot be created: %s", strerror(e));
+        return -e;
+    }
+    return sp_dir_open_trusted(dfd, name, 1, why, whylen);
+}
+
+int sp_file_open_at(int dfd, const char *name, int flags, mode_t mode, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    if (fd < 0) {
+        /* Say what is there when it is planted: the kernel may answer a
+         * symlink with EACCES (sticky folders) rather than ELOOP. */
+        int e = errno;
+        struct stat lst;
+        if (e != ENOENT && fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (S_ISLNK(lst.st_mode)) {
+                snprintf(why, whylen, "is a symbolic link (refused: it could lead anywhere)");
+                return -ELOOP;
+            }
+            if (!sp_trusted_stat(&lst, 0, why, whylen))
+                return -EPERM;
+        }
+        snprintf(why, whylen, "cannot be opened: %s", strerror(e));
+        return -e;
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        snprintf(why, whylen, "cannot be examined: %s", strerror(-rc));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+        snprintf(why, whylen, "is not a regular file");
+    } else if (st.st_nlink != 1) {
+        rc = -EPERM; /* a hard link to a file elsewhere (another user's, or root's) */
+        snprintf(why, whylen, "has %lu hard links (refused: it may be someone else's file)",
+                 (unsigned long)st.st_nlink);
+    } else if (!sp_trusted_stat(&st, 0, why, whylen)) {
+        rc = -EPERM;
+    }
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int sp_read_at(int dfd, const char *name, size_t max, char **out, size_t *len, char *why,
+               size_t whylen)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = sp_file_open_at(dfd, name, O_RDONLY, 0, why, whylen);
+    if (fd < 0)
+        return fd;
+    int rc = read_fd(fd, max, out, len);
+    if (rc != 0)
+        snprintf(why, whylen, "cannot be read: %s", strerror(-rc));
+    return rc;
+}
+
+int sp_replace_at(int dfd, const char *name, const void *data, size_t len, mode_t mode,
+                  int durable)
+{
+    static _Atomic unsigned counter;
+    char tmp[NAME_MAX + 64];
+    int n = snprintf(tmp, sizeof tmp, ".%.200s.tmp.%d.%u", name, (int)getpid(),
+                     atomic_fetch_add(&counter, 1));
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    int rc = write_all(fd, data, len);
+    if (rc == 0 && durable && fsync(fd) != 0)
+        rc = -errno;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && renameat(dfd, tmp, dfd, name) != 0)
+        rc = -errno;
+    if (rc != 0)
+        unlinkat(dfd, tmp, 0);
+    return rc;
+}
+
+int sp_precreate_file(const char *path, mode_t mode, char *why, size_t whylen)
+{
+    int fd = sp_file_open_at(AT_FDCWD, path, O_RDWR | O_CREAT, mode, why, whylen);
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
 }

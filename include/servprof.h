@@ -366,6 +366,13 @@ typedef struct servprof_stats {
     uint64_t span_double_end;
     uint64_t span_never_ended;
     uint64_t write_errors;  /* store errors (disk full ...) */
+    /* Since 0.2 (servprof_get_stats_n): where accepted records went, in
+     * records (a span's begin and end are two, in one row). After a stop,
+     * records = stored + lost + metrics_only. */
+    uint64_t stored;        /* records in rows committed to the store */
+    uint64_t lost;          /* consumed but not stored: store errors, rolled-back
+                               transactions, records of an ended session */
+    uint64_t metrics_only;  /* taken by live metrics alone (metric_enable: 1, tracing off) */
 } servprof_stats;
 
 /* Totals since the process started (all sessions), into the first `size`

@@ -68,6 +68,14 @@ void sp_recorder_atfork_child(void);
 
 /* Process-level Meta kept across sessions (servprof_meta). */
 int sp_recorder_meta(const char *key, const char *value);
+/* Counts one misuse (bad_input) and logs "fn: what; then", rate-limited
+ * per call site (lim: a static of the site, zeroed): the first at once,
+ * then one per 10 s with the count not shown. Thread-safe. */
+typedef struct sp_misuse_limit {
+    _Atomic int64_t next_ns;
+    _Atomic uint64_t unshown;
+} sp_misuse_limit;
+void sp_warn_misuse(sp_misuse_limit *lim, const char *fn, const char *what, const char *then);
 
 /* The domain filter, published by the runtime before the level; NULL or
  * n == 0 keeps every domain. Never freed while the process runs. */

@@ -307,12 +307,19 @@ static void limit_stop_locked(const char *why)
 
 /* ---- the watcher's hooks (watcher thread) ---------------------------- */
 
-static void on_changed(void)
+/* Errors that say nothing about the file: the process (or the system) ran
+ * short for a moment. The read is tried again on the watcher's next pass. */
+static int transient_error(int rc)
+{
+    return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM || rc == -EINTR || rc == -EAGAIN;
+}
+
+static int on_changed(void)
 {
     lock();
     if (!atomic_load(&ready) || shutting) {
         unlock();
-        return;
+        return 0;
     }
     char *text;
     size_t len;
@@ -320,13 +327,13 @@ static void on_changed(void)
     if (rc != 0) {
         read_failed(rc);
         unlock();
-        return;
+        return transient_error(rc);
     }
     read_ok();
     if (last_text && len == last_len && !memcmp(text, last_text, len)) {
         free(text); /* touched, not changed */
         unlock();
-        return;
+        return 0;
     }
     free(last_text);
     last_text = text;
@@ -334,7 +341,7 @@ static void on_changed(void)
     sp_config next;
     if (parse_logged(text, len, &next) != 0) {
         unlock(); /* logged: the previous config stays in force */
-        return;
+        return 0;
     }
     sp_config old = cur;
     cur = next;
@@ -370,6 +377,7 @@ static void on_changed(void)
     }
     publish_level_locked(sp_metrics_configure(&cur, collecting)); /* metric_enable is live */
     unlock();
+    return 0;
 }
 
 static void on_tick(void)

@@ -30,7 +30,10 @@ void sp_session_atfork_child(void);
 /* What the watcher calls: the runtime's reaction to a file change and its
  * periodic duties (limits). Both run on the watcher thread. */
 typedef struct sp_watch_hooks {
-    void (*changed)(void);  /* the file's content or identity changed */
+    /* The file's content or identity changed. Returns nonzero when the
+     * answer was not definite (a transient read error: EMFILE, ENOMEM...):
+     * the watcher then calls it again on its next pass, changed or not. */
+    int (*changed)(void);
     void (*tick)(void);     /* every poll period and on sp_watch_wake() */
 } sp_watch_hooks;
 

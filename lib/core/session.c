@@ -21,6 +21,7 @@
  *                                   host <hostname>
  *                                   config <config path>
  *                                 replaced atomically (temp + rename).
+ *   (all of them 0640, narrowed by the umask, never widened)
  *   <session>/.servprof-members   every process collecting in the session
  *                                 holds a read lock (fcntl) on it; the
  *                                 kernel drops it when the process dies, so
@@ -44,6 +45,17 @@
  *          re-enable cannot join the old session through a process that
  *          has not noticed the disable yet.
  *
+ * Shared prof_dir (why: the state file's name is computable, and a server
+ * often runs as root): prof_dir is opened once and checked (owned by us or
+ * root, not writable by group/others unless sticky); every name above is
+ * then opened relative to that folder (openat) with O_NOFOLLOW, and each
+ * opened file or folder is checked the same way with fstat (a regular
+ * file of one link). The state file is replaced by renaming a temp file
+ * made with O_EXCL, so a symlink in its place is replaced, never followed.
+ * Anything planted (a symlink, another user's file, a folder others can
+ * write) refuses the session with one message: collection stays off, the
+ * server runs on.
+ *
  * Why fcntl (POSIX record) locks and not flock(): a flock belongs to the
  * open file description, which a fork child shares; a child forked while
  * another parent thread held the prof_dir lock would keep it locked through
@@ -65,26 +77,39 @@
 #include "internal.h"
 #include "runtime.h"
 
-/* Owned by the runtime mutex (sessions open and close under it). */
+/* Owned by the runtime mutex (sessions open and close under it). Every
+ * file of the protocol is opened relative to these folders (see "Shared
+ * prof_dir" above), so a path is resolved once, when the session opens. */
 static int members_fd = -1;
-static char state_path[SP_PATH_MAX + 64];
+static int pd_fd = -1;              /* prof_dir, while a session is open */
+static int sess_fd = -1;            /* the session folder, likewise */
+static char state_name[64];         /* .servprof-session-<h>, in prof_dir */
 static char ack_cfg[SP_PATH_MAX];   /* the config path of the open session */
 
-/* Appends "event pid ns config" to <dir>/.servprof-acks. Best effort: a
- * failure only means `servprof enable` cannot confirm; it is logged. */
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Appends "event pid ns config" to .servprof-acks of the session folder.
+ * Best effort: a failure only means `servprof enable` cannot confirm; it
+ * is logged. */
 static void write_ack(const char *dir, const char *event, const char *cfg)
 {
-    char path[SP_PATH_MAX + 32], line[SP_PATH_MAX + 96];
-    snprintf(path, sizeof path, "%s/.servprof-acks", dir);
+    char line[SP_PATH_MAX + 96], why[160];
     int n = snprintf(line, sizeof line, "%s %d %lld %s\n", event, (int)getpid(),
                      (long long)sp_now_realtime_ns(), cfg);
-    if (n < 0 || (size_t)n >= sizeof line)
+    if (n < 0 || (size_t)n >= sizeof line || sess_fd < 0)
         return;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, SP_FILE_MODE);
+    int fd = sp_file_open_at(sess_fd, ".servprof-acks", O_WRONLY | O_APPEND | O_CREAT,
+                             SP_FILE_MODE, why, sizeof why);
     ssize_t w = fd >= 0 ? write(fd, line, (size_t)n) : -1;
     if (w != n)
-        sp_log(SP_LOG_DEBUG, "cannot append to %s: %s; servprof enable/disable will not see "
-               "this %s", path, strerror(errno), event);
+        sp_log(fd < 0 ? SP_LOG_WARNING : SP_LOG_DEBUG, "%s/.servprof-acks %s; servprof "
+               "enable/disable will not see this %s", dir,
+               fd < 0 ? why : strerror(errno), event);
     if (fd >= 0)
         close(fd);
 }
@@ -101,49 +126,46 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 typedef struct state {
     char dir[256];
     int open;
+    char cfg[SP_PATH_MAX];
 } state;
 
-static int read_state(const char *path, state *st)
+/* Reads the state file of prof_dir. Returns 0, -ENOENT when there is none
+ * (or it names no usable folder), or another -errno when it is there but
+ * refused (a symlink, another user's file): `why` says so. */
+static int read_state(state *st, char *why, size_t whylen)
 {
     char *text;
     size_t len;
     memset(st, 0, sizeof *st);
-    if (sp_read_file(path, 65536, &text, &len) != 0)
-        return -1;
+    snprintf(st->cfg, sizeof st->cfg, "(none)");
+    int rc = sp_read_at(pd_fd, state_name, 65536, &text, &len, why, whylen);
+    if (rc != 0)
+        return rc;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "dir ", 4))
             snprintf(st->dir, sizeof st->dir, "%s", line + 4);
         else if (!strncmp(line, "open ", 5))
             st->open = atoi(line + 5);
+        else if (!strncmp(line, "config ", 7))
+            snprintf(st->cfg, sizeof st->cfg, "%s", line + 7);
     }
     free(text);
     /* A name with a slash or dot-dot could escape prof_dir: ignore it. */
-    if (!st->dir[0] || strchr(st->dir, '/') || !strcmp(st->dir, ".."))
-        return -1;
+    if (!st->dir[0] || strchr(st->dir, '/') || !strcmp(st->dir, "..") || !strcmp(st->dir, "."))
+        return -ENOENT;
     return 0;
 }
 
-static int write_state(const char *path, const char *dir, int open, const char *host,
-                       const char *cfg)
+static int write_state(const char *dir, int open, const char *host, const char *cfg)
 {
     char text[SP_PATH_MAX + 512];
     int n = snprintf(text, sizeof text, "dir %s\nopen %d\nhost %s\nconfig %s\n", dir, open, host,
                      cfg);
     if (n < 0 || (size_t)n >= sizeof text)
         return -ENAMETOOLONG;
-    return sp_write_replace(path, text, (size_t)n, SP_FILE_MODE, 0); /* no fsync: see fsutil.h */
-}
-
-static int open_lock(const char *path)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, SP_FILE_MODE);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != SP_FILE_MODE)
-        (void)fchmod(fd, SP_FILE_MODE);
-    return fd;
+    /* no fsync: see fsutil.h (sp_write_replace) */
+    return sp_replace_at(pd_fd, state_name, text, (size_t)n, SP_FILE_MODE, 0);
 }
 
 /* Waits for a whole-file fcntl lock: F_WRLCK or F_RDLCK. */
@@ -157,12 +179,11 @@ static int lock_fd(int fd, short type)
     return 0;
 }
 
-/* Nonzero when some process holds the members lock of prof_dir/name. */
-static int session_live(const char *prof_dir, const char *name)
+/* Nonzero when some process holds the members lock of the folder dfd. */
+static int session_live(int dfd)
 {
-    char path[SP_PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s/.servprof-members", prof_dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[160];
+    int fd = sp_file_open_at(dfd, ".servprof-members", O_RDONLY, 0, why, sizeof why);
     if (fd < 0)
         return 0;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
@@ -172,7 +193,7 @@ static int session_live(const char *prof_dir, const char *name)
 }
 
 /* Makes a new folder <MMDD-HHMM>[-N] in prof_dir; name receives it. */
-static int make_folder(const char *prof_dir, char *name, size_t len)
+static int make_folder(char *name, size_t len)
 {
     time_t now = time(NULL);
     struct tm tm;
@@ -180,36 +201,58 @@ static int make_folder(const char *prof_dir, char *name, size_t len)
     char base[32];
     strftime(base, sizeof base, "%m%d-%H%M", &tm);
     for (int n = 0; n < 10000; n++) {
-        char path[SP_PATH_MAX + 300];
         if (n == 0)
             snprintf(name, len, "%s", base);
         else
             snprintf(name, len, "%s-%d", base, n);
-        snprintf(path, sizeof path, "%s/%s", prof_dir, name);
-        if (mkdir(path, SP_DIR_MODE) == 0) {
-            (void)chmod(path, SP_DIR_MODE);
+        if (mkdirat(pd_fd, name, SP_DIR_MODE) == 0)
             return 0;
-        }
         if (errno != EEXIST)
             return -errno;
     }
     return -EEXIST;
 }
 
+/* Refuses the session: one message naming what and what to do. */
+static int refuse(const char *what, const char *path, const char *why)
+{
+    sp_log(SP_LOG_ERROR, "%s '%s' %s; refusing to use it: another user could make this "
+           "process write where they choose. Use a prof_dir that only this user can write "
+           "(chmod go-w, or chmod +t for a shared one) and remove files you did not make; "
+           "collection stays off", what, path, why);
+    return SERVPROF_EIO;
+}
+
+static void close_all_fds(void)
+{
+    close_fd(&members_fd);
+    close_fd(&sess_fd);
+    close_fd(&pd_fd);
+}
+
 int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uint64_t serial)
 {
-    if (members_fd >= 0) {
-        close(members_fd); /* a leftover membership: never two at once */
-        members_fd = -1;
-    }
+    close_all_fds(); /* a leftover membership: never two at once */
     memset(s, 0, sizeof *s);
     if (gethostname(s->hostname, sizeof s->hostname - 1) != 0 || !s->hostname[0])
         snprintf(s->hostname, sizeof s->hostname, "localhost");
     const char *pd = c->prof_dir;
+    char why[200];
     int rc = sp_mkdirs(pd, SP_DIR_MODE);
     if (rc != 0) {
         sp_log(SP_LOG_ERROR, "cannot create prof_dir '%s': %s; collection stays off", pd,
                strerror(-rc));
+        return SERVPROF_EIO;
+    }
+    /* prof_dir itself may be reached through a symlink (the config names
+     * it); what is opened is checked. Everything else is relative to it. */
+    pd_fd = sp_dir_open_trusted(AT_FDCWD, pd, 0, why, sizeof why);
+    if (pd_fd < 0) {
+        int e = pd_fd;
+        pd_fd = -1;
+        if (e == -EPERM)
+            return refuse("prof_dir", pd, why);
+        sp_log(SP_LOG_ERROR, "prof_dir '%s' %s; collection stays off", pd, why);
         return SERVPROF_EIO;
     }
     char cfg_abs[SP_PATH_MAX];
@@ -218,51 +261,105 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
         cfg = realpath(cfg_path, cfg_abs) ? cfg_abs : cfg_path;
     uint64_t h = fnv1a(fnv1a(14695981039346656037ull, s->hostname), "\n");
     h = fnv1a(h, cfg);
-    char lock_path[SP_PATH_MAX + 64];
-    snprintf(lock_path, sizeof lock_path, "%s/.servprof.lock", pd);
-    snprintf(state_path, sizeof state_path, "%s/.servprof-session-%016llx", pd,
-             (unsigned long long)h);
+    snprintf(state_name, sizeof state_name, ".servprof-session-%016llx", (unsigned long long)h);
 
-    int lfd = open_lock(lock_path);
+    int lfd = sp_file_open_at(pd_fd, ".servprof.lock", O_RDWR | O_CREAT, SP_FILE_MODE, why,
+                              sizeof why);
+    if (lfd < 0 && (lfd == -ELOOP || lfd == -EPERM || lfd == -EINVAL)) {
+        char p[SP_PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/.servprof.lock", pd);
+        close_all_fds();
+        return refuse("lock file", p, why);
+    }
     if (lfd < 0 || lock_fd(lfd, F_WRLCK) != 0) {
-        sp_log(SP_LOG_ERROR, "cannot lock '%s': %s; collection stays off", lock_path,
-               strerror(lfd < 0 ? -lfd : errno));
+        sp_log(SP_LOG_ERROR, "cannot lock '%s/.servprof.lock': %s; collection stays off", pd,
+               lfd < 0 ? why : strerror(errno));
         if (lfd >= 0)
             close(lfd);
+        close_all_fds();
         return SERVPROF_EIO;
     }
     state st;
     char name[256];
     int joined = 0;
-    char path[SP_PATH_MAX + 300];
-    if (read_state(state_path, &st) == 0 && st.open && session_live(pd, st.dir)) {
-        snprintf(name, sizeof name, "%s", st.dir);
-        joined = 1;
-    } else {
-        rc = make_folder(pd, name, sizeof name);
-        if (rc == 0) {
-            int wrc = write_state(state_path, name, 1, s->hostname, cfg);
-            if (wrc != 0)
-                sp_log(SP_LOG_WARNING, "cannot write '%s': %s; other processes will not join "
-                       "session %s", state_path, strerror(-wrc), name);
+    int src = read_state(&st, why, sizeof why);
+    if (src == -ELOOP || src == -EPERM || src == -EINVAL) {
+        char p[SP_PATH_MAX + 96];
+        snprintf(p, sizeof p, "%s/%s", pd, state_name);
+        close(lfd);
+        close_all_fds();
+        return refuse("session state file", p, why);
+    }
+    rc = 0;
+    if (src == 0 && st.open) {
+        /* Join only a folder that passes the trust rule, found through no
+         * symlink; one that does not is refused, not replaced, since a
+         * process of ours may be collecting there. */
+        int dfd = sp_dir_open_trusted(pd_fd, st.dir, 1, why, sizeof why);
+        if (dfd == -EPERM || dfd == -ELOOP) {
+            char p[SP_PATH_MAX + 300];
+            snprintf(p, sizeof p, "%s/%s", pd, st.dir);
+            close(lfd);
+            close_all_fds();
+            return refuse("session folder", p, why);
+        }
+        if (dfd >= 0 && session_live(dfd)) {
+            snprintf(name, sizeof name, "%s", st.dir);
+            sess_fd = dfd;
+            joined = 1;
+        } else if (dfd >= 0) {
+            close(dfd);
         }
     }
+    if (!joined) {
+        rc = make_folder(name, sizeof name);
+        if (rc == 0) {
+            sess_fd = sp_dir_open_trusted(pd_fd, name, 1, why, sizeof why);
+            if (sess_fd < 0) {
+                rc = sess_fd;
+                sess_fd = -1;
+            }
+        }
+        if (rc == 0) {
+            int wrc = write_state(name, 1, s->hostname, cfg);
+            if (wrc != 0)
+                sp_log(SP_LOG_WARNING, "cannot write '%s/%s': %s; other processes will not join "
+                       "session %s", pd, state_name, strerror(-wrc), name);
+        }
+    }
+    const char *step = "create";
     if (rc == 0) {
-        snprintf(path, sizeof path, "%s/%s/Trace_Service", pd, name);
-        rc = sp_mkdirs(path, SP_DIR_MODE);
+        int tfd = sp_mkdir_open_at(sess_fd, "Trace_Service", SP_DIR_MODE, why, sizeof why);
+        if (tfd == -EPERM || tfd == -ELOOP) {
+            char p[SP_PATH_MAX + 300];
+            snprintf(p, sizeof p, "%s/%s/Trace_Service", pd, name);
+            close(lfd);
+            close_all_fds();
+            return refuse("session folder", p, why);
+        }
+        rc = tfd < 0 ? tfd : 0;
+        if (tfd >= 0)
+            close(tfd);
     }
     if (rc == 0) {
-        snprintf(path, sizeof path, "%s/%s/.servprof-members", pd, name);
-        members_fd = open_lock(path);
+        step = "join";
+        members_fd = sp_file_open_at(sess_fd, ".servprof-members", O_RDWR | O_CREAT, SP_FILE_MODE,
+                                     why, sizeof why);
+        if (members_fd == -EPERM || members_fd == -ELOOP || members_fd == -EINVAL) {
+            char p[SP_PATH_MAX + 300];
+            snprintf(p, sizeof p, "%s/%s/.servprof-members", pd, name);
+            members_fd = -1;
+            close(lfd);
+            close_all_fds();
+            return refuse("members file", p, why);
+        }
         rc = members_fd < 0 ? members_fd : lock_fd(members_fd, F_RDLCK);
     }
     close(lfd);
     if (rc != 0) {
-        sp_log(SP_LOG_ERROR, "cannot create a session folder in '%s': %s; collection stays off",
-               pd, strerror(-rc));
-        if (members_fd >= 0)
-            close(members_fd);
-        members_fd = -1;
+        sp_log(SP_LOG_ERROR, "cannot %s a session folder in '%s': %s; collection stays off",
+               step, pd, strerror(-rc));
+        close_all_fds();
         return SERVPROF_EIO;
     }
     int n = snprintf(s->dir, sizeof s->dir, "%s/%s", pd, name);
@@ -274,8 +371,7 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
     if (n < 0 || n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof s->store_path ||
         (size_t)n2 >= sizeof s->activity_path) {
         sp_log(SP_LOG_ERROR, "prof_dir '%s' is too long; collection stays off", pd);
-        close(members_fd);
-        members_fd = -1;
+        close_all_fds();
         return SERVPROF_EINVAL;
     }
     s->start_ns = sp_now_realtime_ns();
@@ -289,46 +385,32 @@ int sp_session_open(sp_session *s, const sp_config *c, const char *cfg_path, uin
 void sp_session_leave(const sp_session *s, int close_generation)
 {
     if (members_fd >= 0) {
-        close(members_fd);
-        members_fd = -1;
+        close_fd(&members_fd);
         write_ack(s->dir, "stop", ack_cfg);
     }
-    if (!close_generation || !state_path[0])
+    close_fd(&sess_fd);
+    if (!close_generation || pd_fd < 0) {
+        close_fd(&pd_fd);
         return;
-    char pd[SP_PATH_MAX];
-    sp_path_dirname(s->dir, pd, sizeof pd);
-    char lock_path[SP_PATH_MAX + 64];
-    snprintf(lock_path, sizeof lock_path, "%s/.servprof.lock", pd);
-    int lfd = open_lock(lock_path);
-    if (lfd < 0)
-        return;
-    state st;
-    if (lock_fd(lfd, F_WRLCK) == 0 && read_state(state_path, &st) == 0 && st.open &&
-        !strcmp(st.dir, sp_path_basename(s->dir))) {
-        const char *host = s->hostname;
-        char *text;
-        size_t len;
-        char cfg[SP_PATH_MAX] = "(none)";
-        if (sp_read_file(state_path, 65536, &text, &len) == 0) {
-            char *p = strstr(text, "\nconfig ");
-            if (p) {
-                p += 8;
-                char *e = strchr(p, '\n');
-                if (e)
-                    *e = '\0';
-                snprintf(cfg, sizeof cfg, "%s", p);
-            }
-            free(text);
-        }
-        (void)write_state(state_path, st.dir, 0, host, cfg);
     }
+    char why[200];
+    int lfd = sp_file_open_at(pd_fd, ".servprof.lock", O_RDWR | O_CREAT, SP_FILE_MODE, why,
+                              sizeof why);
+    if (lfd < 0) {
+        close_fd(&pd_fd);
+        return;
+    }
+    state st;
+    if (lock_fd(lfd, F_WRLCK) == 0 && read_state(&st, why, sizeof why) == 0 && st.open &&
+        !strcmp(st.dir, sp_path_basename(s->dir)))
+        (void)write_state(st.dir, 0, s->hostname, st.cfg);
     close(lfd);
+    close_fd(&pd_fd);
 }
 
 void sp_session_atfork_child(void)
 {
-    /* The child holds no fcntl lock; closing its copy touches no parent lock. */
-    if (members_fd >= 0)
-        close(members_fd);
-    members_fd = -1;
+    /* The child holds no fcntl lock; closing its copies touches no parent
+     * lock (the lock file and the members file are not among them). */
+    close_all_fds();
 }

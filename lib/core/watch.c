@@ -13,7 +13,10 @@
  *    nanoseconds, for file systems where inotify is silent (NFS, SMB, FUSE:
  *    one file may drive many hosts).
  * Either way the thread calls hooks->changed(); the runtime reads the file
- * and compares its content, so a spurious call costs one small read.
+ * and compares its content, so a spurious call costs one small read. When
+ * changed() says its read failed for a passing reason (descriptors or
+ * memory exhausted for a moment), it is called again on every pass until
+ * it gets a definite answer: an unchanged file must not keep a lost read.
  * hooks->tick() runs every loop (limits: timelimit, profiler_step_num), and
  * at once after sp_watch_wake(), which writes a byte to a pipe.
  * Each finished loop ("pass": look at the file, maybe changed(), tick())
@@ -124,7 +127,7 @@ static void *watch_main(void *arg)
     ident last;
     get_ident(&last);
     /* An edit between the runtime's first read and our start is not lost. */
-    hooks.changed();
+    int again = hooks.changed();
     while (!atomic_load(&quit)) {
         struct pollfd fds[2] = {{wake_pipe[0], POLLIN, 0}, {ino_fd, POLLIN, 0}};
         int nfds = ino_fd >= 0 ? 2 : 1;
@@ -152,8 +155,8 @@ static void *watch_main(void *arg)
         if (!same_ident(&now, &last))
             changed = 1;
         last = now;
-        if (changed)
-            hooks.changed();
+        if (changed || again)
+            again = hooks.changed(); /* a transient failure is retried next pass */
         hooks.tick();
         atomic_fetch_add(&passes, 1);
     }

@@ -61,6 +61,7 @@ static int64_t last_sweep_ns;   /* under m_mu */
 static unsigned meta_gen;       /* under m_mu */
 static sp_mhttp *m_http;        /* under m_mu: this process serves /metrics (metric_port) */
 static char m_listen[64];       /* under m_mu: where it should ("" nowhere) */
+static int m_max_conns;         /* under m_mu: its connection cap (metric_max_connections) */
 static int64_t m_http_retry_ns; /* under m_mu: next try to bind */
 static int m_http_failed;       /* under m_mu: the last try failed (logged once) */
 static char m_dir[SP_PATH_MAX]; /* written by the runtime under m_mu (read by it freely) */
@@ -132,10 +133,11 @@ static void serve_locked(int64_t now)
         return;
     char why[256];
     int port = 0;
-    m_http = sp_mhttp_start(m_listen, m_dir, &port, why, sizeof why);
+    m_http = sp_mhttp_start(m_listen, m_dir, m_max_conns, &port, why, sizeof why);
     if (m_http) {
         sp_log(SP_LOG_INFO, "metric_port: serving the live metrics of %s on http://%s/metrics "
-               "(port %d)", m_dir, m_listen, port);
+               "(port %d; %s; at most %d connections)", m_dir, m_listen, port,
+               sp_mhttp_interfaces(m_listen), m_max_conns > 0 ? m_max_conns : SP_MHTTP_DEFAULT_CONNS);
         m_http_failed = 0;
         return;
     }
@@ -192,6 +194,7 @@ static size_t drain_one(sp_tbuf *tb)
             sp_rec_hdr_times(&h);
             sp_metrics_on_record(&h, rec, len);
         }
+        sp_count(&sp_rec_count.metrics_only, 1); /* where it went: servprof_stats */
         sp_tb_advance(&r, len);
     }
     sp_tb_release(&r);
@@ -334,9 +337,10 @@ int sp_metrics_configure(const sp_config *c, int tracing)
     if (!m_dir[0] && open_file(dir) != 0)
         return 0;
     pthread_mutex_lock(&m_mu);
-    if (strcmp(m_listen, c->metric_listen)) { /* metric_port changed: stop, the consumer retries */
-        unserve_locked();
+    if (strcmp(m_listen, c->metric_listen) || m_max_conns != c->metric_max_conns) {
+        unserve_locked(); /* metric_port (or its cap) changed: stop, the consumer retries */
         snprintf(m_listen, sizeof m_listen, "%s", c->metric_listen);
+        m_max_conns = c->metric_max_conns;
     }
     pthread_mutex_unlock(&m_mu);
     if (tracing)

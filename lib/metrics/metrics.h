@@ -165,10 +165,16 @@ struct sockaddr_in;
 typedef struct sp_mhttp sp_mhttp;
 /* sp_mhttp_parse_listen (the "ADDR:PORT" syntax) is common/config.h. */
 /* Serves GET /metrics (the text of dir) on listen, from a thread of its
- * own; *port gets the port bound (PORT 0: one the kernel chose). NULL with
- * a reason in why (address in use, no libmicrohttpd ...). Thread-safe. */
-sp_mhttp *sp_mhttp_start(const char *listen, const char *dir, int *port, char *why,
-                         size_t whylen);
+ * own; *port gets the port bound (PORT 0: one the kernel chose). At most
+ * max_conns connections at once (<= 0: SP_MHTTP_DEFAULT_CONNS), half of
+ * them per client address (metrics_http.c says why and how). NULL with a
+ * reason in why (what libmicrohttpd or the system said). Thread-safe. */
+#define SP_MHTTP_DEFAULT_CONNS 16
+sp_mhttp *sp_mhttp_start(const char *listen, const char *dir, int max_conns, int *port,
+                         char *why, size_t whylen);
+/* Connections refused (or closed to make room) so far, by cause. */
+enum { SP_MHTTP_REFUSED_CAP = 0, SP_MHTTP_REFUSED_ADDR = 1, SP_MHTTP_EVICTED_SLOW = 2 };
+uint64_t sp_mhttp_refused(const sp_mhttp *h, int why);
 /* Stops serving and frees h (joins its thread). stop(NULL) is a no-op. */
 void sp_mhttp_stop(sp_mhttp *h);
 /* Fork child: closes the child's copy of the listening socket; h is then

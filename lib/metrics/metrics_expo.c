@@ -134,15 +134,33 @@ static void fold(expo *e, const sp_mdata *d, int alive)
 
 /* ---- text ------------------------------------------------------------ */
 
-/* Appends v escaped for a label value. */
+/* Appends v escaped for a label value. Bytes that are not valid UTF-8
+ * become U+FFFD, one per byte (as the recorder does): the exposition must
+ * be UTF-8, and since one scrape sums every process, one bad byte in one
+ * model_name would otherwise make Prometheus reject all of them. A
+ * sequence is written whole or not at all (never cut at cap). */
 static void escape_into(char *dst, size_t cap, size_t *n, const char *v)
 {
-    for (const char *p = v; *p && *n + 3 < cap; p++) {
+    static const char fffd[] = "\xEF\xBF\xBD";
+    size_t left = strlen(v);
+    for (const unsigned char *p = (const unsigned char *)v; *p; left--, p++) {
         if (*p == '\\' || *p == '"' || *p == '\n') {
+            if (*n + 3 >= cap)
+                break;
             dst[(*n)++] = '\\';
-            dst[(*n)++] = *p == '\n' ? 'n' : *p;
-        } else {
-            dst[(*n)++] = *p;
+            dst[(*n)++] = *p == '\n' ? 'n' : (char)*p;
+            continue;
+        }
+        size_t l = *p < 0x80 ? 1 : sp_utf8_len(p, left);
+        const char *src = l ? (const char *)p : fffd;
+        size_t w = l ? l : 3;
+        if (*n + w + 1 >= cap)
+            break;
+        memcpy(dst + *n, src, w);
+        *n += w;
+        if (l > 1) {
+            p += l - 1;
+            left -= l - 1;
         }
     }
     dst[*n] = 0;

@@ -97,8 +97,20 @@ sp_mfile *sp_mfile_create(const char *dir)
         free(f);
         return NULL;
     }
+    /* The folder may be shared (prof_dir/metrics): checked once, then the
+     * file is made in it by fd, O_EXCL | O_NOFOLLOW, and renamed by fd. */
+    char why[200];
+    int dfd = sp_dir_open_trusted(AT_FDCWD, dir, 0, why, sizeof why);
+    if (dfd < 0) {
+        sp_log(SP_LOG_ERROR, "metrics: the folder '%s' %s; refusing to publish there (use a "
+               "metric_dir only this user can write); live metrics are off in this process",
+               dir, why);
+        free(f);
+        return NULL;
+    }
+    const char *tname = sp_path_basename(tmp), *fname = sp_path_basename(f->path);
     const char *step = "create";
-    f->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, SP_FILE_MODE);
+    f->fd = openat(dfd, tname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, SP_FILE_MODE);
     if (f->fd < 0)
         goto fail;
     step = "reserve space for";
@@ -119,17 +131,19 @@ sp_mfile *sp_mfile_create(const char *dir)
     if (flock(f->fd, LOCK_EX | LOCK_NB) != 0)
         goto fail_unmap;
     step = "rename";
-    if (rename(tmp, f->path) != 0)
+    if (renameat(dfd, tname, dfd, fname) != 0)
         goto fail_unmap;
+    close(dfd);
     return f;
 fail_unmap:
     munmap(f->hdr, FILE_BYTES);
 fail_unlink : {
     int e = errno;
-    unlink(tmp);
+    unlinkat(dfd, tname, 0);
     errno = e;
 }
 fail:
+    close(dfd);
     sp_log(SP_LOG_ERROR, "metrics: cannot %s %s: %s; live metrics are off in this process", step,
            tmp, strerror(errno));
     if (f->fd >= 0)

@@ -86,8 +86,7 @@ const char *sp_sb_cstr(sp_sbuf *b)
 /* Scalars                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t sp_utf8_len(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     if (c < 0x80)
@@ -126,7 +125,7 @@ void sp_json_str(sp_sbuf *b, const char *str, size_t n)
             i++;
             continue;
         }
-        size_t ulen = c >= 0x80 ? utf8_len(s + i, n - i) : 0;
+        size_t ulen = c >= 0x80 ? sp_utf8_len(s + i, n - i) : 0;
         if (ulen) {
             run += ulen;
             i += ulen;
@@ -168,7 +167,7 @@ const char *sp_utf8_clean(sp_sbuf *tmp, const char *str, size_t n, size_t *out_n
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < n) {
-        size_t l = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        size_t l = s[i] < 0x80 ? 1 : sp_utf8_len(s + i, n - i);
         if (!l)
             break;
         i += l;
@@ -179,7 +178,7 @@ const char *sp_utf8_clean(sp_sbuf *tmp, const char *str, size_t n, size_t *out_n
     sp_sb_clear(tmp);
     sp_sb_put(tmp, str, i);
     while (i < n) {
-        size_t l = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        size_t l = s[i] < 0x80 ? 1 : sp_utf8_len(s + i, n - i);
         if (l) {
             sp_sb_put(tmp, (const char *)s + i, l);
             i += l;

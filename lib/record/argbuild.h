@@ -36,6 +36,10 @@ void sp_json_str(sp_sbuf *b, const char *s, size_t n);
  * columns (names, domains, Meta): readers such as Python's sqlite3 fail on
  * invalid UTF-8. */
 const char *sp_utf8_clean(sp_sbuf *tmp, const char *s, size_t n, size_t *out_n);
+/* Length of the valid UTF-8 sequence at s (n >= 1 bytes left), 0 when it
+ * is not one (a stray continuation byte, an overlong form, a surrogate,
+ * past U+10FFFF, cut short). */
+size_t sp_utf8_len(const unsigned char *s, size_t n);
 
 /* The shortest text that reads back as exactly v ("0.5", "3", "1e+300");
  * NaN and infinities, which JSON cannot hold, as null. */

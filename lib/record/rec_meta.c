@@ -9,6 +9,7 @@
  * Keys are few and set rarely, so a plain array is enough.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,34 @@ static int put_locked(char *k, char *v)
     return 0;
 }
 
+/* Misuse warnings (an empty key or name, called in a loop) are rate-limited
+ * per call site as the drop warnings are: the first at once, then at most
+ * one every MISUSE_LOG_NS, saying how many were not shown; every call is
+ * counted in bad_input all the same. Thread-safe. */
+#define MISUSE_LOG_NS 10000000000LL
+
+void sp_warn_misuse(sp_misuse_limit *lim, const char *fn, const char *what, const char *then)
+{
+    sp_count(&sp_rec_count.bad_input, 1);
+    int64_t now = sp_now_monotonic_ns(), next = atomic_load(&lim->next_ns);
+    if (now < next || !atomic_compare_exchange_strong(&lim->next_ns, &next, now + MISUSE_LOG_NS)) {
+        atomic_fetch_add(&lim->unshown, 1);
+        return;
+    }
+    uint64_t unshown = atomic_exchange(&lim->unshown, 0);
+    if (unshown)
+        sp_log(SP_LOG_WARNING, "%s: %s; %s (and %llu more such calls since the last warning, "
+               "counted in bad_input)", fn, what, then, (unsigned long long)unshown);
+    else
+        sp_log(SP_LOG_WARNING, "%s: %s; %s", fn, what, then);
+}
+
 int sp_recorder_meta(const char *key, const char *value)
 {
     if (!key || !*key || !value) {
-        sp_count(&sp_rec_count.bad_input, 1);
-        sp_log(SP_LOG_WARNING, "servprof_meta: %s; nothing stored",
-               !key ? "key is NULL" : !*key ? "key is empty" : "value is NULL");
+        static sp_misuse_limit lim;
+        sp_warn_misuse(&lim, "servprof_meta", !key ? "key is NULL" : !*key ? "key is empty" :
+                       "value is NULL", "nothing stored");
         return SERVPROF_EINVAL;
     }
     char *k = dup_cut(key), *v = dup_cut(value);
@@ -144,9 +167,9 @@ unsigned sp_meta_process_name(char *buf, size_t len)
 SERVPROF_API void servprof_set_process_name(const char *name)
 {
     if (!name || !*name) {
-        sp_count(&sp_rec_count.bad_input, 1);
-        sp_log(SP_LOG_WARNING, "servprof_set_process_name: name is %s; kept the old name",
-               name ? "empty" : "NULL");
+        static sp_misuse_limit lim;
+        sp_warn_misuse(&lim, "servprof_set_process_name", name ? "name is empty" : "name is NULL",
+                       "kept the old name");
         return;
     }
     if (strlen(name) >= sizeof proc_name)

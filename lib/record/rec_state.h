@@ -21,7 +21,12 @@ typedef struct sp_rec_counters {
     _Atomic uint64_t write_errors;     /* writer: store errors */
     _Atomic uint64_t written;          /* writer: rows committed */
     _Atomic uint64_t lost;             /* writer: records consumed but not stored
-                                          (store failed, or begun in an ended session) */
+                                          (store failed, a transaction rolled back, or
+                                          begun in an ended session): records, not rows */
+    _Atomic uint64_t stored;           /* writer: records in committed rows (a span's
+                                          begin and end are two records, one row) */
+    _Atomic uint64_t metrics_only;     /* metrics drain: records taken by live metrics
+                                          alone, tracing being off */
 } sp_rec_counters;
 
 extern sp_rec_counters sp_rec_count;

@@ -923,9 +923,9 @@ SERVPROF_API void servprof_link(const char *from, const char *to)
 SERVPROF_API void servprof_set_thread_name(const char *name)
 {
     if (!name || !*name) {
-        bad_input();
-        sp_log(SP_LOG_WARNING, "servprof_set_thread_name: name is %s; kept the old name",
-               name ? "empty" : "NULL");
+        static sp_misuse_limit lim;
+        sp_warn_misuse(&lim, "servprof_set_thread_name", name ? "name is empty" : "name is NULL",
+                       "kept the old name");
         return;
     }
     sp_tbuf *tb = sp_tbuf_self();
@@ -956,6 +956,9 @@ SERVPROF_API void servprof_get_stats_n(servprof_stats *out, size_t size)
     all.span_never_ended = atomic_load_explicit(&sp_rec_count.span_never_ended,
                                                 memory_order_relaxed);
     all.write_errors = atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    all.stored = atomic_load_explicit(&sp_rec_count.stored, memory_order_relaxed);
+    all.lost = atomic_load_explicit(&sp_rec_count.lost, memory_order_relaxed);
+    all.metrics_only = atomic_load_explicit(&sp_rec_count.metrics_only, memory_order_relaxed);
     /* A caller built against an older header passes a smaller size: it gets
      * the fields it knows. A newer one passes more: the rest is zero. */
     size_t known = size < sizeof all ? size : sizeof all;

@@ -64,6 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "internal.h"
 #include "rec_state.h"
 #include "storewrite.h"
@@ -377,6 +378,16 @@ sp_store *sp_store_open(const char *path, int pid)
     if (make_parent(path) != 0) {
         sp_log(SP_LOG_ERROR, "raw store %s: cannot create its folder: %s; nothing is recorded",
                path, strerror(errno));
+        free(st);
+        return NULL;
+    }
+    /* Made by us first, 0640 and through no symlink: SQLite would create
+     * it 0644, and its WAL and shm files copy the store's mode. */
+    char why[160];
+    int prc = sp_precreate_file(path, SP_FILE_MODE, why, sizeof why);
+    if (prc != 0) {
+        sp_log(SP_LOG_ERROR, "raw store %s: cannot create it (the file %s); nothing is recorded",
+               path, why);
         free(st);
         return NULL;
     }

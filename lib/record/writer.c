@@ -111,6 +111,7 @@ static writer W = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZ
 static int w_open;                     /* runtime's thread only (open/close) */
 static _Atomic uint64_t rows_committed; /* this store */
 static uint64_t rows_in_txn;            /* writer thread */
+static uint64_t recs_in_txn;            /* writer thread: the records those rows hold */
 static _Atomic int64_t last_cpu_ns;     /* CPU time of the last writer thread */
 /* Figures of the current / last session (benchmarks): written by the writer,
  * read by anyone (relaxed). */
@@ -165,30 +166,43 @@ static const char *read_str(const uint8_t **p, const uint8_t *end, size_t *n)
     return s;
 }
 
-static void count_lost(writer *w)
+/* Losses are counted in records, as they were emitted: a span's row holds
+ * two (its begin and its end), so the accounting adds up (emitted =
+ * stored + dropped + lost + ...; cmd_stress.c checks it). */
+static void count_lost_n(writer *w, uint64_t n)
 {
-    w->lost++;
+    w->lost += n;
+    sp_count(&sp_rec_count.lost, n);
 }
 
+static void count_lost(writer *w)
+{
+    count_lost_n(w, 1);
+}
+
+/* recs: how many records the row holds (2 for a span's begin and end). */
 static void add_row(writer *w, int64_t ts, int64_t dur, const char *name, size_t nl,
-                    const char *cat, size_t cl, const char *args, size_t al, int tid)
+                    const char *cat, size_t cl, const char *args, size_t al, int tid,
+                    unsigned recs)
 {
     if (sp_store_failed(w->st)) {
-        count_lost(w);
+        count_lost_n(w, recs);
         return;
     }
     if (!sp_store_in_txn(w->st)) {
         if (sp_store_begin(w->st) != 0) {
-            count_lost(w);
+            count_lost_n(w, recs);
             return;
         }
         w->txn_since = sp_now_monotonic_ns();
     }
     sp_slice_row row = {ts, dur, name, nl, cat, cl, args, al, tid};
-    if (sp_store_slice(w->st, &row) == 0)
+    if (sp_store_slice(w->st, &row) == 0) {
         rows_in_txn++;
-    else
-        count_lost(w);
+        recs_in_txn += recs;
+    } else {
+        count_lost_n(w, recs);
+    }
 }
 
 /* Builds args = {"type":N<prefix><members>} from parts. */
@@ -216,7 +230,7 @@ static void span_row(writer *w, sp_open_span *b, int64_t end_ts, const char *end
     make_args(w, 2, "", 0, w->tmp.p ? w->tmp.p : "", w->tmp.len);
     int64_t dur = end_ts >= b->ts ? end_ts - b->ts : 0;
     add_row(w, b->ts, dur, b->name, b->name_len, b->cat, b->cat_len, w->args.p, w->args.len,
-            b->tid);
+            b->tid, unended ? 1 : 2);
 }
 
 static void on_span_begin(writer *w, const sp_rec_hdr *h, int tid, const char *name, size_t nl,
@@ -233,7 +247,7 @@ static void on_span_begin(writer *w, const sp_rec_hdr *h, int tid, const char *n
             span_row(w, b, e->ts, e->args, e->args_len, 0);
             free(b);
         } else {
-            count_lost(w);
+            count_lost_n(w, 2); /* this begin and the end held for it */
         }
         sp_spans_remove(&w->spans, e);
         free(e);
@@ -331,7 +345,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
         if (!sp_msg_apply(&w->msg, 1, &name, &nl, &cat, &cl, &type))
             break; /* the message's domain is filtered out */
         make_args(w, type, "", 0, w->members.p, w->members.len);
-        add_row(w, h.ts, 0, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
+        add_row(w, h.ts, 0, name, nl, cat, cl, w->args.p, w->args.len, tb->tid, 1);
         break;
     case SP_REC_SPAN_AT:
         name = read_str(&p, end, &nl);
@@ -339,7 +353,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
         if (!sp_msg_apply(&w->msg, 0, &name, &nl, &cat, &cl, &type))
             break;
         make_args(w, 2, "", 0, w->members.p, w->members.len);
-        add_row(w, h.ts, h.ts2 - h.ts, name, nl, cat, cl, w->args.p, w->args.len, tb->tid);
+        add_row(w, h.ts, h.ts2 - h.ts, name, nl, cat, cl, w->args.p, w->args.len, tb->tid, 1);
         break;
     case SP_REC_LINK: {
         size_t fl, tl;
@@ -351,7 +365,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
         sp_sb_put(&w->tmp, ",\"to\":", 6);
         sp_json_str(&w->tmp, to, tl);
         make_args(w, 3, w->tmp.p, w->tmp.len, w->members.p, w->members.len);
-        add_row(w, h.ts, 0, "Link", 4, cat, cl, w->args.p, w->args.len, tb->tid);
+        add_row(w, h.ts, 0, "Link", 4, cat, cl, w->args.p, w->args.len, tb->tid, 1);
         break;
     }
     case SP_REC_SPAN_BEGIN:
@@ -469,11 +483,14 @@ static void commit(writer *w)
     int64_t t0 = sp_now_monotonic_ns();
     if (sp_store_check_file(w->st) == 0 && sp_store_commit(w->st) == 0)
         atomic_fetch_add_explicit(&rows_committed, rows_in_txn, memory_order_relaxed);
-    if (!sp_store_failed(w->st))
+    if (!sp_store_failed(w->st)) {
         sp_count(&sp_rec_count.written, rows_in_txn);
-    else
-        w->lost += rows_in_txn; /* rolled back */
+        sp_count(&sp_rec_count.stored, recs_in_txn);
+    } else {
+        count_lost_n(w, recs_in_txn); /* rolled back: its records, not its rows */
+    }
     rows_in_txn = 0;
+    recs_in_txn = 0;
     w->txn_since = 0;
     stat_max(&stat_longest_commit_ns, sp_now_monotonic_ns() - t0);
 }
@@ -790,6 +807,7 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
     atomic_store_explicit(&stat_longest_wait_ns, 0, memory_order_relaxed);
     w->ckpt_wait_since = 0;
     rows_in_txn = 0;
+    recs_in_txn = 0;
     write_open_rows(w, s, c);
     if (sp_store_failed(st)) {
         sp_store_close(st);
@@ -854,6 +872,7 @@ void sp_recorder_atfork_child(void)
     W = fresh;
     w_open = 0;
     rows_in_txn = 0;
+    recs_in_txn = 0;
     atomic_store_explicit(&rows_committed, 0, memory_order_relaxed);
     sp_tbuf_atfork_child();
     sp_meta_atfork_child();

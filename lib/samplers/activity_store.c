@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsutil.h"
 #include "sampler.h"
 
 struct sp_activity_store {
@@ -72,6 +73,13 @@ sp_activity_store *sp_activity_store_open(const char *path)
         return NULL;
     snprintf(st->path, sizeof st->path, "%s", path);
     make_parent(path);
+    char why[160];
+    if (sp_precreate_file(path, SP_FILE_MODE, why, sizeof why) != 0) {
+        sp_log(SP_LOG_ERROR, "activity store %s: cannot create it (the file %s); device activity "
+               "is not recorded", path, why);
+        free(st);
+        return NULL;
+    }
     int rc = sqlite3_open_v2(path, &st->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);

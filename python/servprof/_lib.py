@@ -201,4 +201,6 @@ class Stats(ctypes.Structure):
     """servprof_stats, field for field."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "records", "dropped", "written", "truncated", "bad_input",
-        "span_double_end", "span_never_ended", "write_errors")]
+        "span_double_end", "span_never_ended", "write_errors",
+        # since 0.2: where accepted records went (docs/api.md)
+        "stored", "lost", "metrics_only")]

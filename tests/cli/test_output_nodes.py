@@ -22,7 +22,14 @@ stands for it.
   - parse -o OUT with OUT/profiler.db a link to a file elsewhere: the link
     stays, the file it names becomes the new database;
   - config init --force FIFO / LINK: the same rule;
-  - analyze -o OUT with OUT/analyze.json a FIFO: the document goes through.
+  - analyze -o OUT with OUT/analyze.json a FIFO: the document goes through;
+  - parse -o LINK where LINK is a dangling symlink: one error naming where
+    it points, no summary, exit 1;
+  - in a folder that others can write, a planted OUT/request.csv.partial
+    symlink (the temp name is known) is never written through: the file it
+    names is unchanged (in the user's own folder the user's links are
+    followed, as the full-disk test of test_parse_dbout.py relies on);
+  - report under umask 000 writes its page 0644, not 0666.
 """
 import json
 import os
@@ -156,6 +163,43 @@ class OutputNodes(unittest.TestCase):
             self.assertIn("traceEvents", json.load(f))
         self.assertTrue(os.path.isfile(os.path.join(out, "batch.csv")))
         self.assertEqual([n for n in os.listdir(out) if n.endswith(".partial")], [])
+
+    def test_parse_into_a_dangling_folder_link(self):
+        out = self.path("out")
+        os.symlink(self.path("nowhere/out"), out)
+        p = sp("parse", "-i", self.raw, "-o", out, "--no-progress")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("is a symbolic link to " + self.path("nowhere/out"), p.stderr)
+        self.assertEqual(p.stdout, "")  # no summary of outputs that were never written
+
+    def test_planted_partial_link_is_not_followed(self):
+        out = self.path("out")
+        os.mkdir(out)
+        os.chmod(out, 0o777)  # a shared folder: anyone could have planted the link
+        victim = self.path("victim")
+        with open(victim, "w") as f:
+            f.write("someone's file\n")
+        os.symlink(victim, os.path.join(out, "request.csv.partial"))
+        p = sp("parse", "-i", self.raw, "-o", out, "--quiet")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "someone's file\n")
+        req = os.path.join(out, "request.csv")
+        self.assertFalse(os.path.islink(req))
+        with open(req) as f:
+            self.assertTrue(f.read().startswith("http_rid,"))
+
+    def test_report_page_mode_under_umask_000(self):
+        page = self.path("page.html")
+        e = dict(os.environ)
+        e.pop("SERVICE_PROF_CONFIG_PATH", None)
+        p = subprocess.run([BIN, "report", "-i", self.raw, "-o", page, "--quiet"],
+                           capture_output=True, text=True, timeout=120, env=e,
+                           preexec_fn=lambda: os.umask(0))
+        self.report_or_skip(p)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(stat.S_IMODE(os.stat(page).st_mode), 0o644)
 
     def test_parse_that_would_restart_into_a_fifo(self):
         # A span over the whole run inserted last, after more rows than one pass sizes its

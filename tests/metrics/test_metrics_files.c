@@ -3,7 +3,10 @@
  * test_metrics_files.c — the pieces of live metrics on bad input, without
  * a running library: the metric_dir key, a metrics file written and read
  * back (labels, liveness), damaged and foreign files in the folder, an
- * unusable folder, and the histogram buckets.
+ * unusable folder, and the histogram buckets; label values that are not
+ * UTF-8 (a stray byte, an overlong form, a surrogate, a cut sequence)
+ * become U+FFFD, and the exposition passes `promtool check metrics`
+ * (that part is skipped, with a line saying so, without promtool).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +170,48 @@ static void test_buckets(void)
     CHECK_INT(sp_mhist_bucket(SP_MH_BATCH_SIZE, 3), 3);
 }
 
+/* Hostile bytes in every label a process controls. */
+static void test_invalid_utf8(const char *parent)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/utf8", parent);
+    sp_mfile *f = sp_mfile_create(dir);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    sp_mdata *d = calloc(1, sizeof *d);
+    snprintf(d->role, sizeof d->role, "r\xff\"x\\\n");        /* stray byte + escapes */
+    snprintf(d->model, sizeof d->model, "m\xc0\xaf\xed\xa0\x80\xe2\x82"); /* overlong, surrogate, cut */
+    snprintf(d->dp_rank, sizeof d->dp_rank, "\xf4\x90\x80\x80"); /* past U+10FFFF */
+    snprintf(d->outcome[0], SP_M_OUTCOME_LEN, "ok\x80\xe2\x82\xac"); /* stray + a real euro */
+    d->outcome_n[0] = 3;
+    sp_mfile_publish(f, d);
+    char *text;
+    size_t len;
+    CHECK(sp_metrics_render(dir, &text, &len) == 0);
+    CHECK(strstr(text, "role=\"r\xef\xbf\xbd\\\"x\\\\\\n\"") != NULL);
+    CHECK(strstr(text, "model_name=\"m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                       "\xef\xbf\xbd\xef\xbf\xbd\"") != NULL);
+    CHECK(strstr(text, "outcome=\"ok\xef\xbf\xbd\xe2\x82\xac\"} 3\n") != NULL);
+    CHECK(memchr(text, 0xff, len) == NULL && memchr(text, 0xc0, len) == NULL &&
+          memchr(text, 0xf4, len) == NULL); /* bytes that are never UTF-8 here */
+    char path[700];
+    snprintf(path, sizeof path, "%s/expo.txt", parent);
+    FILE *g = fopen(path, "w");
+    fwrite(text, 1, len, g);
+    fclose(g);
+    free(text);
+    if (system("command -v promtool >/dev/null 2>&1") != 0) {
+        printf("promtool is not installed (Debian package prometheus): not run\n");
+    } else {
+        char cmd[800];
+        snprintf(cmd, sizeof cmd, "promtool check metrics < '%s'", path);
+        CHECK_INT(system(cmd), 0);
+    }
+    sp_mfile_close(f);
+    free(d);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/sp-mfiles-XXXXXX";
@@ -176,6 +221,7 @@ int main(void)
     test_file_roundtrip(dir);
     test_bad_folders();
     test_buckets();
+    test_invalid_utf8(dir);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

@@ -67,7 +67,36 @@ class Numbers(Case):
         self.assertFalse([n for n in os.listdir(self.out) if n.endswith(".partial")])
 
 
+    def test_first_token_outside_the_request_is_left_empty(self):
+        # a forward that names r1 11.6 days after its httpRes; r2 is sane
+        s = Store(os.path.join(self.inp, "ms_service_f-1.db"), "f", 1)
+        simple_request(s, "r1", 0, 10)
+        s.span("forward", 1_000_000_000, 1_000_000_001, "ModelExecute", rid=[{"rid": "r1", "iter": 0}])
+        simple_request(s, "r2", 20, 40)
+        s.span("forward", 21, 25, "ModelExecute", rid=[{"rid": "r2", "iter": 0}])
+        s.close()
+        p = run_parse(self.inp, self.out)
+        rows = {r["http_rid"]: r for r in read_csv(os.path.join(self.out, "request.csv"))}
+        bad, good = rows["r1"], rows["r2"]
+        for col in ("first_token_latency(ms)", "tpot(ms)", "decode_time(ms)", "prefill_time(ms)"):
+            self.assertEqual(bad[col], "", (col, bad))
+        self.assertEqual(float(good["first_token_latency(ms)"]), 5.0)
+        self.assertEqual(float(bad["execution_time(ms)"]), 10.0)
+        self.assertIn("figures left empty: 1 ", p.stdout)
+
+
 class Ids(Case):
+    def test_one_engine_id_in_two_stores_is_reported(self):
+        # two processes each link their own request to engine id "0"
+        for host, pid, rid in (("a", 1, "A"), ("b", 2, "B")):
+            s = Store(os.path.join(self.inp, "ms_service_%s-%d.db" % (host, pid)), host, pid)
+            simple_request(s, rid, 0 + pid, 10 + pid)
+            s.link(1 + pid, "0", rid)
+            s.close()
+        p = run_parse(self.inp, self.out)
+        self.assertRegex(p.stdout, r'duplicate ids: 1 id\(s\) linked from two process stores '
+                                   r'\(first: "0" in ms_service_a-1 and ms_service_b-2\)')
+
     def test_escaped_and_raw_ids_are_one_request(self):
         # Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes
         s = Store(os.path.join(self.inp, "ms_service_i-1.db"), "i", 1)

@@ -6,7 +6,9 @@
  * record handles, bad containers, invalid attr_json, bad Meta, calls while
  * off.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "rec_format.h"
 #include "rec_test.h"
@@ -116,6 +118,27 @@ int main(void)
     servprof_set_process_name(NULL);
     servprof_get_stats(&s0);
     CHECK_INT(s0.bad_input - s1.bad_input, 5);
+    /* In a loop: every call counted, one warning shown (rate-limited). */
+    char logp[600];
+    snprintf(logp, sizeof logp, "%s/misuse.log", dir);
+    fflush(stderr);
+    int saved = dup(2), lfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(lfd, 2);
+    close(lfd);
+    for (int i = 0; i < 1000; i++) {
+        servprof_meta("", "v");
+        servprof_set_thread_name("");
+    }
+    dup2(saved, 2);
+    close(saved);
+    char *log = check_slurp(logp);
+    int lines = 0;
+    for (const char *p = log; p && (p = strstr(p, "[WARNING]")); p++)
+        lines++;
+    CHECK(lines <= 1); /* none when the earlier calls' warning was less than 10 s ago */
+    free(log);
+    servprof_get_stats(&s1);
+    CHECK_INT(s1.bad_input - s0.bad_input, 2000);
     rt_close();
     servprof_get_stats(&s1);
     CHECK_INT(s1.span_double_end, 2);

@@ -28,11 +28,12 @@
 
 static _Atomic int changes, ticks, off_thread;
 
-static void on_changed(void)
+static int on_changed(void)
 {
     if (!sp_watch_is_self())
         atomic_fetch_add(&off_thread, 1);
     atomic_fetch_add(&changes, 1);
+    return 0;
 }
 
 static void on_tick(void)

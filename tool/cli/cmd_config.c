@@ -62,6 +62,9 @@ static int config_check(const char *path)
     }
     printf("%s: OK (enable %d, prof_dir %s, profiler_level %s)\n", path, c.enable, c.prof_dir,
            sp_config_level_name(c.profiler_level));
+    if (c.metric_listen[0])
+        printf("%s: metric_port serves http://%s/metrics: %s, at most %d connections\n", path,
+               c.metric_listen, sp_config_listen_scope(&c), c.metric_max_conns);
     return 0;
 }
 

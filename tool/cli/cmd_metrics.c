@@ -120,7 +120,7 @@ static int serve(opts *o)
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* before the HTTP thread: it inherits the mask */
     char why[512];
     int port = 0;
-    sp_mhttp *h = sp_mhttp_start(o->listen, o->dir, &port, why, sizeof why);
+    sp_mhttp *h = sp_mhttp_start(o->listen, o->dir, 0, &port, why, sizeof why);
     if (!h) {
         fprintf(stderr, "servprof metrics serve: %s\n", why);
         return 1;
@@ -134,8 +134,9 @@ static int serve(opts *o)
             return 1;
         }
     }
-    fprintf(stderr, "servprof metrics: serving %s on http://%s:%d/metrics\n", o->dir,
-            inet_ntoa(sa.sin_addr), port);
+    fprintf(stderr, "servprof metrics: serving %s on http://%s:%d/metrics (%s; at most %d "
+            "connections)\n", o->dir, inet_ntoa(sa.sin_addr), port, sp_mhttp_interfaces(o->listen),
+            SP_MHTTP_DEFAULT_CONNS);
     int sig = 0;
     sigwait(&stop, &sig);
     sp_mhttp_stop(h);

@@ -15,8 +15,11 @@
  * "enable" in the file decides, and may change while it runs); otherwise
  * stress starts a session itself with the defaults. At the end it prints
  * records emitted, accepted, dropped and not recorded (these three add up
- * to the emitted), rows written, and the rate achieved.
- * Exit status: 0, 1 when records were dropped, the store failed or
+ * to the emitted), rows written, where the accepted records went (stored,
+ * lost, taken by live metrics only: these add up to the accepted) and the
+ * rate achieved.
+ * Exit status: 0, 1 when records were dropped or lost, the store failed,
+ * the accepted records do not add up, or
  * collection could not start, 2 on a usage error.
  */
 #include <errno.h>
@@ -226,9 +229,20 @@ int cmd_stress(int argc, char **argv)
     printf("not recorded:       %llu (ends of spans whose begin was dropped, and records while "
            "collection was off)\n", unrecorded);
     printf("rows written:       %llu (a span's begin and end make one row)\n", written);
+    /* Where the accepted records went: stored + lost + live metrics only
+     * adds up to accepted once the stop has drained every buffer. */
+    unsigned long long stored = b.stored - a.stored, lost = b.lost - a.lost,
+                       monly = b.metrics_only - a.metrics_only;
+    unsigned long long placed = stored + lost + monly;
+    printf("records stored:     %llu (in those rows)\n", stored);
+    printf("records lost:       %llu (store errors, rolled-back transactions)\n", lost);
+    printf("live metrics only:  %llu (taken by live metrics, tracing off: no rows)\n", monly);
+    if (placed != accepted)
+        printf("unaccounted:        %lld (accepted - stored - lost - live metrics only)\n",
+               (long long)(accepted - placed));
     printf("write errors:       %llu\n", errors);
     printf("achieved rate:      %.0f records/s (%.0f per thread)\n", (double)emitted / took,
            (double)emitted / took / (o.threads ? o.threads : 1));
     printf("store:              %s\n", store);
-    return dropped || errors || init_failed ? 1 : 0;
+    return dropped || errors || init_failed || lost || placed != accepted ? 1 : 0;
 }

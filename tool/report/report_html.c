@@ -20,6 +20,7 @@
  * with a plain file (sp_output_target, common/fsutil.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -111,7 +112,21 @@ int rpt_html_write(const char *path, const json_t *data)
         memcpy(tmp, target, tlen);
         memcpy(tmp + tlen, ".partial", sizeof ".partial");
     }
-    FILE *f = fopen(tmp ? tmp : target, "w");
+    /* The temp, in a folder others can write, is made anew (O_EXCL |
+     * O_NOFOLLOW: never through a planted link); 0644 at most whatever the
+     * umask (fopen would make 0666). */
+    int fd = -1;
+    if (tmp && !sp_output_name_trusted(tmp)) {
+        if (unlink(tmp) == 0 || errno == ENOENT)
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    } else if (tmp) {
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    } else {
+        fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
     if (!f) {
         fprintf(stderr, "servprof report: cannot write %s: %s\n", tmp ? tmp : target, strerror(errno));
         free(json);

@@ -13,6 +13,7 @@
  * process, so memory stays bounded by what is in flight.
  */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,9 +135,41 @@ static void resolve(prs_model *m)
     }
 }
 
-static void apply_link(prs_model *m)
+/* An id (an engine id, usually) linked from two process stores: ids must be
+ * unique across the processes of a run (docs/parse.md, Ids), and such
+ * requests merge into one. Counted, the first named, for the summary. */
+static void note_link_store(prs_model *m, int from, int to, const prs_store *s)
+{
+    if (from < 0)
+        return;
+    if (from >= m->cap_link_store) {
+        int cap = m->cap_link_store ? m->cap_link_store : 256;
+        while (cap <= from)
+            cap *= 2;
+        const prs_store **n = realloc(m->link_store, (size_t)cap * sizeof *n);
+        if (!n)
+            return; /* not noticed: the link itself goes on */
+        memset(n + m->cap_link_store, 0, (size_t)(cap - m->cap_link_store) * sizeof *n);
+        m->link_store = n;
+        m->cap_link_store = cap;
+    }
+    const prs_store *first = m->link_store[from];
+    if (!first) {
+        m->link_store[from] = s;
+        return;
+    }
+    if (first == s || prs_ids_root(m->ids, from) == prs_ids_root(m->ids, to))
+        return;
+    if (!m->dup_links++)
+        snprintf(m->dup_example, sizeof m->dup_example, "\"%.*s\" in %s and %s",
+                 prs_ids_name_len(m->ids, from) > 64 ? 64 : prs_ids_name_len(m->ids, from),
+                 prs_ids_name(m->ids, from), first->prof_id, s->prof_id);
+}
+
+static void apply_link(prs_model *m, const prs_store *s)
 {
     int from = node_of(m, m->args.from), to = node_of(m, m->args.to);
+    note_link_store(m, from, to, s);
     int absorbed;
     int kept = prs_ids_link(m->ids, from, to, &absorbed);
     if (absorbed < 0)
@@ -403,7 +436,7 @@ void prs_model_record(prs_model *m, const prs_rec *r)
     else if (k == K_HTTPREQ)
         s->has_request = 1;
     if (k == K_LINK && m->args.from.p && m->args.to.p) {
-        apply_link(m);
+        apply_link(m, s);
         m->nroots = 0;
     } else {
         resolve(m);
@@ -447,6 +480,7 @@ void prs_model_close(prs_model *m)
             prs_reports[i]->close(m->rep[i], m);
     free(m->hooks);
     m->hooks = NULL;
+    free(m->link_store);
     free(m->roots);
     free(m->scratch);
     free(m->res_roots);

@@ -113,6 +113,14 @@ struct prs_model {
     int *res_roots;
     int nres_roots, capres_roots;
     int res_len;           /* -1: nothing cached */
+    /* Links (model.c, apply_link): the store that first linked each id node
+     * (index = node), to notice one engine id linked by two process stores,
+     * whose requests then merge; counted, the first one named (request.c's
+     * summary). */
+    const prs_store **link_store;
+    int cap_link_store;
+    long long dup_links;
+    char dup_example[320];
     prs_timeline *tl;
     /* The reports: rep[i] is the state of prs_reports[i] (NULL: off), and
      * per record kind the record hooks that take it, in table order

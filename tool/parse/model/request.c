@@ -65,6 +65,8 @@ typedef struct request {
     prs_req *live_head, *live_tail; /* every request with state, oldest first seen first */
     prs_reqorder *order;            /* finished rows waiting for start order (reqorder.c) */
     long long nincomplete;          /* rows cut by the collection window (complete = 0) */
+    long long absurd_figures;       /* figures left empty: a first token outside the
+                                       request's life, an end before the start */
     prs_reqsum *fin;                /* one per finished request: summary, buckets */
     int nfin, capfin;
     double out_tokens;
@@ -200,14 +202,26 @@ static void write_row(request *rq, prs_model *m, prs_req *q)
     int64_t start = q->start;
     double exec = complete ? ms(q->end - start) : NAN;
     int64_t ft = first_token(q);
+    /* A first token outside the request's own life (before its start, or
+     * after its end: a forward that names the request days later, a
+     * clock-less timestamp) would print negative or absurd TTFT, TPOT and
+     * decode figures: they are left empty, and counted (summary). */
+    if (ft >= 0 && ((have_start && ft < start) || (have_end && ft > q->end))) {
+        ft = -1;
+        rq->absurd_figures++;
+    }
+    if (complete && q->end < start) {
+        exec = NAN; /* an end before the start: the duration is not true */
+        rq->absurd_figures++;
+    }
     double ttft = have_start && ft >= 0 ? ms(ft - start) : NAN;
     double tpot = NAN, decode = NAN, prefill = NAN;
-    if (have_end && ft >= 0) {
+    if (have_end && ft >= 0 && q->end >= ft) {
         decode = ms(q->end - ft);
         if (!isnan(q->reply) && q->reply > 1)
             tpot = decode / (q->reply - 1);
     }
-    if (ft >= 0 && q->first_step_start >= 0)
+    if (ft >= 0 && q->first_step_start >= 0 && ft >= q->first_step_start)
         prefill = ms(ft - q->first_step_start);
     /* Still waiting when the records end: how long is not known. */
     double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
@@ -541,12 +555,18 @@ static void summary_line(const char *what, double *v, long long n)
 /* The summary's requests and their latencies. */
 static void summary_request(const void *st, const prs_model *m, const prs_sessions *ss)
 {
-    (void)m;
     const request *rq = st;
     printf("  requests: %d", rq->nfin);
     if (rq->nincomplete)
         printf(" (%lld cut by the collection window: complete = 0, not in the percentiles)", rq->nincomplete);
     printf("\n");
+    if (m->dup_links)
+        printf("  duplicate ids: %lld id(s) linked from two process stores (first: %s); their "
+               "requests were merged into one: ids must be unique across processes\n",
+               m->dup_links, m->dup_example);
+    if (rq->absurd_figures)
+        printf("  figures left empty: %lld (a first token outside its request's life, or an end "
+               "before the start: check the clocks and the request ids)\n", rq->absurd_figures);
     long long n = rq->nfin;
     double *v = prs_xmalloc((size_t)(n ? n : 1) * sizeof *v);
     for (long long i = 0; i < n; i++)

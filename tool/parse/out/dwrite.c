@@ -272,12 +272,12 @@ void prs_dw_stage_discard(prs_dw_stage *s)
     stage_end(s);
 }
 
-static prs_dw *open_file(const char *path, size_t cap);
+static prs_dw *open_file(const char *path, size_t cap, int fresh);
 
 prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
 {
     if (!stage || !stage->on)
-        return open_file(path, cap);
+        return open_file(path, cap, 0);
     char target[PATH_MAX];
     int how = sp_output_target(path, target, sizeof target);
     if (how < 0) {
@@ -285,7 +285,7 @@ prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
         return NULL;
     }
     if (how == SP_OUT_IN_PLACE) /* a FIFO, a device: written as it is */
-        return open_file(target, cap);
+        return open_file(target, cap, 0);
     size_t n = strlen(target) + sizeof PRS_DW_PARTIAL;
     char *tmp = malloc(n);
     if (!tmp) {
@@ -293,7 +293,7 @@ prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
         return NULL;
     }
     snprintf(tmp, n, "%s" PRS_DW_PARTIAL, target);
-    prs_dw *w = open_file(tmp, cap);
+    prs_dw *w = open_file(tmp, cap, 1);
     if (!w) {
         int e = errno;
         free(tmp);
@@ -306,16 +306,26 @@ prs_dw *prs_dw_open(prs_dw_stage *stage, const char *path, size_t cap)
     return w;
 }
 
-prs_dw *prs_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap); }
+prs_dw *prs_dw_open_unstaged(const char *path, size_t cap) { return open_file(path, cap, 0); }
 
-static prs_dw *open_file(const char *path, size_t cap)
+/* fresh: path is our own temp name (NAME.partial). In a folder that others
+ * can write (sp_output_name_trusted) it is made anew: a stale one removed,
+ * the new one created with O_EXCL | O_NOFOLLOW, so a link or a file
+ * planted under that known name is never written through. In the user's
+ * own folder, and for a path of the user's (a FIFO, a device), the name is
+ * opened as it is. */
+static prs_dw *open_file(const char *path, size_t cap, int fresh)
 {
     struct stat st; /* O_DIRECT on a FIFO is a "packet" pipe: files only */
+    fresh = fresh && !sp_output_name_trusted(path);
     int direct = direct_wanted() && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode));
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+    int how = fresh ? O_EXCL | O_NOFOLLOW : O_TRUNC;
+    if (fresh && unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | how | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
     if (fd < 0 && direct && errno == EINVAL) {
         direct = 0;
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        fd = open(path, O_WRONLY | O_CREAT | how | O_CLOEXEC, 0644);
     }
     if (fd < 0)
         return NULL;

@@ -69,6 +69,14 @@ static int mkdir_p(const char *dir)
     }
     if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
         return -1;
+    /* EEXIST is not enough: a dangling symlink or a file has that name. */
+    struct stat st;
+    if (stat(tmp, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
     return 0;
 }
 
@@ -100,7 +108,16 @@ int prs_out_open(prs_out *o, const char *dir, int csv, int db)
     o->csv = csv;
     o->db = db;
     if (mkdir_p(dir) != 0) {
-        prs_log(PRS_ERROR, "cannot create output folder %s: %s", dir, strerror(errno));
+        int e = errno;
+        char link[4096];
+        ssize_t n = readlink(dir, link, sizeof link - 1);
+        if (n > 0 && e == ENOENT) {
+            link[n] = 0;
+            prs_log(PRS_ERROR, "output folder %s is a symbolic link to %s, which does not exist: "
+                    "create that folder or give another -o", dir, link);
+        } else {
+            prs_log(PRS_ERROR, "cannot create output folder %s: %s", dir, strerror(e));
+        }
         return -1;
     }
     prs_dw_stage_begin(&o->stage); /* every output under a temporary name until prs_out_close */
