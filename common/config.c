@@ -106,6 +106,7 @@ void sp_config_defaults(sp_config *c)
              "ACL_AICORE_PIPE_UTILIZATION");
     c->buffer_bytes = (size_t)SP_DEFAULT_BUFFER_KB * 1024;
     c->metric_max_conns = 16; /* SP_MHTTP_DEFAULT_CONNS */
+    c->trace_export = -1; /* absent: MS_TRACE_ENABLE decides (lib/otlp/otlp_conf.c) */
 }
 
 const char *sp_config_level_name(int level)
@@ -137,6 +138,7 @@ static int *field_int(sp_config *c, const char *name)
     if (!strcmp(name, "enable")) return &c->enable;
     if (!strcmp(name, "metric_enable")) return &c->metric_enable;
     if (!strcmp(name, "metric_max_connections")) return &c->metric_max_conns;
+    if (!strcmp(name, "trace_export")) return &c->trace_export;
     if (!strcmp(name, "host_system_usage_freq")) return &c->host_system_usage_freq;
     if (!strcmp(name, "npu_memory_usage_freq")) return &c->npu_memory_usage_freq;
     if (!strcmp(name, "acl_task_time")) return &c->acl_task_time;
@@ -624,12 +626,31 @@ const char *sp_config_listen_scope(const sp_config *c)
     return c->metric_listen[0] ? sp_mhttp_interfaces(c->metric_listen) : "none";
 }
 
+/* trace_endpoint: an http:// or https:// URL (the whole traces path). */
+static void key_trace_endpoint(const key_def *k, const json_t *v, sp_config *c, sp_config_diag *d)
+{
+    c->trace_endpoint[0] = '\0';
+    if (!expect_string(k, v, d, "\"\" (the OTEL_EXPORTER_OTLP_* variables)"))
+        return;
+    const char *s = json_string_value(v);
+    if (!*s)
+        return;
+    if ((strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) || strlen(s) >= sizeof c->trace_endpoint) {
+        diag(d, 0, "'%s': \"%.200s\" is not an http:// or https:// URL; using \"\" (the "
+             "OTEL_EXPORTER_OTLP_* variables)", k->name, s);
+        return;
+    }
+    snprintf(c->trace_endpoint, sizeof c->trace_endpoint, "%s", s);
+}
+
 static const key_def keys[] = {
     {"enable", key_enable, 0, 1},
     {"metric_enable", key_flag, 0, 1},
     {"metric_dir", key_metric_dir, 0, 0},
     {"metric_port", key_metric_port, 0, 0},
     {"metric_max_connections", key_int_range, 1, 1024},
+    {"trace_export", key_flag, 0, 1},
+    {"trace_endpoint", key_trace_endpoint, 0, 0},
     {"prof_dir", key_prof_dir, 0, 0},
     {"profiler_level", key_level, 0, 0},
     {"host_system_usage_freq", key_freq, 1, 50},

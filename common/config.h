@@ -27,6 +27,9 @@ typedef struct sp_config {
     char metric_listen[64];         /* key "metric_port": "ADDR:PORT" this process tries to
                                        serve /metrics on; "" = none */
     int metric_max_conns;           /* key "metric_max_connections": the endpoint's cap */
+    int trace_export;               /* request tracing over OTLP (lib/otlp): 1 on, 0 off,
+                                       -1 (absent) as MS_TRACE_ENABLE says; live */
+    char trace_endpoint[2048];      /* OTLP/HTTP traces URL; "" = the OTEL_* variables */
     char prof_dir[SP_PATH_MAX];     /* expanded (~, ${VAR}) */
     int profiler_level;             /* 10, 20, 30, 40 */
     int host_system_usage_freq;     /* -1 off, 1..50 Hz */

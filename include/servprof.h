@@ -301,6 +301,31 @@ SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const cha
 /* Shorthand: a link at INFO level without a domain. */
 SERVPROF_API void servprof_link(const char *from, const char *to);
 
+/* Trace context (request tracing over OTLP, docs/tracing.md). Tells that
+ * request rid came with this trace context: its llm_request span joins that
+ * trace as the child of the caller's span. traceparent is a W3C
+ * `traceparent` header value or a B3 single `b3` header value; tracestate
+ * (may be NULL) the W3C `tracestate`, passed on as given (at most 255
+ * bytes). Records an INFO event "traceContext" (domain "Request") with rid,
+ * traceparent (always W3C form) and tracestate, so a store keeps it too.
+ * Returns 0; SERVPROF_EINVAL when the header is neither form (nothing
+ * recorded: the request is then a root, traced or not as the sampling
+ * settings say). Thread-safe; the cost of one event. */
+SERVPROF_API int servprof_trace_context(const char *rid, const char *traceparent,
+                                        const char *tracestate);
+/* The same from B3's multi headers (X-B3-TraceId, X-B3-SpanId, X-B3-Sampled;
+ * sampled may be NULL). */
+SERVPROF_API int servprof_trace_context_b3(const char *rid, const char *trace_id,
+                                           const char *span_id, const char *sampled);
+/* The `traceparent` to send to the next hop for request rid: this process's
+ * llm_request span of rid as the parent. traceparent is the header rid came
+ * with (as given to servprof_trace_context; NULL or invalid: none, the
+ * trace id made for it is used). Writes "00-<trace>-<span>-<flags>" and a
+ * NUL into out (len >= 56). Returns 0, SERVPROF_EINVAL when len < 56.
+ * Pure: no record, no lock; works whether tracing is on or not. */
+SERVPROF_API int servprof_trace_outgoing(const char *rid, const char *traceparent, char *out,
+                                         size_t len);
+
 /* Spans. servprof_span_begin() finishes the record as the start of a span
  * (args "type": 2) and returns its handle (0 when not recording). End it
  * once, from any thread; a second end is ignored and counted, a span never
@@ -427,6 +452,9 @@ SERVPROF__NOOP void servprof_metric_scope(servprof_rec *r, const char *name, con
 SERVPROF__NOOP void servprof_event(servprof_rec *r, const char *name) { (void)r; (void)name; }
 SERVPROF__NOOP void servprof_link_rec(servprof_rec *r, const char *from, const char *to) { (void)r; (void)from; (void)to; }
 SERVPROF__NOOP void servprof_link(const char *from, const char *to) { (void)from; (void)to; }
+SERVPROF__NOOP int servprof_trace_context(const char *rid, const char *tp, const char *ts) { (void)rid; (void)tp; (void)ts; return 0; }
+SERVPROF__NOOP int servprof_trace_context_b3(const char *rid, const char *t, const char *s, const char *f) { (void)rid; (void)t; (void)s; (void)f; return 0; }
+SERVPROF__NOOP int servprof_trace_outgoing(const char *rid, const char *tp, char *out, size_t len) { (void)rid; (void)tp; if (out && len) out[0] = 0; return SERVPROF_ESTATE; }
 SERVPROF__NOOP servprof_span servprof_span_begin(servprof_rec *r, const char *name) { (void)r; (void)name; return 0; }
 SERVPROF__NOOP void servprof_span_end(servprof_span span) { (void)span; }
 SERVPROF__NOOP void servprof_span_end_rec(servprof_rec *r, servprof_span span) { (void)r; (void)span; }

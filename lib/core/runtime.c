@@ -45,6 +45,7 @@
 #include "fsutil.h"
 #include "internal.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "runtime.h"
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
@@ -200,15 +201,19 @@ static const sp_domain_filter *metrics_filter_locked(void)
     u.ndomains = 0;
     for (int i = 0; collecting && i < trace_filter->n; i++)
         memcpy(u.domains[u.ndomains++], trace_filter->names[i], SP_DOMAIN_LEN);
-    for (int m = 0; m < SP_METRICS_NDOMAINS; m++) {
+    /* metrics' domains, then request tracing's (lib/otlp) while it is on */
+    int nm = SP_METRICS_NDOMAINS + (sp_otlp_on() ? SP_OTLP_NDOMAINS : 0);
+    for (int m = 0; m < nm; m++) {
+        const char *want = m < SP_METRICS_NDOMAINS ? sp_metrics_domains[m]
+                                                   : sp_otlp_domains[m - SP_METRICS_NDOMAINS];
         int have = 0;
         for (int i = 0; i < u.ndomains && !have; i++)
-            have = !strcmp(u.domains[i], sp_metrics_domains[m]);
+            have = !strcmp(u.domains[i], want);
         if (have)
             continue;
         if (u.ndomains == SP_MAX_DOMAINS)
             return NULL; /* no room for the union: every domain */
-        snprintf(u.domains[u.ndomains++], SP_DOMAIN_LEN, "%s", sp_metrics_domains[m]);
+        snprintf(u.domains[u.ndomains++], SP_DOMAIN_LEN, "%s", want);
     }
     return filter_for(&u);
 }
@@ -277,6 +282,11 @@ static int stop_locked(int close_generation, const char *why)
         return SERVPROF_ESTATE;
     sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
     atomic_store_explicit(&servprof__level, sp_metrics_level(), memory_order_release);
+    if (sp_otlp_on()) { /* request tracing's counts so far, into this store's Meta */
+        char t[512];
+        sp_otlp_counts_text(t, sizeof t);
+        sp_recorder_meta("otlp_counts", t);
+    }
     sp_recorder_close();
     sp_session_leave(&sess, close_generation);
     collecting = 0;

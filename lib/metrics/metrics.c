@@ -26,6 +26,11 @@
  * switches metrics off while the writer runs. The file is published at most
  * every PUBLISH_NS and at stop; stale request states are swept every
  * SWEEP_NS.
+ *
+ * Request tracing over OTLP (lib/otlp/otlp.h) rides on the same consumer:
+ * each record goes to its assembler too, and the drain thread runs while
+ * either metrics or tracing is on with no store session open. Its settings
+ * are brought in line here (sp_otlp_configure), at every configure.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +40,7 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "otlp.h"
 #include "rec_state.h"
 #include "tbuf.h"
 
@@ -85,7 +91,7 @@ void sp_metrics_dir_for(const sp_config *c, char *out, size_t len)
 
 int sp_metrics_level(void)
 {
-    return atomic_load_explicit(&m_on, memory_order_relaxed) ? SERVPROF_LEVEL_INFO : 0;
+    return atomic_load_explicit(&m_on, memory_order_relaxed) || sp_otlp_on() ? SERVPROF_LEVEL_INFO : 0;
 }
 
 /* ---- publishing (under m_mu) ----------------------------------------- */
@@ -116,6 +122,7 @@ static void publish_locked(int64_t now)
 
 void sp_metrics_on_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
 {
+    sp_otlp_on_record(h, rec, len); /* request tracing: the same records (otlp.c) */
     if (!atomic_load_explicit(&m_on, memory_order_relaxed))
         return;
     pthread_mutex_lock(&m_mu);
@@ -158,6 +165,7 @@ static void unserve_locked(void)
 
 void sp_metrics_after_pass(void)
 {
+    sp_otlp_after_pass();
     if (!atomic_load_explicit(&m_on, memory_order_relaxed))
         return;
     int64_t now = sp_now_realtime_ns();
@@ -332,17 +340,26 @@ int sp_metrics_configure(const sp_config *c, int tracing)
         drain_stop();
         close_file();
     }
-    if (!dir[0])
+    /* Tracing over OTLP: a change stops the drain first, so that its final
+     * pass reaches the assembler before that is switched off. */
+    if (sp_otlp_would_change(c, c == NULL))
+        drain_stop();
+    int traces = sp_otlp_configure(c, c == NULL);
+    if (dir[0] && !m_dir[0] && open_file(dir) != 0)
+        dir[0] = 0;
+    if (!dir[0] && !traces) {
+        drain_stop();
         return 0;
-    if (!m_dir[0] && open_file(dir) != 0)
-        return 0;
-    pthread_mutex_lock(&m_mu);
-    if (strcmp(m_listen, c->metric_listen) || m_max_conns != c->metric_max_conns) {
-        unserve_locked(); /* metric_port (or its cap) changed: stop, the consumer retries */
-        snprintf(m_listen, sizeof m_listen, "%s", c->metric_listen);
-        m_max_conns = c->metric_max_conns;
     }
-    pthread_mutex_unlock(&m_mu);
+    if (dir[0]) {
+        pthread_mutex_lock(&m_mu);
+        if (strcmp(m_listen, c->metric_listen) || m_max_conns != c->metric_max_conns) {
+            unserve_locked(); /* metric_port (or its cap) changed: stop, the consumer retries */
+            snprintf(m_listen, sizeof m_listen, "%s", c->metric_listen);
+            m_max_conns = c->metric_max_conns;
+        }
+        pthread_mutex_unlock(&m_mu);
+    }
     if (tracing)
         drain_stop();
     else
@@ -375,4 +392,5 @@ void sp_metrics_atfork_child(void)
     D.wrapped.buf = NULL;
     D.wrapped.cap = 0;
     m_dir[0] = 0;
+    sp_otlp_atfork_child();
 }
