@@ -9,7 +9,8 @@ set -euo pipefail
 # Prometheus + promtool (live metrics scraped for real), PyTorch and aiohttp (the Python
 # engine and the torch profiler path), pandas, gcovr (coverage), venv/wheel (the Python wheel),
 # PyYAML (hook files, servprof.hooks), protoc + python3-protobuf (trace.pftrace decoded with
-# Perfetto's official .proto), protobuf-c (bench_pbenc: the pftrace encoder against it).
+# Perfetto's official .proto; the OTLP tests decode with opentelemetry-proto's the same way),
+# protobuf-c (bench_pbenc: the pftrace encoder against it).
 PKGS=(build-essential cmake pkg-config git libsqlite3-dev sqlite3 libjansson-dev
       libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev python3 python3-setuptools python3-pip
       clang libclang-rt-14-dev chromium chromium-driver fonts-dejavu-core prometheus
