@@ -317,6 +317,13 @@ SERVPROF_API int servprof_trace_context(const char *rid, const char *traceparent
  * sampled may be NULL). */
 SERVPROF_API int servprof_trace_context_b3(const char *rid, const char *trace_id,
                                            const char *span_id, const char *sampled);
+/* Ends request rid's llm_request span where no httpRes / DecodeEnd does (an
+ * instance of a disaggregated server that got the request from a router:
+ * prefill, decode). outcome as httpRes's (NULL: "ok"; anything but ok,
+ * success, finished, stop, length or 200 is a failure: status ERROR).
+ * Records an INFO event "traceEnd" (domain "Request"; the reports ignore
+ * it). Thread-safe; the cost of one event. */
+SERVPROF_API void servprof_trace_end(const char *rid, const char *outcome);
 /* The `traceparent` to send to the next hop for request rid: this process's
  * llm_request span of rid as the parent. traceparent is the header rid came
  * with (as given to servprof_trace_context; NULL or invalid: none, the
@@ -454,6 +461,7 @@ SERVPROF__NOOP void servprof_link_rec(servprof_rec *r, const char *from, const c
 SERVPROF__NOOP void servprof_link(const char *from, const char *to) { (void)from; (void)to; }
 SERVPROF__NOOP int servprof_trace_context(const char *rid, const char *tp, const char *ts) { (void)rid; (void)tp; (void)ts; return 0; }
 SERVPROF__NOOP int servprof_trace_context_b3(const char *rid, const char *t, const char *s, const char *f) { (void)rid; (void)t; (void)s; (void)f; return 0; }
+SERVPROF__NOOP void servprof_trace_end(const char *rid, const char *o) { (void)rid; (void)o; }
 SERVPROF__NOOP int servprof_trace_outgoing(const char *rid, const char *tp, char *out, size_t len) { (void)rid; (void)tp; if (out && len) out[0] = 0; return SERVPROF_ESTATE; }
 SERVPROF__NOOP servprof_span servprof_span_begin(servprof_rec *r, const char *name) { (void)r; (void)name; return 0; }
 SERVPROF__NOOP void servprof_span_end(servprof_span span) { (void)span; }

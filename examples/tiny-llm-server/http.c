@@ -381,6 +381,9 @@ static enum MHD_Result admit(conn_ctx *c, const json_t *prompt, int max_tokens)
     if (!r)
         return reply_error(c->conn, 500, NULL, "out of memory");
     c->req_recorded = ins_http_req(r);
+    ins_trace_context(r, MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "traceparent"),
+                      MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "tracestate"),
+                      MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "b3"));
     servprof_span tok = ins_tokenize_begin(r);
     char msg[256];
     const char *bad = read_prompt(prompt, r, ec->model.vocab, msg, sizeof msg);

@@ -59,6 +59,15 @@ int ins_link(const tl_request *r)
     return 1;
 }
 
+void ins_trace_context(const tl_request *r, const char *traceparent, const char *tracestate,
+                       const char *b3)
+{
+    if (traceparent && servprof_trace_context(r->http_id, traceparent, tracestate) == 0)
+        return;
+    if (b3)
+        servprof_trace_context(r->http_id, b3, NULL);
+}
+
 int ins_http_res(const tl_request *r, const char *status, int reply_tokens)
 {
     servprof_rec *x = servprof_rec_begin(L, "Request");

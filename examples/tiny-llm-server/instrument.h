@@ -32,6 +32,12 @@ servprof_span ins_tokenize_begin(const tl_request *r);
 void ins_tokenize_end(servprof_span s, int n_tokens);
 /* Returns 1 when the record was taken. */
 int ins_link(const tl_request *r);
+/* The caller's trace context (W3C traceparent / tracestate, else a B3 `b3`
+ * header; any may be NULL): the request's llm_request span joins that trace
+ * (request tracing over OTLP, docs/tracing.md). A header that is neither form
+ * is ignored (the request is then a root). */
+void ins_trace_context(const tl_request *r, const char *traceparent, const char *tracestate,
+                       const char *b3);
 /* n tokens were turned into text and went out; n_out in all so far.
  * Recorded at INFO for a request's first tokens, at DETAILED after. */
 void ins_detokenize(const tl_request *r, int n, int n_out);

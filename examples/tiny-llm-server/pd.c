@@ -27,6 +27,12 @@
  * ReqFinish under its id; P and D link that id to theirs (Link) and write
  * `prefill` (P), PullKVCache and one `decode` event per token out (D).
  *
+ * Trace context (docs/tracing.md): any of the three lines may end with
+ * ` tp=<traceparent>`. The router joins the client's trace with it and
+ * passes its own span on to P and D (servprof_trace_outgoing), which join
+ * as its children and end their span with servprof_trace_end: one trace
+ * per request across the three processes.
+ *
  * Design: blocking sockets, a thread per connection; each instance's model
  * and block pool sit behind one mutex (the model is not thread-safe). Every
  * read is bounded (line length, token counts, block counts). On SIGINT or
@@ -212,14 +218,27 @@ static void coord(const char *name, const char *rid, const char *phase, int ppor
     servprof_event(x, name);
 }
 
+/* A trailing " tp=<traceparent>" of a protocol line: cut off args, copied
+ * into tp ("" when none). */
+static void take_tp(char *args, char *tp, size_t len)
+{
+    tp[0] = 0;
+    char *t = strstr(args, " tp=");
+    if (!t)
+        return;
+    snprintf(tp, len, "%s", t + 4);
+    *t = 0;
+}
+
 /* ------------------------------------------------------------ prefill */
 
 static int blocks_for(int tokens) { return (tokens + g.in.block_size - 1) / g.in.block_size; }
 
 /* PREFILL <rid> <n> <tokens..>: runs the prompt into fresh blocks. */
-static void prefill(int fd, const char *args)
+static void prefill(int fd, char *args)
 {
-    char rid[64], pid[80];
+    char rid[64], pid[80], tp[128];
+    take_tp(args, tp, sizeof tp);
     int n, off = 0, toks[MAX_PROMPT];
     if (sscanf(args, "%63s %d%n", rid, &n, &off) != 2 || n < 1 || n > MAX_PROMPT) {
         say(fd, "ERR bad PREFILL\n");
@@ -232,6 +251,8 @@ static void prefill(int fd, const char *args)
     }
     snprintf(pid, sizeof pid, "p-%ld", ++g.next_id);
     servprof_link(rid, pid);
+    if (tp[0])
+        servprof_trace_context(pid, tp, NULL);
     servprof_rec *x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "ModelExecute");
     servprof_res_str(x, pid);
     servprof_span sp = servprof_span_begin(x, "prefill");
@@ -246,6 +267,7 @@ static void prefill(int fd, const char *args)
         pthread_mutex_unlock(&in->mu);
         free(table);
         servprof_span_end(sp);
+        servprof_trace_end(pid, "no_kv_blocks");
         say(fd, "ERR no KV blocks free on the prefill instance\n");
         return;
     }
@@ -255,6 +277,7 @@ static void prefill(int fd, const char *args)
     in->nheld[handle] = nb;
     pthread_mutex_unlock(&in->mu);
     servprof_span_end(sp);
+    servprof_trace_end(pid, "ok");
     say(fd, "READY %d %d\n", handle, (int)it.next);
 }
 
@@ -291,9 +314,10 @@ static void pull(int fd, const char *args)
 /* ------------------------------------------------------------- decode */
 
 /* DECODE <rid> <p_port> <handle> <first_token> <n_prompt> <max_tokens> */
-static void decode(int fd, const char *args)
+static void decode(int fd, char *args)
 {
-    char rid[64], did[80], line[256];
+    char rid[64], did[80], line[256], tp[128];
+    take_tp(args, tp, sizeof tp);
     int pport, handle, first, n, max;
     if (sscanf(args, "%63s %d %d %d %d %d", rid, &pport, &handle, &first, &n, &max) != 6 || n < 1 ||
         n > MAX_PROMPT || max < 1 || max > 1024) {
@@ -302,6 +326,8 @@ static void decode(int fd, const char *args)
     }
     snprintf(did, sizeof did, "d-%ld", ++g.next_id);
     servprof_link(rid, did);
+    if (tp[0])
+        servprof_trace_context(did, tp, NULL);
     say(fd, "ACK\n");
     /* Pull the prompt's KV from the prefill instance. */
     servprof_rec *x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "KVCache");
@@ -347,6 +373,7 @@ static void decode(int fd, const char *args)
     free(bytes);
     if (!ok) {
         free(table);
+        servprof_trace_end(did, "kv_pull_failed");
         say(fd, "ERR the KV pull from the prefill instance failed\n");
         return;
     }
@@ -372,20 +399,27 @@ static void decode(int fd, const char *args)
     kv_release(in->kv, table, total);
     pthread_mutex_unlock(&in->mu);
     free(table);
+    servprof_trace_end(did, "ok");
     say(fd, "END\n");
 }
 
 /* ------------------------------------------------------------- router */
 
 /* GEN <max_tokens> <n> <tokens..>: the whole hand-off for one request. */
-static void route(int fd, const char *args)
+static void route(int fd, char *args)
 {
-    char rid[64], line[256];
+    char rid[64], line[256], tp[128], next[64] = "";
+    take_tp(args, tp, sizeof tp);
     int max, n, off = 0, toks[MAX_PROMPT];
     snprintf(rid, sizeof rid, "req-%ld", ++g.next_id);
     servprof_rec *x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
     servprof_res_str(x, rid);
     servprof_event(x, "httpReq"); /* request.csv: the request as the client sees it */
+    if (tp[0] && servprof_trace_context(rid, tp, NULL) != 0)
+        tp[0] = 0; /* not a header: this request is a root */
+    char hop[80] = "";
+    if (servprof_trace_outgoing(rid, tp[0] ? tp : NULL, next, sizeof next) == 0)
+        snprintf(hop, sizeof hop, " tp=%s", next); /* P and D: children of this span */
     comm("receiveReq", rid);
     if (sscanf(args, "%d %d%n", &max, &n, &off) != 2 || max < 1 || max > 1024 || n < 1 || n > MAX_PROMPT) {
         say(fd, "ERR bad GEN (GEN <max_tokens 1..1024> <n 1..%d> <tokens..>)\n", MAX_PROMPT);
@@ -398,10 +432,11 @@ static void route(int fd, const char *args)
     }
     coord("RequestDispatch", rid, NULL, g.prefill_port, g.decode_port);
     int pfd = connect_to(g.prefill_port), dfd = -1, handle, first;
-    char *req = malloc((size_t)n * 12 + 96);
+    char *req = malloc((size_t)n * 12 + 96 + sizeof hop);
     int o = sprintf(req, "PREFILL %s %d", rid, n);
     for (int i = 0; i < n; i++)
         o += sprintf(req + o, " %d", toks[i]);
+    o += sprintf(req + o, "%s", hop);
     req[o++] = '\n';
     if (pfd < 0 || write_all(pfd, req, (size_t)o) || read_line(pfd, line, sizeof line) < 0 ||
         sscanf(line, "READY %d %d", &handle, &first) != 2) {
@@ -412,7 +447,7 @@ static void route(int fd, const char *args)
     coord("GenerateToken", rid, "prefill", 0, 0);
     dfd = connect_to(g.decode_port);
     comm("sendReqToD", rid);
-    if (dfd < 0 || say(dfd, "DECODE %s %d %d %d %d %d\n", rid, g.prefill_port, handle, first, n, max) ||
+    if (dfd < 0 || say(dfd, "DECODE %s %d %d %d %d %d%s\n", rid, g.prefill_port, handle, first, n, max, hop) ||
         read_line(dfd, line, sizeof line) < 0 || strcmp(line, "ACK") != 0) {
         say(fd, "ERR decode instance: %s\n", dfd < 0 ? "unreachable" : "no ACK");
         goto out;

@@ -51,6 +51,16 @@ SERVPROF_API int servprof_trace_context_b3(const char *rid, const char *trace_id
     return record(rid, &t, NULL);
 }
 
+SERVPROF_API void servprof_trace_end(const char *rid, const char *outcome)
+{
+    servprof_rec *x = servprof_rec_begin(SERVPROF_LEVEL_INFO, "Request");
+    if (!x)
+        return;
+    servprof_res_str(x, rid);
+    servprof_attr_str(x, "outcome", outcome ? outcome : "ok");
+    servprof_event(x, "traceEnd");
+}
+
 SERVPROF_API int servprof_trace_outgoing(const char *rid, const char *traceparent, char *out,
                                          size_t len)
 {

@@ -12,8 +12,8 @@
  * parsed row agree:
  *
  *   start        httpReq (else receiveReq, the PD instances' arrival)
- *   end          httpRes / DecodeEnd (front end), prefillRes / decodeRes
- *                (a PD instance without httpReq); the latest end is kept
+ *   end          httpRes / DecodeEnd (front end), traceEnd (servprof_trace_end:
+ *                a PD instance, which has no httpRes); the latest end is kept
  *   first token  the latest of: the ends of the steps that ran it with
  *                iter 0 (BatchSchedule, modelExec/Execute, forward; a
  *                schedule entry with num_scheduled_tokens 0 did not run),
@@ -299,7 +299,7 @@ static int kind_of(const char *n, size_t nl)
     if (IS(n, nl, "forward")) return K_FWD;
     if (IS(n, nl, "traceContext")) return K_CTX;
     if (IS(n, nl, "receiveReq")) return K_RECVREQ;
-    if (IS(n, nl, "prefillRes") || IS(n, nl, "decodeRes")) return K_PDEND;
+    if (IS(n, nl, "traceEnd")) return K_PDEND;
     if (IS(n, nl, "sendReqToD")) return K_TOD;
     if (IS(n, nl, "sendReqToDSucc")) return K_TODSUCC;
     return K_NONE;
@@ -747,6 +747,10 @@ static void on_ctx(const view *v, int64_t ts)
         return; /* servprof_trace_context checked it; a store may hold anything */
     r->ctx = t;
     r->has_ctx = 1;
+    /* the context comes with the request: its arrival where no httpReq says
+     * it (a PD instance); an httpReq before or after still wins (min) */
+    r->start = min_set(r->start, ts);
+    r->has_start_rec = 1;
     r->ctx_ridl = v->ridl < sizeof r->ctx_rid ? v->ridl : sizeof r->ctx_rid;
     memcpy(r->ctx_rid, v->rid, r->ctx_ridl);
     snprintf(r->trace_state, STATE_LEN, "%.*s", (int)v->tsl, v->ts_state ? v->ts_state : "");

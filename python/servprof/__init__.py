@@ -38,7 +38,8 @@ from ._span import span, traced, event, Span
 from ._control import (
     ServprofError, init, shutdown, start, stop, is_enabled, step, poll, session_dir,
     store_path, set_process_name, set_thread_name, meta, add_meta_info, link,
-    now_ns, stats, library_path, load_library, install_exit_hooks as _install_exit_hooks)
+    trace_context, trace_end, trace_outgoing, now_ns, stats, library_path, load_library,
+    install_exit_hooks as _install_exit_hooks)
 
 def _read_version() -> str:
     """servprof/_version.py in a built wheel; in a source checkout, the
@@ -66,7 +67,8 @@ __all__ = [
     "Level", "Profiler", "span", "Span", "traced", "event", "link", "step", "poll", "init", "shutdown",
     "start", "stop", "is_enabled", "session_dir", "store_path", "set_process_name",
     "set_thread_name", "meta", "add_meta_info", "now_ns", "stats", "library_path",
-    "load_library", "ServprofError", "LibraryNotFoundError",
+    "load_library", "ServprofError", "LibraryNotFoundError", "trace_context", "trace_end",
+    "trace_outgoing",
 ]
 
 def _own_verb() -> bool:

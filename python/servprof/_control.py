@@ -160,6 +160,40 @@ def link(from_rid: Any, to_rid: Any) -> None:
                               str(to_rid).encode("utf-8", "replace"))
 
 
+def _s(x: Any) -> Optional[bytes]:
+    return None if x is None else str(x).encode("utf-8", "replace")
+
+
+def trace_context(rid: Any, traceparent: Optional[str], tracestate: Optional[str] = None,
+                  b3: Optional[str] = None) -> bool:
+    """Request rid came with this trace context (a W3C traceparent, else a B3
+    `b3` header value): its llm_request span joins that trace (request
+    tracing over OTLP, docs/tracing.md). False when neither header is valid
+    or tracing is off (nothing recorded)."""
+    if _INFO > state.level.value:
+        return False
+    if traceparent and state.f.servprof_trace_context(_s(rid), _s(traceparent), _s(tracestate)) == 0:
+        return True
+    return bool(b3) and state.f.servprof_trace_context(_s(rid), _s(b3), None) == 0
+
+
+def trace_end(rid: Any, outcome: str = "ok") -> None:
+    """Ends rid's llm_request span where no httpRes does (servprof_trace_end)."""
+    if _INFO <= state.level.value:
+        state.f.servprof_trace_end(_s(rid), _s(outcome))
+
+
+def trace_outgoing(rid: Any, traceparent: Optional[str] = None) -> Optional[str]:
+    """The traceparent to send to the next hop for rid (this process's span
+    as the parent), or None when the library is not loaded."""
+    if state.lib is None:
+        return None
+    buf = ctypes.create_string_buffer(64)
+    if state.f.servprof_trace_outgoing(_s(rid), _s(traceparent), buf, len(buf)) != 0:
+        return None
+    return buf.value.decode()
+
+
 def now_ns() -> int:
     """Wall clock in ns since the epoch: the scale of every stored timestamp."""
     return _core.now_ns()
