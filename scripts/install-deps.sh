@@ -45,3 +45,10 @@ if [ "$want" != "$have" ]; then
   echo "install-deps: npm ci in $REPORT_DIR (uPlot $want)" >&2
   (cd "$REPORT_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# The official OpenTelemetry JS exporter, for the OTLP differential test (tests/otlp/test_otlp_js.py;
+# versions pinned in tests/otlp/package-lock.json). Test-only; the test skips without it.
+OTLP_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/otlp"
+if [ ! -d "$OTLP_DIR/node_modules/@opentelemetry/exporter-trace-otlp-proto" ]; then
+  echo "install-deps: npm ci in $OTLP_DIR (OpenTelemetry JS exporter, tests only)" >&2
+  (cd "$OTLP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -88,8 +88,18 @@ class Receiver:
                     self.close_connection = True
                     self.connection.close()
                     return
-                n = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(n)
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    body = b""  # the JS exporter streams its body
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            break
+                        body += self.rfile.read(size)
+                        self.rfile.readline()
+                else:
+                    body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if answer.startswith("stall:"):
                     rx._note(answer, self, None)
                     rx.release.wait(float(answer.split(":")[1]))
