@@ -79,9 +79,10 @@ void sp_otlp_counts_text(char *out, size_t len)
     }
 }
 
+static _Atomic uint64_t seed; /* 0 until made; a fork child makes its own */
+
 uint64_t sp_otlp_seed(void)
 {
-    static _Atomic uint64_t seed;
     uint64_t s = atomic_load_explicit(&seed, memory_order_acquire);
     if (s)
         return s;
@@ -296,4 +297,5 @@ void sp_otlp_atfork_child(void)
     memset(&o_conf, 0, sizeof o_conf);
     for (int i = 0; i < SP_OC_N; i++)
         atomic_store(&counts[i], 0);
+    atomic_store(&seed, 0); /* the child's spans get ids of their own */
 }

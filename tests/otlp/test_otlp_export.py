@@ -28,8 +28,10 @@ except Exception as e:
 from test_otlp import EMIT, BUILD  # noqa: E402
 
 CLI = os.environ.get("SERVPROF_BIN", os.path.join(BUILD, "bin", "servprof"))
-p = subprocess.run([CLI, "export", "--help"], capture_output=True, text=True)
-if p.returncode != 0 or "otlp" not in (p.stdout + p.stderr):
+# an unknown scheme lists the known ones: is otlp+http:// among them?
+p = subprocess.run([CLI, "export", tempfile.mkdtemp(prefix="otlp-probe-"), "--to", "nosuch://x"],
+                   capture_output=True, text=True)
+if "otlp+http://" not in p.stdout + p.stderr:
     print("SKIP: servprof has no export verb with otlp+http:// (tool/export)")
     sys.exit(77)
 

@@ -350,8 +350,8 @@ static void child(ox *x, const sp_otlp_span *parent, const char *rid, uint64_t s
 static void ox_row(void *mv, const prs_table *t, const prs_val *v)
 {
     ox *x = mv;
-    const char *key = t->db_name ? t->db_name : t->csv_name;
-    if (x->failed || !key || strncmp(key, "request", 7) || (key[7] && strcmp(key + 7, ".csv")))
+    const char *key = t->key; /* db_name, else csv_name, even with the outputs off */
+    if (x->failed || !key || strcmp(key, "request"))
         return;
     int ridc = col(t, "http_rid");
     if (ridc < 0 || v[ridc].kind != PRS_TEXT)
@@ -502,6 +502,10 @@ static int ox_finish(void *mv, int parse_rc)
         fprintf(stderr, "servprof export: %s; %lld spans of %lld requests were sent before it "
                 "(a rerun sends them all again: the ids are the same, so the backend keeps one)\n",
                 x->err, x->spans_sent, x->requests);
+        return -1;
+    }
+    if (parse_rc && !x->requests) {
+        fprintf(stderr, "servprof export: nothing sent to %s (the parse failed, above)\n", x->url);
         return -1;
     }
     printf("servprof export: %lld requests as %lld spans to %s in %lld POSTs (%lld retried), %.1f s%s\n",
