@@ -116,6 +116,11 @@ static void publish_locked(int64_t now)
     d->counter[SP_MC_DROPPED] = (double)dropped;
     d->counter[SP_MC_WRITE_ERRORS] =
         (double)atomic_load_explicit(&sp_rec_count.write_errors, memory_order_relaxed);
+    d->counter[SP_MC_OTLP_SENT] = (double)sp_otlp_count_get(SP_OC_SPANS_SENT);
+    uint64_t od = 0;
+    for (int i = SP_OC_DROP_QUEUE_FULL; i <= SP_OC_DROP_ENCODE; i++)
+        od += sp_otlp_count_get(i);
+    d->counter[SP_MC_OTLP_DROPPED] = (double)od;
     sp_mfile_publish(m_file, d);
     last_publish_ns = now;
 }

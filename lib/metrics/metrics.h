@@ -41,6 +41,8 @@ enum sp_mcounter {
     SP_MC_DROPPED,
     SP_MC_WRITE_ERRORS,
     SP_MC_UNTRACKED,
+    SP_MC_OTLP_SENT,    /* request tracing over OTLP (lib/otlp): spans the collector accepted */
+    SP_MC_OTLP_DROPPED, /* ... and spans dropped, every cause (the log and Meta split them) */
     SP_MC_N
 };
 

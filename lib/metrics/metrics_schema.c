@@ -37,6 +37,12 @@ const sp_mdef sp_mcounter_defs[SP_MC_N] = {
                          "Requests whose state servprof gave up (table full, or no end "
                          "within 10 minutes).",
                          ""},
+    [SP_MC_OTLP_SENT] = {"otlp_spans_sent_total",
+                         "Spans of request tracing over OTLP that the collector accepted.", ""},
+    [SP_MC_OTLP_DROPPED] = {"otlp_spans_dropped_total",
+                            "Spans of request tracing over OTLP dropped (queue full, refused, "
+                            "retries exhausted, exit flush ran out of time, out of memory).",
+                            ""},
 };
 
 const sp_mdef sp_mgauge_defs[SP_MG_N] = {

@@ -56,7 +56,7 @@
 
 typedef struct req {
     struct req *next, *canon, *aliases, *done_next;
-    int64_t touch, start, end, first_enq, first_sched, iter0_end, tok_end, send_end;
+    int64_t seen, touch, start, end, first_enq, first_sched, iter0_end, tok_end, send_end;
     int64_t wait_since, wait_sum, sched_ns, exec_ns, fwd_ns, handoff0, handoff1;
     int64_t preempt_ts[MAX_PREEMPT];
     int npreempt, nwait, has_ctx, has_start_rec;
@@ -333,7 +333,7 @@ static req *create(const char *id, size_t n, int64_t ts)
     r->idl = n;
     r->hash = hash_id(id, n);
     r->canon = r;
-    r->touch = ts;
+    r->touch = r->seen = ts;
     r->next = A.bucket[r->hash % HASH_BUCKETS];
     A.bucket[r->hash % HASH_BUCKETS] = r;
     A.nreq++;
@@ -388,6 +388,7 @@ static void link_ids(const char *from, size_t fl, const char *to, size_t tl, int
     if (!t || !f || f == t)
         return;
     f->start = min_set(f->start, t->start);
+    f->seen = min_set(f->seen, t->seen);
     f->first_enq = min_set(f->first_enq, t->first_enq);
     f->first_sched = min_set(f->first_sched, t->first_sched);
     f->iter0_end = max_set(f->iter0_end, t->iter0_end);
@@ -553,7 +554,7 @@ static void finish(req *r)
         sp_otlp_count(SP_OC_UNSAMPLED, 1);
         return;
     }
-    int64_t start = r->start ? r->start : r->touch;
+    int64_t start = r->start ? r->start : r->seen; /* no httpReq: its first record */
     int64_t end = r->end ? r->end : r->touch;
     int64_t ft = first_token(r);
     char id[256];
@@ -805,8 +806,10 @@ void sp_otlp_asm_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     switch (k) {
     case K_HTTPREQ:
     case K_RECVREQ:
-        if (!r->start || k == K_HTTPREQ)
-            r->start = k == K_HTTPREQ && r->start ? min_set(r->start, t0) : (r->start ? r->start : t0);
+        /* httpReq is the start (the earliest, as a trace context's arrival may be
+         * earlier); receiveReq only where nothing earlier said it */
+        if (k == K_HTTPREQ || !r->start)
+            r->start = min_set(r->start, t0);
         r->has_start_rec = 1;
         if (v.has_temp) r->temperature = v.temp, r->have |= H_TEMP;
         if (v.has_topp) r->top_p = v.topp, r->have |= H_TOPP;
