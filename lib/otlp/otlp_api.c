@@ -75,7 +75,7 @@ SERVPROF_API int servprof_trace_outgoing(const char *rid, const char *traceparen
         flags = t.flags & 1;
     } else {
         sp_tc_auto_trace_id(seed, rid, rl, trace);
-        flags = sp_otlp_auto_sampled(trace);
+        flags = (uint8_t)sp_otlp_auto_sampled(trace);
     }
     sp_tc_span_id(seed, trace, rid, rl, SP_PH_SERVER, span);
     sp_tc_format(trace, span, flags, out, len);
