@@ -96,6 +96,38 @@ class ServerDemo(unittest.TestCase):
     def test_with_session(self):
         self.run_demo(True)
 
+    def test_config_key_is_live(self):
+        # trace_export off, then on by an edit of the running server's config file
+        rx = Receiver().start()
+        tmp = tempfile.mkdtemp(prefix="otlp-live-")
+        cfg = os.path.join(tmp, "cfg.json")
+        with open(cfg, "w") as f:
+            json.dump({"enable": 0, "trace_export": 0}, f)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MS_PROFILER_", "MS_TRACE"))}
+        env.update({"SERVICE_PROF_CONFIG_PATH": cfg, "OTEL_BSP_SCHEDULE_DELAY": "100",
+                    "PROF_LOG_LEVEL": "INFO"})
+        try:
+            with Server(SMALL_MODEL, env=env, workdir=tmp) as srv:
+                body = json.dumps({"prompt": "x", "max_tokens": 2})
+                st, _, _ = srv.request("POST", "/v1/completions", body, {"traceparent": tp_new()})
+                self.assertEqual(st, 200)
+                tmpf = cfg + ".tmp"
+                with open(tmpf, "w") as f:
+                    json.dump({"enable": 0, "trace_export": 1, "trace_endpoint": rx.url}, f)
+                os.rename(tmpf, cfg)
+                deadline = time.time() + 30 * SLACK
+                while "request tracing on" not in srv.output():
+                    self.assertLess(time.time(), deadline, srv.output()[-2000:])
+                    time.sleep(0.05)
+                tp = tp_new()
+                st, hdrs, _ = srv.request("POST", "/v1/completions", body, {"traceparent": tp})
+                self.assertEqual(st, 200)
+                spans = wait_spans(rx, lambda s: s.name == "llm_request", 1, 30)
+                self.assertEqual(srv.stop(), 0)
+            self.assertEqual([s.trace_id.hex() for s in spans], [tp.split("-")[1]])  # only the second
+        finally:
+            rx.stop()
+
     def test_without_session(self):
         self.run_demo(False)
 
