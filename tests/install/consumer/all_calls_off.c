@@ -53,6 +53,11 @@ int main(void)
     servprof_event(r, "e");
     servprof_link_rec(r, "a", "b");
     servprof_link("a", "b");
+    char tp[64] = "x";
+    bad |= servprof_trace_context("a", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL) != 0;
+    bad |= servprof_trace_context_b3("a", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "1") != 0;
+    servprof_trace_end("a", "ok");
+    bad |= servprof_trace_outgoing("a", NULL, tp, sizeof tp) != SERVPROF_ESTATE || tp[0] != 0;
     servprof_span s = servprof_span_begin(r, "s");
     bad |= s != 0 || servprof__span_begin_k(r, "s", 1) != 0;
     servprof_span_end(s);
