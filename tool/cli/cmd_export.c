@@ -22,7 +22,7 @@ enum {
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL, "raw stores or a session folder (or give DIR as the argument)"},
-    {OPT_TO, "to", 0, CLI_VALUE, "URL", NULL, "where to: clickhouse://[USER@]HOST:PORT[/DATABASE]"},
+    {OPT_TO, "to", 0, CLI_VALUE, "URL", NULL, "where to: clickhouse://[USER@]HOST:PORT[/DATABASE], otlp+http://HOST:PORT"},
     {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "export only this session folder of DIR"},
     {OPT_CREATE, "create", 0, CLI_FLAG, NULL, NULL, "create the database and tables where missing"},
     {OPT_CLUSTER, "cluster", 0, CLI_VALUE, "NAME", NULL,
@@ -49,8 +49,9 @@ int cmd_export(int argc, char **argv)
         "servprof by default): tables span, link, exports and one per report; exporting again sends\n"
         "only what is missing. The password comes from SERVPROF_CLICKHOUSE_PASSWORD or\n"
         "--password-file (one in the URL works, with a warning); the user from the URL or\n"
-        "SERVPROF_CLICKHOUSE_USER. Exit status: 0 sent, 1 failed (run it again to resume),\n"
-        "2 usage. See docs/fleet.md.",
+        "SERVPROF_CLICKHOUSE_USER. otlp+http://HOST:PORT[/path] (or otlp+https://): every\n"
+        "request as an OTLP trace (llm_request spans, /v1/traces by default; docs/tracing.md).\n"
+        "Exit status: 0 sent, 1 failed (run it again to resume), 2 usage. See docs/fleet.md.",
         opts};
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
@@ -86,7 +87,8 @@ int cmd_export(int argc, char **argv)
     if (!o.input)
         return cli_error(&verb, "DIR (raw stores or a session folder) is required");
     if (!o.url)
-        return cli_error(&verb, "--to URL is required (clickhouse://HOST:PORT[/DATABASE])");
+        return cli_error(&verb, "--to URL is required (clickhouse://HOST:PORT[/DATABASE] or "
+                                "otlp+http://HOST:PORT)");
     if (o.nodes && !o.cluster)
         return cli_error(&verb, "--nodes needs --cluster NAME");
     struct stat st;

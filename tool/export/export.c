@@ -17,7 +17,7 @@
 #include "tap.h"
 
 /* One row per scheme; the OTLP exporter adds its own (tool/export/otlp.c). */
-static const exp_module *const modules[] = {&exp_clickhouse, NULL};
+static const exp_module *const modules[] = {&exp_clickhouse, &exp_otlp_http, &exp_otlp_https, NULL};
 
 const exp_module *exp_module_for(const char *url, const char **known)
 {

@@ -57,5 +57,6 @@ const exp_module *exp_module_for(const char *url, const char **known);
 int exp_run(const exp_opts *o);
 
 extern const exp_module exp_clickhouse;
+extern const exp_module exp_otlp_http, exp_otlp_https; /* otlp.c: otlp+http://, otlp+https:// */
 
 #endif
