@@ -193,3 +193,33 @@ void ins_kv_status(const tl_batch *b, const kv_pool *kv)
     servprof_metric(x, "CachedBlocks", kv_cached_blocks(kv));
     servprof_event(x, "KVCacheStatus");
 }
+
+/* The three spans of one rank's MoE layer. Each carries step, layer and
+ * rank, so that the parser groups them without relying on order; the
+ * expert compute also carries its experts' loads (the EPLB view). */
+static servprof_rec *moe_rec(long long step, int layer, int rank, int rows)
+{
+    servprof_rec *x = servprof_rec_begin(L, "MoE");
+    if (!x)
+        return NULL;
+    servprof_attr_int(x, "step", step);
+    servprof_attr_int(x, "layer", layer);
+    servprof_attr_int(x, "rank", rank);
+    servprof_attr_int(x, "tokens", rows);
+    return x;
+}
+
+void ins_moe_rank(long long step, int layer, int rank, const int64_t t[4], int rows, const int64_t *expert_ids,
+                  const int64_t *expert_tokens, int n)
+{
+    servprof_rec *x = moe_rec(step, layer, rank, rows);
+    if (!x)
+        return;
+    servprof_span_at(x, "MoeDistributeDispatch", t[0], t[1]);
+    x = moe_rec(step, layer, rank, rows);
+    servprof_attr_int_array(x, "expert_ids", expert_ids, (size_t)n);
+    servprof_attr_int_array(x, "expert_tokens", expert_tokens, (size_t)n);
+    servprof_span_at(x, "GroupedMatmul", t[1], t[2]);
+    x = moe_rec(step, layer, rank, rows);
+    servprof_span_at(x, "MoeDistributeCombine", t[2], t[3]);
+}

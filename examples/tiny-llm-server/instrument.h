@@ -58,4 +58,12 @@ void ins_cache_hit(const tl_request *r, int hit_tokens);
  * cannot mix with KVCacheStatus (it loses batch.csv's KV columns). */
 void ins_kv_status(const tl_batch *b, const kv_pool *kv);
 
+/* Mixture of experts (engine/moe.c), from expert-parallel rank `rank`'s own
+ * thread, once per (step, layer): t = dispatch start, expert compute start,
+ * combine start, combine end (servprof_now_ns); rows = token rows it got;
+ * its n experts' global ids and rows each. Spans MoeDistributeDispatch,
+ * GroupedMatmul, MoeDistributeCombine (domain MoE, docs/vocabulary.md). */
+void ins_moe_rank(long long step, int layer, int rank, const int64_t t[4], int rows, const int64_t *expert_ids,
+                  const int64_t *expert_tokens, int n);
+
 #endif

@@ -49,6 +49,10 @@ static void usage(FILE *f)
         "  --step-host-delay-us N    artificial host time after each step, model idle (0)\n"
         "  --no-prefix-caching       do not reuse cached prompt blocks\n"
         "  --model-name NAME         name reported in answers and in the profile (tiny-llm)\n"
+        "  --moe E,K,R               mixture-of-experts feed-forward: E experts, top-K routing,\n"
+        "                            experts over R expert-parallel ranks (threads)\n"
+        "  --moe-skew E1,E2[@BIAS]   the router favours these experts (+BIAS on their logits, 3)\n"
+        "  --moe-clock FILE          each rank's own dispatch/compute/combine times, a line per step and layer\n"
         "Profiling: set SERVICE_PROF_CONFIG_PATH to a servprof JSON config; edit its \"enable\".\n");
 }
 
@@ -69,7 +73,7 @@ static int parse_opts(int argc, char **argv, opts *o)
 {
     enum { O_HOST = 256, O_PORT, O_PORT_FILE, O_SEED, O_VOCAB, O_DMODEL, O_LAYERS, O_HEADS, O_DFF,
            O_MAXLEN, O_BS, O_NB, O_SEQS, O_TOKENS, O_INFLIGHT, O_DEFMAX, O_NOCHUNK, O_NOPREFIX,
-           O_NAME, O_DELAY, O_HELP };
+           O_NAME, O_DELAY, O_MOE, O_MOE_SKEW, O_MOE_CLOCK, O_HELP };
     static const struct option lo[] = {
         {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT}, {"port-file", 1, 0, O_PORT_FILE},
         {"seed", 1, 0, O_SEED}, {"vocab", 1, 0, O_VOCAB}, {"d-model", 1, 0, O_DMODEL},
@@ -78,7 +82,8 @@ static int parse_opts(int argc, char **argv, opts *o)
         {"max-num-seqs", 1, 0, O_SEQS}, {"max-batched-tokens", 1, 0, O_TOKENS},
         {"max-inflight", 1, 0, O_INFLIGHT}, {"max-tokens-default", 1, 0, O_DEFMAX},
         {"no-chunked-prefill", 0, 0, O_NOCHUNK}, {"no-prefix-caching", 0, 0, O_NOPREFIX},
-        {"model-name", 1, 0, O_NAME}, {"step-host-delay-us", 1, 0, O_DELAY}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"model-name", 1, 0, O_NAME}, {"step-host-delay-us", 1, 0, O_DELAY},
+        {"moe", 1, 0, O_MOE}, {"moe-skew", 1, 0, O_MOE_SKEW}, {"moe-clock", 1, 0, O_MOE_CLOCK}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     int c, seed = 1, rc = 0;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
@@ -101,6 +106,9 @@ static int parse_opts(int argc, char **argv, opts *o)
         case O_NOCHUNK: o->e.chunked_prefill = 0; break;
         case O_NOPREFIX: o->e.prefix_caching = 0; break;
         case O_NAME: o->h.model_name = optarg; break;
+        case O_MOE: rc |= tl_moe_parse(optarg, &o->e.model.moe); break;
+        case O_MOE_SKEW: rc |= tl_moe_parse_skew(optarg, &o->e.model.moe); break;
+        case O_MOE_CLOCK: o->e.model.moe.clock_path = optarg; break;
         case O_DELAY: rc |= parse_int("step-host-delay-us", optarg, 0, 1000000, &o->e.host_delay_us); break;
         case 'h': case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -116,6 +124,10 @@ static int parse_opts(int argc, char **argv, opts *o)
         return -1;
     }
     o->e.model.seed = (uint64_t)seed;
+    if (!rc && (o->e.model.moe.n_hot || o->e.model.moe.clock_path) && !o->e.model.moe.n_experts) {
+        fprintf(stderr, "tiny-llm-server: --moe-skew and --moe-clock need --moe E,K,R\n");
+        rc = -1;
+    }
     return rc ? -1 : 0;
 }
 
@@ -163,6 +175,11 @@ int main(int argc, char **argv)
              "block_size=%d num_blocks=%d seed=%llu", o.e.model.vocab, o.e.model.d_model,
              o.e.model.n_layers, o.e.model.n_heads, o.e.model.d_ff, o.e.model.max_pos,
              o.e.model.block_size, o.e.model.num_blocks, (unsigned long long)o.e.model.seed);
+    if (o.e.model.moe.n_experts) {
+        size_t l = strlen(desc);
+        snprintf(desc + l, sizeof desc - l, " moe_experts=%d moe_top_k=%d ep_ranks=%d", o.e.model.moe.n_experts,
+                 o.e.model.moe.top_k, o.e.model.moe.ep_ranks);
+    }
     ins_process(o.h.model_name, desc);
 
     tl_engine *e = tl_engine_new(&o.e);

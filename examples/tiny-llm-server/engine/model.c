@@ -9,6 +9,8 @@
  *              positions 0..pos read back through the block table;
  *              x += attn Wo; h = rmsnorm(x); x += silu(h W1) W2
  *   logits = rmsnorm(x_last) embed^T (tied); next token = argmax.
+ * With --moe the feed-forward of every layer is a mixture of experts run on
+ * expert-parallel rank threads (moe.c) instead of the one SiLU MLP.
  *
  * Design. Weights are uniform in +-1/sqrt(fan_in), drawn from a splitmix64
  * stream of the seed, so every run with one seed computes the same tokens.
@@ -16,7 +18,11 @@
  * is a contiguous axpy the compiler vectorizes. The KV memory of layer l,
  * block b, slot s is a d_model vector at ((l*num_blocks + b)*block_size + s)
  * in two arrays (K and V). Scratch buffers are sized once for the step's
- * token budget: the forward pass allocates nothing.
+ * token budget: the forward pass allocates nothing. The forward runs
+ * layer by layer over the whole batch, item i's rows at offset base_i of
+ * the scratch buffers: attention per item, the feed-forward over all rows
+ * at once (a MoE layer needs the step's tokens together). Every product is
+ * row by row, so a row's values do not depend on its batch.
  */
 #include "model.h"
 
@@ -41,7 +47,10 @@ struct tl_model {
     float *kcache, *vcache;
     /* scratch, [max_tokens][...] */
     float *x, *h, *q, *k, *v, *att, *ff, *scores, *logits;
+    int *base;      /* [max_tokens] row offset of each item this forward; -1 skipped */
     uint64_t weight_bytes, kv_bytes;
+    tl_moe *moe;    /* NULL: dense feed-forward */
+    long long step;
 };
 
 static uint64_t splitmix(uint64_t *s)
@@ -126,7 +135,16 @@ tl_model *tl_model_new(const tl_model_cfg *cfg)
     m->ff = malloc(T * ff * sizeof(float));
     m->scores = malloc((size_t)cfg->max_pos * sizeof(float));
     m->logits = malloc((size_t)cfg->vocab * sizeof(float));
-    if (!ok || !m->kcache || !m->vcache || !m->pos || !m->x || !m->h || !m->q || !m->k ||
+    m->base = malloc(T * sizeof(int));
+    if (ok && cfg->moe.n_experts > 0) {
+        m->moe = tl_moe_new(&cfg->moe, cfg->d_model, cfg->d_ff, cfg->n_layers, cfg->max_tokens, cfg->seed,
+                            &m->weight_bytes);
+        if (!m->moe) {
+            tl_model_free(m);
+            return NULL;
+        }
+    }
+    if (!ok || !m->base || !m->kcache || !m->vcache || !m->pos || !m->x || !m->h || !m->q || !m->k ||
         !m->v || !m->att || !m->ff || !m->scores || !m->logits) {
         fprintf(stderr, "tiny-llm-server: out of memory for the model (%llu bytes of KV cache)\n",
                 (unsigned long long)m->kv_bytes);
@@ -157,11 +175,15 @@ void tl_model_free(tl_model *m)
     free(m->kcache); free(m->vcache);
     free(m->x); free(m->h); free(m->q); free(m->k); free(m->v);
     free(m->att); free(m->ff); free(m->scores); free(m->logits);
+    free(m->base);
+    tl_moe_free(m->moe);
     free(m);
 }
 
 uint64_t tl_model_weight_bytes(const tl_model *m) { return m->weight_bytes; }
 uint64_t tl_model_kv_bytes(const tl_model *m) { return m->kv_bytes; }
+
+void tl_model_set_step(tl_model *m, long long step) { m->step = step; }
 
 /* out[n][k] = in[n][d] W[d][k] (+ out when accumulate). */
 static void matmul(float *restrict out, const float *restrict in, const float *restrict W,
@@ -200,15 +222,15 @@ static size_t kv_index(const tl_model *m, int l, int block, int slot)
            (size_t)m->c.d_model;
 }
 
-/* Causal attention of the item's n queries over positions 0..pos0+i. */
-static void attention(tl_model *m, int l, const tl_fwd_item *it)
+/* Causal attention of the item's n queries (q) over positions 0..pos0+i, into att. */
+static void attention(tl_model *m, int l, const tl_fwd_item *it, const float *q, float *att)
 {
     const int d = m->c.d_model, H = m->c.n_heads, hd = d / H, bs = m->c.block_size;
     const float scale = 1.0f / sqrtf((float)hd);
     for (int i = 0; i < it->n; i++) {
         const int p = it->pos0 + i;
-        const float *qi = m->q + (size_t)i * d;
-        float *oi = m->att + (size_t)i * d;
+        const float *qi = q + (size_t)i * d;
+        float *oi = att + (size_t)i * d;
         memset(oi, 0, (size_t)d * sizeof *oi);
         for (int h = 0; h < H; h++) {
             float mx = -INFINITY;
@@ -237,39 +259,48 @@ static void attention(tl_model *m, int l, const tl_fwd_item *it)
     }
 }
 
-static void forward_item(tl_model *m, tl_fwd_item *it)
+/* The attention half of layer l for one item, its rows at offset b. */
+static void attend_item(tl_model *m, int l, const tl_fwd_item *it, int b)
 {
-    const int d = m->c.d_model, ff = m->c.d_ff, n = it->n, bs = m->c.block_size;
+    const int d = m->c.d_model, n = it->n, bs = m->c.block_size;
+    const layer *y = &m->L[l];
+    float *x = m->x + (size_t)b * d, *h = m->h + (size_t)b * d, *q = m->q + (size_t)b * d;
+    float *k = m->k + (size_t)b * d, *v = m->v + (size_t)b * d, *att = m->att + (size_t)b * d;
+    rmsnorm(h, x, y->g1, n, d);
+    matmul(q, h, y->wq, n, d, d, 0);
+    matmul(k, h, y->wk, n, d, d, 0);
+    matmul(v, h, y->wv, n, d, d, 0);
     for (int i = 0; i < n; i++) {
-        const float *e = m->embed + (size_t)it->tokens[i] * d;
-        const float *pe = m->pos + (size_t)(it->pos0 + i) * d;
-        for (int j = 0; j < d; j++)
-            m->x[(size_t)i * d + j] = e[j] + pe[j];
+        int p = it->pos0 + i;
+        size_t at = kv_index(m, l, it->block_table[p / bs], p % bs);
+        memcpy(m->kcache + at, k + (size_t)i * d, (size_t)d * sizeof(float));
+        memcpy(m->vcache + at, v + (size_t)i * d, (size_t)d * sizeof(float));
     }
-    for (int l = 0; l < m->c.n_layers; l++) {
-        const layer *y = &m->L[l];
-        rmsnorm(m->h, m->x, y->g1, n, d);
-        matmul(m->q, m->h, y->wq, n, d, d, 0);
-        matmul(m->k, m->h, y->wk, n, d, d, 0);
-        matmul(m->v, m->h, y->wv, n, d, d, 0);
-        for (int i = 0; i < n; i++) {
-            int p = it->pos0 + i;
-            size_t at = kv_index(m, l, it->block_table[p / bs], p % bs);
-            memcpy(m->kcache + at, m->k + (size_t)i * d, (size_t)d * sizeof(float));
-            memcpy(m->vcache + at, m->v + (size_t)i * d, (size_t)d * sizeof(float));
-        }
-        attention(m, l, it);
-        matmul(m->x, m->att, y->wo, n, d, d, 1);
-        rmsnorm(m->h, m->x, y->g2, n, d);
-        matmul(m->ff, m->h, y->w1, n, d, ff, 0);
-        for (size_t i = 0; i < (size_t)n * ff; i++)
-            m->ff[i] = m->ff[i] / (1.0f + expf(-m->ff[i])); /* silu */
-        matmul(m->x, m->ff, y->w2, n, ff, d, 1);
-    }
-    if (!it->want_token)
+    attention(m, l, it, q, att);
+    matmul(x, att, y->wo, n, d, d, 1);
+}
+
+/* The feed-forward half of layer l over all N rows of the batch. */
+static void feed_forward(tl_model *m, int l, int N)
+{
+    const int d = m->c.d_model, ff = m->c.d_ff;
+    const layer *y = &m->L[l];
+    rmsnorm(m->h, m->x, y->g2, N, d);
+    if (m->moe) {
+        tl_moe_ffn(m->moe, l, m->step, m->h, m->x, N);
         return;
+    }
+    matmul(m->ff, m->h, y->w1, N, d, ff, 0);
+    for (size_t i = 0; i < (size_t)N * ff; i++)
+        m->ff[i] = m->ff[i] / (1.0f + expf(-m->ff[i])); /* silu */
+    matmul(m->x, m->ff, y->w2, N, ff, d, 1);
+}
+
+static void sample(tl_model *m, tl_fwd_item *it, int b)
+{
+    const int d = m->c.d_model;
     /* Logits of the last position only: the tied embedding, row by row. */
-    rmsnorm(m->h, m->x + (size_t)(n - 1) * d, m->gf, 1, d);
+    rmsnorm(m->h, m->x + (size_t)(b + it->n - 1) * d, m->gf, 1, d);
     int best = 0;
     float bestv = -INFINITY;
     for (int t = 0; t < m->c.vocab; t++) {
@@ -288,16 +319,38 @@ static void forward_item(tl_model *m, tl_fwd_item *it)
 
 void tl_model_forward(tl_model *m, tl_fwd_item *items, int n_items)
 {
+    const int d = m->c.d_model;
+    int N = 0;
     for (int i = 0; i < n_items; i++) {
         tl_fwd_item *it = &items[i];
-        if (it->n < 1 || it->n > m->c.max_tokens || it->pos0 < 0 || it->pos0 + it->n > m->c.max_pos) {
+        m->base[i < m->c.max_tokens ? i : 0] = -1;
+        if (i >= m->c.max_tokens || it->n < 1 || N + it->n > m->c.max_tokens || it->pos0 < 0 ||
+            it->pos0 + it->n > m->c.max_pos) {
             fprintf(stderr, "tiny-llm-server: model: bad forward item (pos0 %d, n %d) skipped\n",
                     it->pos0, it->n);
             it->next = 0;
             continue;
         }
-        forward_item(m, it);
+        m->base[i] = N;
+        for (int j = 0; j < it->n; j++) {
+            const float *e = m->embed + (size_t)it->tokens[j] * d;
+            const float *pe = m->pos + (size_t)(it->pos0 + j) * d;
+            for (int c = 0; c < d; c++)
+                m->x[(size_t)(N + j) * d + c] = e[c] + pe[c];
+        }
+        N += it->n;
     }
+    if (!N)
+        return;
+    for (int l = 0; l < m->c.n_layers; l++) {
+        for (int i = 0; i < n_items && i < m->c.max_tokens; i++)
+            if (m->base[i] >= 0)
+                attend_item(m, l, &items[i], m->base[i]);
+        feed_forward(m, l, N);
+    }
+    for (int i = 0; i < n_items && i < m->c.max_tokens; i++)
+        if (m->base[i] >= 0 && items[i].want_token)
+            sample(m, &items[i], m->base[i]);
 }
 
 size_t tl_model_block_bytes(const tl_model *m)

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "moe.h"
+
 typedef struct tl_model_cfg {
     int vocab;        /* token ids are 0..vocab-1 */
     int d_model;      /* multiple of n_heads */
@@ -25,6 +27,7 @@ typedef struct tl_model_cfg {
     int block_size;   /* tokens per block */
     int max_tokens;   /* most tokens in one forward (the step's token budget) */
     uint64_t seed;    /* the weights are a function of the seed */
+    tl_moe_cfg moe;   /* moe.n_experts > 0: every layer's feed-forward is a MoE (moe.h) */
 } tl_model_cfg;
 
 /* One sequence's share of a forward: n tokens at positions pos0..pos0+n-1,
@@ -45,8 +48,12 @@ typedef struct tl_model tl_model;
 tl_model *tl_model_new(const tl_model_cfg *cfg);
 void tl_model_free(tl_model *m); /* NULL is fine */
 
-/* Runs every item (their total n <= cfg.max_tokens). */
+/* Runs every item (their total n <= cfg.max_tokens; items past it are
+ * skipped with a message). Layer by layer over the whole batch, so that a
+ * MoE layer dispatches the step's tokens together. */
 void tl_model_forward(tl_model *m, tl_fwd_item *items, int n_items);
+/* The scheduler step the next forward belongs to (the MoE records' `step`). */
+void tl_model_set_step(tl_model *m, long long step);
 
 /* Bytes of weights and of KV cache memory (for the startup line). */
 uint64_t tl_model_weight_bytes(const tl_model *m);

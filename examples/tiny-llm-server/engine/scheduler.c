@@ -355,6 +355,7 @@ static void run_model(tl_engine *e)
     }
     servprof_span exec = ins_model_exec_begin(b);
     int64_t t0 = servprof_now_ns();
+    tl_model_set_step(e->model, (long long)e->st.steps);
     tl_model_forward(e->model, e->fwd, b->n);
     int64_t t1 = servprof_now_ns();
     ins_forward(b, t0, t1);
