@@ -20,7 +20,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER, OPT_MOE_NAMES,
 };
 
 static const char *const formats[] = {"csv", "json", "db", "perfetto", NULL};
@@ -47,6 +47,8 @@ static const cli_opt opts[] = {
      "HOST's clock reads NS ns ahead (+) or behind (-): not estimated (repeatable)"},
     {OPT_DB_WRITER, "db-writer", 0, CLI_VALUE, "HOW", db_writers,
      "profiler.db by its pages (default) or by SQLite (SERVPROF_PARSE_DB_WRITER)"},
+    {OPT_MOE_NAMES, "moe-names", 0, CLI_LIST, "ROLE=NAME", NULL,
+     "MoE records/kernels: dispatch=, gemm=, combine= NAME (substring); layers=N, gemms=N"},
     {0},
 };
 
@@ -59,6 +61,21 @@ static const cli_verb verb = {
     "(a prof_dir), their names and time ranges are listed and rates are computed over\n"
     "the time collection was on; --session NAME parses one of them.",
     opts};
+
+/* --moe-names: a role and a name, or a positive count. 1 when well formed. */
+static int check_moe_name(const char *s)
+{
+    static const char *const roles[] = {"dispatch=", "gemm=", "combine="};
+    for (int i = 0; i < 3; i++)
+        if (!strncmp(s, roles[i], strlen(roles[i])))
+            return s[strlen(roles[i])] != 0;
+    const char *n = !strncmp(s, "layers=", 7) ? s + 7 : !strncmp(s, "gemms=", 6) ? s + 6 : NULL;
+    if (!n || !*n)
+        return 0;
+    char *end;
+    long v = strtol(n, &end, 10);
+    return !*end && v > 0 && v <= 100000;
+}
 
 /* --clock-offset HOST=NS: a host name and a signed integer of ns. */
 static int add_clock_offset(prs_opts *o, const char *value)
@@ -139,6 +156,15 @@ int cmd_parse(int argc, char **argv)
             if (add_clock_offset(&o, p.value) != 0)
                 goto out;
             break;
+        case OPT_MOE_NAMES:
+            if (!check_moe_name(p.value)) {
+                rc = cli_error(&verb, "--moe-names '%s': expected dispatch=NAME, gemm=NAME, combine=NAME, "
+                               "layers=N or gemms=N (N a positive integer)", p.value);
+                goto out;
+            }
+            o.moe_names = realloc(o.moe_names, (size_t)(o.nmoe_names + 1) * sizeof *o.moe_names);
+            o.moe_names[o.nmoe_names++] = p.value;
+            break;
         case OPT_DB_WRITER: setenv("SERVPROF_PARSE_DB_WRITER", p.value, 1); break; /* read by table.c */
         }
     }
@@ -153,6 +179,7 @@ int cmd_parse(int argc, char **argv)
     rc = prs_run(&o);
 out:
     free(o.spans);
+    free(o.moe_names);
     for (int i = 0; i < o.nclock; i++)
         free((char *)o.clock_hosts[i]);
     free(o.clock_hosts);

@@ -73,6 +73,8 @@ typedef struct prs_opts {
     long long *clock_ns;
     int nclock;
     const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
+    const char **moe_names;   /* --moe-names ROLE=NAME, layers=N, gemms=N (moeset.c) */
+    int nmoe_names;
 } prs_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
