@@ -37,7 +37,11 @@
     X(PD_QUEUE_MIN, "pd_queue_min", 2.0, "PD imbalance: requests in flight on a side that count as queueing") \
     X(PD_IMBALANCE_FRAC, "pd_imbalance_frac", 0.20,                                                  \
       "PD imbalance: share of the PD time one side is idle while the other queues, at least this")   \
-    X(KV_PULL_RATIO, "kv_pull_ratio", 1.5, "slow KV pulls: slowest rank's pull time / fastest rank's")
+    X(KV_PULL_RATIO, "kv_pull_ratio", 1.5, "slow KV pulls: slowest rank's pull time / fastest rank's") \
+    X(MOE_IMBALANCE, "moe_imbalance", 1.5,                                                           \
+      "expert imbalance: slowest EP rank's expert-compute time / the mean rank's, at least this")    \
+    X(MOE_LOAD_RATIO, "moe_load_ratio", 1.3,                                                         \
+      "expert imbalance: and (when loads are known) the busiest rank's routed rows / the mean's")
 
 enum {
 #define SA_ENUM(id, name, def, doc) SA_T_##id,

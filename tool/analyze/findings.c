@@ -23,6 +23,9 @@
  *   slow_tokenize          (tokenize + detokenize span means) / mean e2e
  *   dp_imbalance           (1 - least / most busy rank) x busy share
  *   handoff, pd_imbalance, slow_kv_pull: disaggregated serving, pdfind.c
+ *   expert_imbalance       mixture-of-experts serving, moefind.c: the time the
+ *                          ranks wait for the slowest one, as a share of
+ *                          the forward time
  *
  * "under_loaded" (idle share over its threshold) is a state, not a limit:
  * it is listed after every bottleneck with bottleneck = false, and the
@@ -483,10 +486,11 @@ void sa_findings_compute(const sa_profile *p, const sa_opts *o, const sa_series 
     check_tokenize(p, o, &r, out);
     check_dp(p, o, s, out);
     sa_pd_findings(p, o, s, r.e2e_mean * (double)r.ncomplete, out);
+    sa_moe_findings(p, o, s, out);
     check_idle(o, s, out);
     qsort(out->f, (size_t)out->n, sizeof out->f[0], cmp_finding);
     int any = out->n && out->f[0].bottleneck;
-    if (!p->nreq && !p->steps[p->src].n && !p->npd && !p->npull)
+    if (!p->nreq && !p->steps[p->src].n && !p->npd && !p->npull && !p->nmoe)
         out->verdict = "no_data";
     else if (any)
         out->verdict = "bottleneck";

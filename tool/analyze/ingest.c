@@ -67,7 +67,7 @@ typedef prs_colmap colmap;
 
 typedef struct ingest {
     sa_profile *p;
-    colmap rq, bt, fw, pc, pk, co;
+    colmap rq, bt, fw, pc, pk, co, mr, el;
     const prs_tap *also; /* sa_opts.also: handed every row and record too */
 } ingest;
 
@@ -352,6 +352,12 @@ static void ingest_row(ingest *g, const char *key, const prs_col *cols, int ncol
     } else if (!strcmp(key, PRS_T_COORDINATOR)) {
         map_cols(&g->co, cols, ncols, co_names, CO_N);
         add_coord(g->p, &g->co, v);
+    } else if (!strcmp(key, "moe_rank")) {
+        map_cols(&g->mr, cols, ncols, sa_moe_rank_cols, MR_N);
+        sa_moe_add_rank_row(g->p, &g->mr, v);
+    } else if (!strcmp(key, "expert_load")) {
+        map_cols(&g->el, cols, ncols, sa_moe_load_cols, EL_N);
+        sa_moe_add_load_row(g->p, &g->el, v);
     }
 }
 
@@ -488,6 +494,8 @@ static int load_db(ingest *g, const char *path, char *err, size_t errcap)
     read_table(g, db, PRS_T_PD_COMM);
     read_table(g, db, PRS_T_PD_KV);
     read_table(g, db, PRS_T_COORDINATOR);
+    read_table(g, db, "moe_rank");
+    read_table(g, db, "expert_load");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
                            NULL) == SQLITE_OK) {
@@ -632,6 +640,7 @@ static void profile_release(sa_profile *p)
         free(p->pull[i].rid);
     free(p->pull);
     free(p->coord);
+    sa_moe_free(p);
 }
 
 void sa_profile_free(sa_profile *p)

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "analyze.h"
+#include "colmap.h"
 
 /* ------------------------------------------------------------- strmap */
 typedef struct sa_strmap {
@@ -109,6 +110,16 @@ typedef struct sa_pull {
 enum { SA_CO_PSTART, SA_CO_DSTART, SA_CO_PEND, SA_CO_DEND };
 typedef struct sa_coord { int64_t ts; int which; } sa_coord;
 
+/* One row of moe_rank (a rank's MoE layer of one step; ms, NAN unknown)
+ * and one of expert_load (moefind.c). */
+typedef struct sa_moe {
+    long long step;
+    int layer, rank;                /* rank: index into sa_profile.moe_ranks */
+    int64_t start;
+    double dispatch, compute, combine, wait, tokens;
+} sa_moe;
+typedef struct sa_expload { int layer, expert; double tokens; } sa_expload;
+
 typedef struct sa_profile {
     const char *input;
     int from_db;
@@ -124,6 +135,9 @@ typedef struct sa_profile {
     sa_pdreq *pd; long long npd, cappd;     /* PD hand-offs (pdfind.c) */
     sa_pull *pull; long long npull, cappull; /* KV pulls */
     sa_coord *coord; long long ncoord, capcoord; /* coordinator moments */
+    sa_moe *moe; long long nmoe, capmoe;    /* MoE rank rows (moefind.c) */
+    char **moe_ranks; int nmoe_ranks;       /* their rank labels (owned) */
+    sa_expload *exl; long long nexl, capexl; /* expert loads */
     /* computed by sa_profile_finish() */
     int src;                        /* steps used for step metrics: exec, else batch, else forward */
     int busy_src;                   /* steps used as busy time: forward, else exec, else batch */
@@ -219,6 +233,20 @@ void sa_findings_compute(const sa_profile *p, const sa_opts *o, const sa_series 
  * requests' e2e (ms), the denominator of their scores. */
 void sa_pd_findings(const sa_profile *p, const sa_opts *o, const sa_series *s, double e2e_ms_total,
                     sa_findings *out);
+/* ---------------------------------------------------------- moefind.c */
+/* expert_imbalance: one expert-parallel rank's experts take longer than the
+ * others' and every rank waits for it at the combine. */
+void sa_moe_findings(const sa_profile *p, const sa_opts *o, const sa_series *s, sa_findings *out);
+/* ingest.c's row handlers for moe_rank and expert_load. */
+void sa_moe_add_rank_row(sa_profile *p, const prs_colmap *m, const prs_val *v);
+void sa_moe_add_load_row(sa_profile *p, const prs_colmap *m, const prs_val *v);
+void sa_moe_free(sa_profile *p);
+/* Column names read from moe_rank and expert_load. */
+enum { MR_STEP, MR_LAYER, MR_RANK, MR_START, MR_DISPATCH, MR_COMPUTE, MR_COMBINE, MR_WAIT, MR_TOKENS, MR_N };
+extern const char *const sa_moe_rank_cols[MR_N];
+enum { EL_LAYER, EL_EXPERT, EL_TOKENS, EL_N };
+extern const char *const sa_moe_load_cols[EL_N];
+
 /* Adds a finding to out (NULL when full); used by findings.c and pdfind.c. */
 sa_finding *sa_finding_add(sa_findings *out, const char *id, int bottleneck, double score);
 
