@@ -390,15 +390,31 @@ void tl_moe_free(tl_moe *m)
 }
 
 /* Token i's top-k experts by router score (ties: the lower expert) and
- * their softmax weights. */
+ * their softmax weights. The score is a small projection of the row
+ * (h Wr / 4) plus a Gumbel term seeded by a hash of the row's bits and the
+ * layer (hash routing, as in "Hash Layers for Large Sparse Models"), plus
+ * the skew's bias. Why the hash: a random-weight router is not balanced
+ * (the rows share a direction, the positions' slow sinusoids, so a few
+ * experts win everywhere); a trained one is, by its balance loss. The hash
+ * gives that balance by construction and stays a function of the row
+ * alone, so equal prompts still give equal tokens. */
 static void route(tl_moe *m, const float *hi, int *sel, float *wt)
 {
     const int E = m->E, K = m->K, d = m->d;
     const float *wr = m->wr + (size_t)m->layer * d * E;
-    for (int e = 0; e < E; e++)
-        m->scores[e] = m->bias[e];
+    uint64_t hash = 0xcbf29ce484222325ull ^ (uint64_t)m->layer;
     for (int p = 0; p < d; p++) {
-        const float a = hi[p];
+        uint32_t bits;
+        memcpy(&bits, &hi[p], sizeof bits);
+        hash = (hash ^ bits) * 0x100000001b3ull;
+    }
+    for (int e = 0; e < E; e++) {
+        uint64_t st = hash ^ (uint64_t)e * 0x9e3779b97f4a7c15ull;
+        double u = ((double)(splitmix(&st) >> 11) + 0.5) * 0x1.0p-53;
+        m->scores[e] = m->bias[e] + (float)(-log(-log(u)));
+    }
+    for (int p = 0; p < d; p++) {
+        const float a = 0.25f * hi[p];
         const float *w = wr + (size_t)p * E;
         for (int e = 0; e < E; e++)
             m->scores[e] += a * w[e];
