@@ -17,6 +17,10 @@
 # Environment: SERVPROF_DEMO_DIR (outputs; default ./demo-out, replaced on each
 # run), SERVPROF_DEMO_BUILD (build folder; default build-demo),
 # DEMO_RATE (requests/s, default 12), DEMO_SECONDS (load duration, default 14).
+# --moe: the server's feed-forward is a mixture of experts on expert-parallel
+# rank threads (DEMO_MOE=E,K,R, default 8,2,4) with a planted router skew
+# (DEMO_MOE_SKEW, default 3,5: two hot experts; "" for a balanced router);
+# the MoE reports and analyze's expert_imbalance come out of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -25,6 +29,13 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 WORK=${SERVPROF_DEMO_DIR:-$ROOT/demo-out}
 RATE=${DEMO_RATE:-12}
 SECONDS_LOAD=${DEMO_SECONDS:-14}
+MOE=0
+for arg in "$@"; do
+  case $arg in
+    --moe) MOE=1 ;;
+    *) echo "demo.sh: unknown option '$arg' (known: --moe)" >&2; exit 2 ;;
+  esac
+done
 t_start=$(date +%s.%N)
 if [ -t 1 ]; then say() { printf '\033[1m== %s\033[0m\n' "$*"; }; else say() { printf '== %s\n' "$*"; }; fi
 
@@ -69,7 +80,14 @@ cleanup() {
 trap cleanup EXIT
 
 say "starting tiny-llm-server with collection off ($CFG)"
-SERVICE_PROF_CONFIG_PATH=$CFG "$BIN/tiny-llm-server" --port 0 --port-file "$WORK/port" \
+SERVER_ARGS=()
+if [ "$MOE" = 1 ]; then
+  SERVER_ARGS=(--moe "${DEMO_MOE:-8,2,4}" --moe-clock "$WORK/moe-clock.txt")
+  SKEW=${DEMO_MOE_SKEW-3,5}
+  [ -n "$SKEW" ] && SERVER_ARGS+=(--moe-skew "$SKEW")
+  say "MoE: ${SERVER_ARGS[*]}"
+fi
+SERVICE_PROF_CONFIG_PATH=$CFG "$BIN/tiny-llm-server" --port 0 --port-file "$WORK/port" "${SERVER_ARGS[@]}" \
   >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
@@ -117,6 +135,13 @@ if full:
           f"({len(full)} requests)")
 PY
 
+if [ "$MOE" = 1 ]; then
+  say "MoE: ep_balance.csv (expert-compute ns per layer (row) and EP rank (column))"
+  cat "$WORK/output/ep_balance.csv"
+  say "MoE: moe_analysis.csv (dispatch + combine ns per rank: mean, 95 % interval)"
+  cat "$WORK/output/moe_analysis.csv"
+fi
+
 say "what limits this run: servprof analyze -i $WORK/output -o $WORK/analysis"
 "$BIN/servprof" analyze -i "$WORK/output" -o "$WORK/analysis" --findings-only
 
@@ -138,3 +163,10 @@ cat <<TXT
   what the clients measured              $WORK/client.csv, $WORK/load.txt
   server log                             $WORK/server.log
 TXT
+if [ "$MOE" = 1 ]; then
+cat <<TXT
+  MoE (reference's names)                $WORK/output/ep_balance.csv, moe_analysis.csv
+  MoE per rank, step, layer; EPLB view   $WORK/output/moe_rank.csv, expert_load.csv, eplb_balance.csv
+  the ranks' own clock (demo only)       $WORK/moe-clock.txt
+TXT
+fi

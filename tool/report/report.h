@@ -14,6 +14,8 @@
  *                   -> time series, CDFs, slowest requests
  *   report_tap.c    feeds report_rows.c from the parse analyze runs (one parse)
  *   report_db.c     feeds report_rows.c from a profiler.db's tables
+ *   report_moe.c    the MoE rows (moe_rank, eplb_balance) -> per-rank heat map,
+ *                   balance over time (handed over by report_rows.c)
  *   downsample.c    min/max per pixel bucket, so a long series stays small
  *   report_html.c   writes template + library + data as one self-contained file
  *   report_assets.c generated at build time (embed.cmake): the template, the
@@ -111,6 +113,19 @@ json_t *rpt_rows_json(rpt_rows *r, int buckets);
  * (sa_opts.also), so one parse of the raw stores serves both. When the
  * parse starts over, its restart empties r (rpt_rows_reset). */
 prs_tap rpt_rows_tap(rpt_rows *r);
+
+/* ---------------------------------------------------------------- moe */
+/* The MoE part of the page (report_moe.c). Not thread-safe; one per rpt_rows. */
+typedef struct rpt_moe rpt_moe;
+/* NULL on out of memory. Free with rpt_moe_free (NULL is a no-op). */
+rpt_moe *rpt_moe_new(void);
+void rpt_moe_free(rpt_moe *m);
+void rpt_moe_reset(rpt_moe *m);
+/* A row of moe_rank or eplb_balance (other keys are ignored). */
+void rpt_moe_add(rpt_moe *m, const char *key, const prs_col *cols, int ncols, const prs_val *v);
+/* The "moe" member (schema in docs/report.md), times from t0_ms; JSON null
+ * without MoE rows, NULL on out of memory. New reference. */
+json_t *rpt_moe_json(rpt_moe *m, double t0_ms, int buckets);
 
 /* ----------------------------------------------------------- database */
 /* Feeds r with the report tables of a profiler.db made by servprof parse.

@@ -523,6 +523,51 @@
     for (const k of extra) $('compare-sec').append(el('div', { class: 'note', text: `${k}: ${c[k].join(', ')}` }));
   }
 
+  /* ---------------------------------------------------------------- moe */
+  /* Per-rank heat map (expert-compute ms per step column, brighter = longer)
+   * and the balance ratios over time, of the first run. */
+  function moe() {
+    const m = RUNS[0].db.moe;
+    if (!m || !m.ranks || !m.ranks.length) return;
+    $('moe-sec').hidden = false;
+    const box = $('moe');
+    const cols = m.heat.steps.length, rows = m.ranks.length;
+    let max = 0;
+    for (const r of m.heat.ms) for (const v of r) if (v > max) max = v;
+    const cw = Math.max(2, Math.min(8, Math.floor(900 / Math.max(1, cols)))), ch = 18, left = 70;
+    const cv = el('canvas', { id: 'moe-heat', width: left + cols * cw, height: rows * ch + 20 });
+    const g = cv.getContext('2d');
+    g.font = '11px sans-serif';
+    for (let r = 0; r < rows; r++) {
+      g.fillStyle = '#333';
+      g.fillText('rank ' + m.ranks[r], 4, r * ch + 13);
+      for (let c = 0; c < cols; c++) {
+        const f = max > 0 ? m.heat.ms[r][c] / max : 0;
+        g.fillStyle = `rgb(${Math.round(255 * f)}, ${Math.round(200 * f * f)}, ${Math.round(90 * (1 - f))})`;
+        g.fillRect(left + c * cw, r * ch, cw, ch - 2);
+      }
+    }
+    g.fillStyle = '#333';
+    g.fillText(`steps ${m.heat.steps[0]} … ${m.heat.steps[cols - 1]}; brightest ${num(max)} ms`, left, rows * ch + 14);
+    box.append(el('div', { class: 'chart', id: 'chart-moe-heat' },
+      el('h3', { text: 'Expert compute per rank and step ' },
+        el('span', { class: 'hint', text: 'ms per step (mean of each column\'s steps); a hot expert is a bright row' })),
+      cv));
+    STATE.moeHeat = { ranks: rows, columns: cols, max_ms: max }; /* for the browser test; not a uPlot chart */
+    const b = m.balance;
+    if (b && b.t && b.t.length) {
+      const grid = el('div', { class: 'grid' });
+      box.append(grid);
+      buildChart(grid, { id: 'moe-balance', title: 'Balance over time', unit: 'max / mean',
+                         units: { y: 'max / mean', std: 'rows (std)' },
+                         hint: '1 = balanced; balance ratio: the reference\'s std of the rank loads' }, [
+        { label: 'slowest rank compute / mean', t: b.t, v: b.compute_ratio, color: PALETTE[1] },
+        { label: 'busiest rank rows / mean', t: b.t, v: b.load_ratio, color: PALETTE[0] },
+        { label: 'balance ratio (std)', t: b.t, v: b.balance_ratio, color: PALETTE[2], scale: 'std' },
+      ]);
+    }
+  }
+
   /* --------------------------------------------------------------- main */
   function main() {
     header();
@@ -530,6 +575,7 @@
     findings();
     compareTable();
     timeChartsAll();
+    moe();
     cdfs();
     breakdown();
     slowest();

@@ -82,6 +82,7 @@ typedef struct req {
 } req;
 
 struct rpt_rows {
+    rpt_moe *moe;   /* report_moe.c; NULL until a MoE row comes */
     colmap rq, bt, fw, ct;
     samples steps, fwd, ctr;
     cgroup *groups;
@@ -106,6 +107,7 @@ rpt_rows *rpt_rows_new(void)
 /* Frees what r owns; r itself stays. */
 static void rows_release(rpt_rows *r)
 {
+    rpt_moe_free(r->moe);
     free(r->steps.s);
     free(r->fwd.s);
     free(r->ctr.s);
@@ -338,6 +340,11 @@ void rpt_rows_add(rpt_rows *r, const char *key, const prs_col *cols, int ncols, 
     } else if (!strcmp(key, PRS_T_REQUEST)) {
         prs_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
         add_request(r, v);
+    } else if (!strcmp(key, "moe_rank") || !strcmp(key, "eplb_balance")) {
+        if (!r->moe && !(r->moe = rpt_moe_new()))
+            r->oom = 1;
+        else
+            rpt_moe_add(r->moe, key, cols, ncols, v);
     }
 }
 
@@ -562,7 +569,9 @@ json_t *rpt_rows_json(rpt_rows *r, int buckets)
     for (int k = 0; cdf && k < 4; k++)
         json_object_set_new(cdf, cdf_names[k], cdf_json(r->cdf[k], r->ncdf[k]));
     json_t *slow = slowest_json(r);
-    if (!steps || !fwd || !ctr || !cdf || !slow) {
+    json_t *moe = rpt_moe_json(r->moe, r->t0_ms, buckets);
+    if (!steps || !fwd || !ctr || !cdf || !slow || !moe) {
+        json_decref(moe);
         json_decref(steps);
         json_decref(fwd);
         json_decref(ctr);
@@ -572,7 +581,7 @@ json_t *rpt_rows_json(rpt_rows *r, int buckets)
         return NULL;
     }
     /* The origin as integer microseconds: the page's numbers have 9 digits. */
-    return json_pack("{s:I, s:f, s:o, s:o, s:o, s:o, s:o, s:I}", "t0_us", (json_int_t)llround(r->t0_ms * 1e3),
+    return json_pack("{s:I, s:f, s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "t0_us", (json_int_t)llround(r->t0_ms * 1e3),
                      "duration_s", (r->t1_ms - r->t0_ms) / 1e3, "steps", steps, "forward", fwd, "counters", ctr,
-                     "cdf", cdf, "slowest", slow, "requests", (json_int_t)r->requests);
+                     "cdf", cdf, "slowest", slow, "requests", (json_int_t)r->requests, "moe", moe);
 }
