@@ -14,6 +14,7 @@
 #include "dbout.h"
 #include "merge.h"
 #include "model.h"
+#include "moeset.h"
 #include "plog.h"
 #include "progress.h"
 #include "report_ops.h"
@@ -245,6 +246,7 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
         goto done;
     }
     warn_dropped_values(m, o.stores, o.n);
+    prs_moe_activity(m, o.paths.activity, o.paths.nactivity);
     prs_model_finish(m);
     prs_timeline_activity(m->tl, o.paths.activity, o.paths.nactivity);
     prs_torch_timeline(m->tl, o.paths.torch, o.paths.ntorch, o.stores, o.n);

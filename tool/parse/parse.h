@@ -29,7 +29,9 @@
  *                             coordcount.c, pending.c (rows held for a
  *                             look-ahead); stats.c
  *                             percentiles; colmap.c report columns found by
- *                             name, for consumers
+ *                             name, for consumers; moeset.c the MoE records
+ *                             per (rank, step, layer) and its reports
+ *                             ep_balance.c, moe_analysis.c, moe_rank.c, eplb.c
  *  out/         table.c       one row sink per report: CSV and/or profiler.db;
  *                             tap.h lets analyze/report see rows and records
  *               timeline.c    chrome_tracing.json

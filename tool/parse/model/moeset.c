@@ -22,6 +22,14 @@
  * GEMMs per layer for the compute role (default 1; the reference uses 2
  * and 58 layers). Several records of one role in one entry add up.
  *
+ * Device kernels (the CUPTI path). The Kernel and Communication tables of
+ * the device activity stores (ascend_service_profiler_*.db, what the
+ * reference's ep_balance and moe_analysis read) go through the same names;
+ * a kernel's rank is its device, and its step and layer come from the
+ * ordinal rule above (kernels carry no attributes), so `--moe-names
+ * layers=N` matters there. prs_moe_activity() reads them at the end of
+ * the record pass, before the reports are written.
+ *
  * Design: the attributes are read with jansson (MoE records are a few per
  * rank and layer, not per token). Entries live in one array (about 100
  * bytes each: 10 ranks x 60 layers x 1000 steps is 60 MB, the cost of
@@ -35,6 +43,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "model.h"
 #include "plog.h"
@@ -210,19 +219,12 @@ static void expert_loads(struct prs_moe *x, prs_moe_ent *e, json_t *o)
     e->nexp = n;
 }
 
-void prs_moe_record(prs_model *m, const prs_rec *r)
+/* One record or kernel of phase p on store `store` (activity stores: -1 -
+ * their index, rank_attr their device), attributes o. */
+static void add(struct prs_moe *x, int p, int store, long long rank_attr, long long pid, int64_t ts, int64_t dur,
+                json_t *o)
 {
-    struct prs_moe *x = m->moe;
-    int p = phase_of(x, r->name);
-    if (p < 0)
-        return;
-    json_t *o = json_loadb(r->args, (size_t)r->args_len, 0, NULL);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        o = json_object(); /* a kernel without args: the fallbacks below */
-    }
-    long long rank_attr = int_of(o, "rank", -1);
-    int rank = rank_of(x, r->store->index, rank_attr < 0 ? -1 : rank_attr, r->pid);
+    int rank = rank_of(x, store, rank_attr < 0 ? -1 : rank_attr, pid);
     long long step = int_of(o, "step", -1), layer = int_of(o, "layer", -1);
     if (step < 0 || layer < 0 || layer > 100000) {
         long long k = x->ordinal[(size_t)rank * PRS_MOE_NPHASE + p]++;
@@ -232,15 +234,65 @@ void prs_moe_record(prs_model *m, const prs_rec *r)
         step = k / x->layers;
     }
     prs_moe_ent *e = entry(x, rank, step, (int)layer);
-    if (e->t0[p] < 0 || r->ts < e->t0[p])
-        e->t0[p] = r->ts;
-    e->dur[p] += r->dur;
+    if (e->t0[p] < 0 || ts < e->t0[p])
+        e->t0[p] = ts;
+    e->dur[p] += dur;
     long long tokens = int_of(o, "tokens", -1);
     if (tokens >= 0 && e->tokens < 0)
         e->tokens = (int)tokens;
     if (p == PRS_MOE_GEMM)
         expert_loads(x, e, o);
+}
+
+void prs_moe_record(prs_model *m, const prs_rec *r)
+{
+    struct prs_moe *x = m->moe;
+    int p = phase_of(x, r->name);
+    if (p < 0)
+        return;
+    json_t *o = json_loadb(r->args, (size_t)r->args_len, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object(); /* no args: the fallbacks of add() */
+    }
+    add(x, p, r->store->index, int_of(o, "rank", -1), r->pid, r->ts, r->dur, o);
     json_decref(o);
+}
+
+void prs_moe_activity(prs_model *m, char *const *paths, int n)
+{
+    struct prs_moe *x = m->moe;
+    static const char *const sql[] = {
+        "SELECT name, start, end, deviceId FROM Kernel ORDER BY start",
+        "SELECT name, start, end, deviceId FROM Communication ORDER BY start",
+    };
+    json_t *none = json_object();
+    for (int i = 0; i < n; i++) {
+        char uri[4200];
+        snprintf(uri, sizeof uri, "file:%s?mode=ro", paths[i]);
+        sqlite3 *db;
+        if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+            sqlite3_close(db); /* the timeline says so (timeline.c) */
+            continue;
+        }
+        sqlite3_busy_timeout(db, 5000);
+        for (int q = 0; q < 2; q++) {
+            sqlite3_stmt *st;
+            if (sqlite3_prepare_v2(db, sql[q], -1, &st, NULL) != SQLITE_OK)
+                continue; /* no such table: nothing of that kind */
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                const char *name = (const char *)sqlite3_column_text(st, 0);
+                int p = name ? phase_of(x, name) : -1;
+                if (p < 0)
+                    continue;
+                int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
+                add(x, p, -1 - i, sqlite3_column_int64(st, 3), i, s0, e0 > s0 ? e0 - s0 : 0, none);
+            }
+            sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+    }
+    json_decref(none);
 }
 
 static int by_step_layer_rank(const void *pa, const void *pb)
