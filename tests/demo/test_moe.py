@@ -19,10 +19,17 @@ import os
 import re
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import unittest
 
-from demo_util import CLI, SLACK, Server
+from demo_util import CLI, SANITIZE, SLACK, SMALL_MODEL, Server
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
+try:
+    import cdp  # noqa: E402  (needs aiohttp; the browser check is skipped without it)
+except ImportError:
+    cdp = None
 
 RANKS = 4
 # docs/compat.md, "Mixture of experts"
@@ -51,10 +58,10 @@ def run_moe(extra):
     with open(cfg, "w") as f:
         json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
     clock = os.path.join(work, "moe-clock.txt")
-    args = ["--moe", "8,2,4", "--moe-clock", clock, *extra]
+    args = [*(SMALL_MODEL if SANITIZE else []), "--moe", "8,2,4", "--moe-clock", clock, *extra]
     with Server(args, env={"SERVICE_PROF_CONFIG_PATH": cfg}, workdir=work) as srv:
         for i in range(10):
-            body = json.dumps({"prompt_tokens": [(7 * i + k) % 2000 + 3 for k in range(96)], "max_tokens": 24})
+            body = json.dumps({"prompt_tokens": [(7 * i + k) % 1000 + 3 for k in range(96)], "max_tokens": 24})
             st, _, out = srv.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
             assert st == 200, out
         assert srv.stop() == 0, srv.output()
@@ -155,6 +162,23 @@ class Skewed(unittest.TestCase):
         self.assertEqual(moe["ranks"], [str(i) for i in range(RANKS)])
         self.assertEqual(len(moe["heat"]["ms"]), RANKS)
         self.assertTrue(moe["balance"]["t"])
+        # the hot experts' ranks (1: experts 2, 3; 2: experts 4, 5) are the bright rows
+        total = [sum(r) for r in moe["heat"]["ms"]]
+        self.assertEqual(set(sorted(range(RANKS), key=total.__getitem__)[2:]), {1, 2}, total)
+        if cdp is None or not cdp.find_chromium():
+            self.skipTest("no Chromium (or aiohttp): the page was checked as data only")
+        with cdp.Browser() as b:
+            b.open(page)
+            b.wait_for("window.__servprof && window.__servprof.ready", timeout=60)
+            self.assertEqual(b.evaluate("window.__servprof.errors"), [])
+            self.assertFalse(b.evaluate("document.getElementById('moe-sec').hidden"))
+            self.assertEqual(b.evaluate("window.__servprof.moeHeat.ranks"), RANKS)
+            # the heat map drew: some cells are bright (red channel high)
+            bright = b.evaluate("""(() => { const c = document.getElementById('moe-heat');
+                const d = c.getContext('2d').getImageData(70, 0, c.width - 70, c.height - 20).data;
+                let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] > 200) n++; return n; })()""")
+            self.assertGreater(bright, 50)
+            self.assertIn("moe-balance", b.evaluate("window.__servprof.charts.map(c => c.id)"))
 
 
 class Balanced(unittest.TestCase):

@@ -532,8 +532,12 @@
     $('moe-sec').hidden = false;
     const box = $('moe');
     const cols = m.heat.steps.length, rows = m.ranks.length;
+    /* Each column is scaled to its slowest rank, as the reference scales its
+     * hot maps per row: a decode step's imbalance shows as well as a
+     * prefill's, whatever their sizes. */
     let max = 0;
-    for (const r of m.heat.ms) for (const v of r) if (v > max) max = v;
+    const colMax = m.heat.steps.map((_, c) => Math.max(...m.heat.ms.map(r => r[c])));
+    for (const v of colMax) if (v > max) max = v;
     const cw = Math.max(2, Math.min(8, Math.floor(900 / Math.max(1, cols)))), ch = 18, left = 70;
     const cv = el('canvas', { id: 'moe-heat', width: left + cols * cw, height: rows * ch + 20 });
     const g = cv.getContext('2d');
@@ -542,16 +546,17 @@
       g.fillStyle = '#333';
       g.fillText('rank ' + m.ranks[r], 4, r * ch + 13);
       for (let c = 0; c < cols; c++) {
-        const f = max > 0 ? m.heat.ms[r][c] / max : 0;
+        const f = colMax[c] > 0 ? m.heat.ms[r][c] / colMax[c] : 0;
         g.fillStyle = `rgb(${Math.round(255 * f)}, ${Math.round(200 * f * f)}, ${Math.round(90 * (1 - f))})`;
         g.fillRect(left + c * cw, r * ch, cw, ch - 2);
       }
     }
     g.fillStyle = '#333';
-    g.fillText(`steps ${m.heat.steps[0]} … ${m.heat.steps[cols - 1]}; brightest ${num(max)} ms`, left, rows * ch + 14);
+    g.fillText(`steps ${m.heat.steps[0]} … ${m.heat.steps[cols - 1]}; each column scaled to its slowest rank ` +
+               `(the slowest column: ${num(max)} ms)`, left, rows * ch + 14);
     box.append(el('div', { class: 'chart', id: 'chart-moe-heat' },
       el('h3', { text: 'Expert compute per rank and step ' },
-        el('span', { class: 'hint', text: 'ms per step (mean of each column\'s steps); a hot expert is a bright row' })),
+        el('span', { class: 'hint', text: 'expert-compute ms per step (mean of each column\'s steps), each column scaled to its slowest rank: a hot expert\'s rank is a bright row' })),
       cv));
     STATE.moeHeat = { ranks: rows, columns: cols, max_ms: max }; /* for the browser test; not a uPlot chart */
     const b = m.balance;
