@@ -3,7 +3,7 @@
 --moe 8,2,4 (8 experts, top-2, 4 expert-parallel rank threads), collection on
 from the start, a few requests one after the other, `servprof parse`,
 `servprof analyze`, `servprof report`. Then:
-  - planted skew (--moe-skew 3,5: two hot experts): expert_imbalance is the
+  - planted skew (--moe-skew 3,5@6: two hot experts): expert_imbalance is the
     first finding and names experts 3 and 5 as the hottest two;
   - a balanced router: no expert_imbalance finding;
   - ep_balance.csv's per-rank, per-layer times equal the sums of what the
@@ -90,7 +90,7 @@ def read_clock(path):
 class Skewed(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.work, cls.out, cls.doc = run_moe(["--moe-skew", "3,5"])
+        cls.work, cls.out, cls.doc = run_moe(["--moe-skew", "3,5@6"])  # @6: nearly every row, for margin
 
     def test_first_finding_names_the_hot_experts(self):
         f = self.doc["findings"]
