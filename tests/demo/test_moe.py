@@ -101,6 +101,14 @@ class Skewed(unittest.TestCase):
         self.assertEqual({int(m.group(1)), int(m.group(2))}, {3, 5}, f[0]["evidence"])
         self.assertGreaterEqual(f[0]["figure"]["value"], 1.5)
         self.assertIn("EPLB", f[0]["knob"])
+        # the same from the raw stores (the parse's tap, no files)
+        an = os.path.join(self.work, "analysis-raw")
+        subprocess.run([CLI, "analyze", "-i", os.path.join(self.work, "prof"), "-o", an, "--format", "json"],
+                       check=True, stdout=subprocess.DEVNULL, timeout=300 * SLACK)
+        with open(os.path.join(an, "analyze.json")) as fh:
+            raw = json.load(fh)["findings"]
+        self.assertEqual(raw[0]["id"], "expert_imbalance")
+        self.assertAlmostEqual(raw[0]["figure"]["value"], f[0]["figure"]["value"], places=3)
 
     def test_columns_as_in_compat(self):
         for name, cols in COLUMNS.items():
