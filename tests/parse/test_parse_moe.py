@@ -167,6 +167,27 @@ class DeviceKernels(unittest.TestCase):
             self.assertEqual(mean, {"0": 2e6, "1": 2e6})
 
 
+class WildValues(unittest.TestCase):
+    def test_bounded_and_said(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            s = Store(os.path.join(inp, "h", "Trace_Service", "ms_service_h-100.db"), "h", 100)
+            s.span("GroupedMatmul", 1, 2, "MoE", step=1, layer=10**9, rank=0, expert_ids=[1], expert_tokens=[3])
+            s.span("GroupedMatmul", 3, 4, "MoE", step=1, layer=0, rank=1, expert_ids=[10**9], expert_tokens=[3])
+            s.span("GroupedMatmul", 5, 6, "MoE", step=1, layer=0, rank=2, expert_ids=[1, 2], expert_tokens=[3])
+            s.raw("MoeDistributeCombine", ns(7), ns(8) - ns(7), "MoE", "not json")
+            s.close()
+            p = run_parse(inp, out)
+            self.assertIn("layer of 4096 or more", p.stderr)
+            self.assertIn("not loads", p.stderr)
+            t = table(os.path.join(out, "ep_balance.csv"))
+            self.assertEqual(len(t), 2)  # layer 0 only: the wild layer was placed by order
+            # only the first record's list is a load (placed by order: step 0); the wild id and the
+            # lists of unequal length are left out
+            self.assertEqual(dicts(os.path.join(out, "expert_load.csv")),
+                             [{"step": "0", "layer": "0", "expert": "1", "rank": "0", "tokens": "3"}])
+
+
 class NotMoE(unittest.TestCase):
     def test_no_files_and_bad_names(self):
         with tempfile.TemporaryDirectory() as tmp:

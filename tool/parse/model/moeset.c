@@ -48,6 +48,10 @@
 #include "model.h"
 #include "plog.h"
 
+/* Bounds on what a record may claim: a report is allocated by them (rows
+ * per layer, columns per expert), so a wild value must not size it. */
+enum { MOE_MAX_LAYER = 4096, MOE_MAX_EXPERT = 65536 };
+
 typedef struct rank_key { int store; long long rank; } rank_key; /* rank -1: the store is the rank */
 
 struct prs_moe {
@@ -60,7 +64,8 @@ struct prs_moe {
     const char **names[PRS_MOE_NPHASE]; /* --moe-names, matched as substrings */
     int nnames[PRS_MOE_NPHASE];
     int layers, gemms;             /* the ordinal fallback's L and G */
-    long long bad;                 /* records whose attributes could not be read */
+    long long bad;                 /* records whose expert lists are not loads */
+    long long bad_layer;           /* records whose layer is past MOE_MAX_LAYER */
 };
 
 static const char *const default_names[PRS_MOE_NPHASE][3] = {
@@ -208,7 +213,7 @@ static void expert_loads(struct prs_moe *x, prs_moe_ent *e, json_t *o)
     for (int i = 0; i < n; i++) {
         e->exp_ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
         e->exp_tok[i] = (int)json_integer_value(json_array_get(tok, (size_t)i));
-        if (e->exp_ids[i] < 0 || e->exp_tok[i] < 0) { /* not a load: drop the lists */
+        if (e->exp_ids[i] < 0 || e->exp_ids[i] >= MOE_MAX_EXPERT || e->exp_tok[i] < 0) { /* not a load: drop the lists */
             x->bad++;
             n = i = 0;
             break;
@@ -226,7 +231,11 @@ static void add(struct prs_moe *x, int p, int store, long long rank_attr, long l
 {
     int rank = rank_of(x, store, rank_attr < 0 ? -1 : rank_attr, pid);
     long long step = int_of(o, "step", -1), layer = int_of(o, "layer", -1);
-    if (step < 0 || layer < 0 || layer > 100000) {
+    if (layer >= MOE_MAX_LAYER) {
+        x->bad_layer++;
+        layer = -1;
+    }
+    if (step < 0 || layer < 0) {
         long long k = x->ordinal[(size_t)rank * PRS_MOE_NPHASE + p]++;
         if (p == PRS_MOE_GEMM)
             k /= x->gemms;
@@ -360,8 +369,12 @@ void prs_moe_finish(prs_model *m)
 {
     struct prs_moe *x = m->moe;
     if (x->bad)
-        prs_log(PRS_WARNING, "%lld MoE records had expert lists that are not loads (negative); their loads are "
-                "left out of expert_load.csv", x->bad);
+        prs_log(PRS_WARNING, "%lld MoE records had expert lists that are not loads (a negative count, or an "
+                "expert id negative or of %d or more); their loads are left out of expert_load.csv", x->bad,
+                MOE_MAX_EXPERT);
+    if (x->bad_layer)
+        prs_log(PRS_WARNING, "%lld MoE records named a layer of %d or more; they were placed by their order "
+                "instead (as records without a layer)", x->bad_layer, MOE_MAX_LAYER);
     if (!x->set.n)
         return; /* not a MoE run: no MoE tables at all */
     free(x->slot);
