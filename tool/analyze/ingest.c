@@ -352,10 +352,10 @@ static void ingest_row(ingest *g, const char *key, const prs_col *cols, int ncol
     } else if (!strcmp(key, PRS_T_COORDINATOR)) {
         map_cols(&g->co, cols, ncols, co_names, CO_N);
         add_coord(g->p, &g->co, v);
-    } else if (!strcmp(key, "moe_rank")) {
+    } else if (!strcmp(key, PRS_T_MOE_RANK)) {
         map_cols(&g->mr, cols, ncols, sa_moe_rank_cols, MR_N);
         sa_moe_add_rank_row(g->p, &g->mr, v);
-    } else if (!strcmp(key, "expert_load")) {
+    } else if (!strcmp(key, PRS_T_EXPERT_LOAD)) {
         map_cols(&g->el, cols, ncols, sa_moe_load_cols, EL_N);
         sa_moe_add_load_row(g->p, &g->el, v);
     }
@@ -494,8 +494,8 @@ static int load_db(ingest *g, const char *path, char *err, size_t errcap)
     read_table(g, db, PRS_T_PD_COMM);
     read_table(g, db, PRS_T_PD_KV);
     read_table(g, db, PRS_T_COORDINATOR);
-    read_table(g, db, "moe_rank");
-    read_table(g, db, "expert_load");
+    read_table(g, db, PRS_T_MOE_RANK);
+    read_table(g, db, PRS_T_EXPERT_LOAD);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT name, timestamp, duration FROM slice_data WHERE duration > 0", -1, &st,
                            NULL) == SQLITE_OK) {

@@ -34,13 +34,14 @@
 #include <string.h>
 
 #include "profile.h"
+#include "repcols.h"
 
 #define T(id) (o->threshold[SA_T_##id])
 
 const char *const sa_moe_rank_cols[MR_N] = {
-    "step", "layer", "rank", "start_time(ms)", "dispatch(ms)", "expert_compute(ms)", "combine(ms)",
-    "combine_wait(ms)", "tokens"};
-const char *const sa_moe_load_cols[EL_N] = {"layer", "expert", "tokens"};
+    PRS_MR_STEP, PRS_MR_LAYER, PRS_MR_RANK, PRS_MR_START_MS, PRS_MR_DISPATCH_MS, PRS_MR_COMPUTE_MS,
+    PRS_MR_COMBINE_MS, PRS_MR_WAIT_MS, PRS_MR_TOKENS};
+const char *const sa_moe_load_cols[EL_N] = {PRS_EL_LAYER, PRS_EL_EXPERT, PRS_EL_TOKENS};
 
 #define GROW(arr, n, cap)                                                 \
     do {                                                                  \

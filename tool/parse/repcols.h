@@ -6,7 +6,8 @@
  * here is renamed for writer and readers at once; the compiler then names
  * every reader still using the old spelling.
  *
- * The writers (request.c, batch.c, forward.c, pdsplit.c, timeline.c)
+ * The writers (request.c, batch.c, forward.c, pdsplit.c, timeline.c,
+ * moe_rank.c, eplb.c)
  * build their column lists from these names, in the order written here,
  * which is the order of the CSV and profiler.db columns. Readers find
  * columns by name (colmap.h), never by position, so a column added to a
@@ -24,6 +25,9 @@
 #define PRS_T_PD_KV       "pd_split_kvcache"
 #define PRS_T_COORDINATOR "coordinator"
 #define PRS_T_COUNTER     "counter"
+#define PRS_T_MOE_RANK    "moe_rank"
+#define PRS_T_EXPERT_LOAD "expert_load"
+#define PRS_T_EPLB        "eplb_balance"
 
 /* request (request.c), in column order */
 #define PRS_RQ_HTTP_RID      "http_rid"
@@ -121,6 +125,37 @@
 #define PRS_CO_DECODE_START  "decodeStart"
 #define PRS_CO_PREFILL_END   "prefillEnd"
 #define PRS_CO_DECODE_END    "decodeEnd"
+
+/* moe_rank (moe_rank.c), in column order */
+#define PRS_MR_STEP          "step"
+#define PRS_MR_LAYER         "layer"
+#define PRS_MR_RANK          "rank"
+#define PRS_MR_START_MS      "start_time(ms)"
+#define PRS_MR_DISPATCH_MS   "dispatch(ms)"
+#define PRS_MR_COMPUTE_MS    "expert_compute(ms)"
+#define PRS_MR_COMBINE_MS    "combine(ms)"
+#define PRS_MR_WAIT_MS       "combine_wait(ms)"
+#define PRS_MR_TOKENS        "tokens"
+
+/* expert_load (eplb.c), in column order */
+#define PRS_EL_STEP          "step"
+#define PRS_EL_LAYER         "layer"
+#define PRS_EL_EXPERT        "expert"
+#define PRS_EL_RANK          "rank"
+#define PRS_EL_TOKENS        "tokens"
+
+/* eplb_balance (eplb.c), in column order */
+#define PRS_EB_STEP          "step"
+#define PRS_EB_START_MS      "start_time(ms)"
+#define PRS_EB_LAYERS        "layers"
+#define PRS_EB_RATIO         "balance_ratio"
+#define PRS_EB_LOAD_RATIO    "max_mean_load"
+#define PRS_EB_HOT           "hot_expert"
+#define PRS_EB_HOT_SHARE     "hot_expert_share"
+#define PRS_EB_SLOWEST       "slowest_rank"
+#define PRS_EB_MAX_MS        "max_rank_compute(ms)"
+#define PRS_EB_MEAN_MS       "mean_rank_compute(ms)"
+#define PRS_EB_WAIT_MS       "mean_combine_wait(ms)"
 
 /* counter (timeline.c): profiler.db's counter rows, and the tap's with
  * tap_counters; in column order */

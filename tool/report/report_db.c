@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "repcols.h"
 #include "report.h"
 
 static int has_table(sqlite3 *db, const char *name)
@@ -85,7 +86,7 @@ int rpt_db_read(const char *profiler_db, rpt_rows *r)
         fprintf(stderr, "servprof report: %s is not a profiler.db made by servprof parse (no request or batch "
                         "table)\n", profiler_db);
     } else {
-        static const char *const tables[] = {"request", "batch", "forward", "counter", "moe_rank", "eplb_balance"};
+        static const char *const tables[] = {"request", "batch", "forward", "counter", PRS_T_MOE_RANK, PRS_T_EPLB};
         rc = 0;
         for (size_t i = 0; i < sizeof tables / sizeof *tables && rc == 0; i++)
             rc = feed_table(db, profiler_db, tables[i], r);

@@ -19,15 +19,16 @@
 #include <string.h>
 
 #include "colmap.h"
+#include "repcols.h"
 #include "report.h"
 
 #define RPT_MOE_COLS 200
 
 enum { MR_STEP, MR_RANK, MR_COMPUTE, MR_N };
-static const char *const mr_cols[MR_N] = {"step", "rank", "expert_compute(ms)"};
+static const char *const mr_cols[MR_N] = {PRS_MR_STEP, PRS_MR_RANK, PRS_MR_COMPUTE_MS};
 enum { EB_STEP, EB_START, EB_RATIO, EB_LOAD, EB_MAX, EB_MEAN, EB_N };
-static const char *const eb_cols[EB_N] = {"step", "start_time(ms)", "balance_ratio", "max_mean_load",
-                                          "max_rank_compute(ms)", "mean_rank_compute(ms)"};
+static const char *const eb_cols[EB_N] = {PRS_EB_STEP, PRS_EB_START_MS, PRS_EB_RATIO, PRS_EB_LOAD_RATIO,
+                                          PRS_EB_MAX_MS, PRS_EB_MEAN_MS};
 
 typedef struct cell { long long step; int rank; double ms; } cell;
 typedef struct bal { double t_ms, ratio, load, compute; } bal;
@@ -85,7 +86,7 @@ static int rank_of(rpt_moe *m, const char *s, int n)
 
 void rpt_moe_add(rpt_moe *m, const char *key, const prs_col *cols, int ncols, const prs_val *v)
 {
-    if (!strcmp(key, "moe_rank")) {
+    if (!strcmp(key, PRS_T_MOE_RANK)) {
         prs_colmap_fit(&m->mr, cols, ncols, mr_cols, MR_N);
         double step = prs_colmap_num(v, &m->mr, MR_STEP), ms = prs_colmap_num(v, &m->mr, MR_COMPUTE);
         int len;
@@ -100,7 +101,7 @@ void rpt_moe_add(rpt_moe *m, const char *key, const prs_col *cols, int ncols, co
             return;
         GROW(m->c, m->nc, m->capc, m);
         m->c[m->nc++] = (cell){(long long)step, r, isnan(ms) ? 0 : ms};
-    } else if (!strcmp(key, "eplb_balance")) {
+    } else if (!strcmp(key, PRS_T_EPLB)) {
         prs_colmap_fit(&m->eb, cols, ncols, eb_cols, EB_N);
         double t = prs_colmap_num(v, &m->eb, EB_START);
         if (isnan(t))

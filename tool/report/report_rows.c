@@ -340,7 +340,7 @@ void rpt_rows_add(rpt_rows *r, const char *key, const prs_col *cols, int ncols, 
     } else if (!strcmp(key, PRS_T_REQUEST)) {
         prs_colmap_fit(&r->rq, cols, ncols, rq_cols, RQ_N);
         add_request(r, v);
-    } else if (!strcmp(key, "moe_rank") || !strcmp(key, "eplb_balance")) {
+    } else if (!strcmp(key, PRS_T_MOE_RANK) || !strcmp(key, PRS_T_EPLB)) {
         if (!r->moe && !(r->moe = rpt_moe_new()))
             r->oom = 1;
         else

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "moeset.h"
+#include "repcols.h"
 
 static long long load_of(const prs_moe_ent *e)
 {
@@ -38,10 +39,11 @@ static long long load_of(const prs_moe_ent *e)
 static void expert_rows(prs_out *o, const prs_moe_set *s)
 {
     static const prs_col cols[] = {
-        {"step", "INTEGER"}, {"layer", "INTEGER"}, {"expert", "INTEGER"}, {"rank", "TEXT"}, {"tokens", "INTEGER"},
+        {PRS_EL_STEP, "INTEGER"}, {PRS_EL_LAYER, "INTEGER"}, {PRS_EL_EXPERT, "INTEGER"}, {PRS_EL_RANK, "TEXT"},
+        {PRS_EL_TOKENS, "INTEGER"},
     };
     prs_table t = {0};
-    prs_table_init(o, &t, "expert_load.csv", "expert_load", cols, 5, NULL);
+    prs_table_init(o, &t, "expert_load.csv", PRS_T_EXPERT_LOAD, cols, 5, NULL);
     for (long long i = 0; i < s->n; i++) {
         const prs_moe_ent *e = &s->e[i];
         for (int k = 0; k < e->nexp; k++) {
@@ -122,13 +124,13 @@ void prs_eplb_write(prs_out *o, const prs_moe_set *s)
 {
     expert_rows(o, s);
     static const prs_col cols[] = {
-        {"step", "INTEGER"}, {"start_time(ms)", "REAL"}, {"layers", "INTEGER"}, {"balance_ratio", "REAL"},
-        {"max_mean_load", "REAL"}, {"hot_expert", "INTEGER"}, {"hot_expert_share", "REAL"},
-        {"slowest_rank", "TEXT"}, {"max_rank_compute(ms)", "REAL"}, {"mean_rank_compute(ms)", "REAL"},
-        {"mean_combine_wait(ms)", "REAL"},
+        {PRS_EB_STEP, "INTEGER"}, {PRS_EB_START_MS, "REAL"}, {PRS_EB_LAYERS, "INTEGER"}, {PRS_EB_RATIO, "REAL"},
+        {PRS_EB_LOAD_RATIO, "REAL"}, {PRS_EB_HOT, "INTEGER"}, {PRS_EB_HOT_SHARE, "REAL"},
+        {PRS_EB_SLOWEST, "TEXT"}, {PRS_EB_MAX_MS, "REAL"}, {PRS_EB_MEAN_MS, "REAL"},
+        {PRS_EB_WAIT_MS, "REAL"},
     };
     prs_table t = {0};
-    prs_table_init(o, &t, "eplb_balance.csv", "eplb_balance", cols, 11, NULL);
+    prs_table_init(o, &t, "eplb_balance.csv", PRS_T_EPLB, cols, 11, NULL);
     long long *etok = calloc((size_t)s->nexperts + 1, sizeof *etok);
     double *rank_ns = calloc((size_t)s->nranks + 1, sizeof *rank_ns);
     for (long long i = 0, j; i < s->n; i = j) {

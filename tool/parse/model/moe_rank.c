@@ -10,18 +10,19 @@
  * per-rank heat map read it. Rows in (step, layer, rank) order.
  */
 #include "moeset.h"
+#include "repcols.h"
 
 static prs_val ms_or_null(int64_t t0, int64_t ns) { return t0 >= 0 ? prs_v_ns(ns) : prs_v_null(); }
 
 void prs_moe_rank_write(prs_out *o, const prs_moe_set *s)
 {
     static const prs_col cols[] = {
-        {"step", "INTEGER"}, {"layer", "INTEGER"}, {"rank", "TEXT"}, {"start_time(ms)", "REAL"},
-        {"dispatch(ms)", "REAL"}, {"expert_compute(ms)", "REAL"}, {"combine(ms)", "REAL"},
-        {"combine_wait(ms)", "REAL"}, {"tokens", "INTEGER"},
+        {PRS_MR_STEP, "INTEGER"}, {PRS_MR_LAYER, "INTEGER"}, {PRS_MR_RANK, "TEXT"}, {PRS_MR_START_MS, "REAL"},
+        {PRS_MR_DISPATCH_MS, "REAL"}, {PRS_MR_COMPUTE_MS, "REAL"}, {PRS_MR_COMBINE_MS, "REAL"},
+        {PRS_MR_WAIT_MS, "REAL"}, {PRS_MR_TOKENS, "INTEGER"},
     };
     prs_table t = {0};
-    prs_table_init(o, &t, "moe_rank.csv", "moe_rank", cols, 9, NULL);
+    prs_table_init(o, &t, "moe_rank.csv", PRS_T_MOE_RANK, cols, 9, NULL);
     for (long long i = 0, j; i < s->n; i = j) {
         for (j = i + 1; j < s->n && s->e[j].step == s->e[i].step && s->e[j].layer == s->e[i].layer; j++)
             ;

@@ -97,12 +97,14 @@ static void read_names(struct prs_moe *x, const prs_opts *o)
     }
 }
 
-void prs_moe_init(prs_model *m)
+static void *moe_open(prs_model *m)
 {
     struct prs_moe *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
     x->layers = x->gemms = 1;
     read_names(x, m->opts);
-    m->moe = x;
+    return x;
 }
 
 /* The record's phase, or -1. */
@@ -253,9 +255,12 @@ static void add(struct prs_moe *x, int p, int store, long long rank_attr, long l
         expert_loads(x, e, o);
 }
 
-void prs_moe_record(prs_model *m, const prs_rec *r)
+/* K_OTHER records only: the MoE names are no other report's. */
+static void moe_record(void *st, prs_model *m, const prs_rec *r, enum prs_kind k)
 {
-    struct prs_moe *x = m->moe;
+    (void)m;
+    (void)k;
+    struct prs_moe *x = st;
     int p = phase_of(x, r->name);
     if (p < 0)
         return;
@@ -270,7 +275,9 @@ void prs_moe_record(prs_model *m, const prs_rec *r)
 
 void prs_moe_activity(prs_model *m, char *const *paths, int n)
 {
-    struct prs_moe *x = m->moe;
+    struct prs_moe *x = prs_model_state(m, &prs_report_moe);
+    if (!x)
+        return;
     static const char *const sql[] = {
         "SELECT name, start, end, deviceId FROM Kernel ORDER BY start",
         "SELECT name, start, end, deviceId FROM Communication ORDER BY start",
@@ -365,9 +372,9 @@ static void order_ranks(struct prs_moe *x)
     free(pos);
 }
 
-void prs_moe_finish(prs_model *m)
+static void moe_finish(void *st, prs_model *m)
 {
-    struct prs_moe *x = m->moe;
+    struct prs_moe *x = st;
     if (x->bad)
         prs_log(PRS_WARNING, "%lld MoE records had expert lists that are not loads (a negative count, or an "
                 "expert id negative or of %d or more); their loads are left out of expert_load.csv", x->bad,
@@ -388,9 +395,9 @@ void prs_moe_finish(prs_model *m)
     prs_eplb_write(&m->out, &x->set);
 }
 
-void prs_moe_close(prs_model *m)
+static void moe_free(void *st)
 {
-    struct prs_moe *x = m->moe;
+    struct prs_moe *x = st;
     if (!x)
         return;
     for (long long i = 0; i < x->set.n; i++) {
@@ -407,5 +414,15 @@ void prs_moe_close(prs_model *m)
     for (int p = 0; p < PRS_MOE_NPHASE; p++)
         free(x->names[p]);
     free(x);
-    m->moe = NULL;
 }
+
+/* The reports write their tables at finish, each opening and closing its
+ * own (moeset.h), so there is no close hook. */
+const prs_report prs_report_moe = {
+    .name = "moe",
+    .kinds = PRS_KIND(K_OTHER),
+    .open = moe_open,
+    .record = moe_record,
+    .finish = moe_finish,
+    .free = moe_free,
+};

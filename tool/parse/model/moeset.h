@@ -9,8 +9,8 @@
  *   eplb.c          expert_load.csv, eplb_balance.csv   tokens per expert, balance per step
  *
  * Names, attributes and formulas: docs/vocabulary.md (MoE), docs/compat.md
- * (MoE reports). model.c calls the four prs_moe_* hooks below and parse.c
- * prs_moe_activity (device kernels); the reports are written at finish, from the whole set
+ * (MoE reports). One row of reports.c's table (prs_report_moe) and
+ * parse.c's call of prs_moe_activity (device kernels); the reports are written at finish, from the whole set
  * (their rows need every rank of a step: the slowest decides the wait).
  */
 #ifndef SERVPROF_PARSE_MOESET_H
@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "model.h"
 #include "table.h"
 
 struct prs_model;
@@ -47,13 +48,11 @@ typedef struct prs_moe_set {
     int nexperts;                   /* highest expert id + 1 (0: no expert loads) */
 } prs_moe_set;
 
-/* model.c's hooks (one state per parse, hung off prs_model.moe). */
-void prs_moe_init(struct prs_model *m);
-void prs_moe_record(struct prs_model *m, const struct prs_rec *r);
-/* The MoE kernels of the device activity stores (before finish; parse.c). */
+/* The row of reports.c's table (moeset.c): one state per parse. */
+extern const prs_report prs_report_moe;
+/* The MoE kernels of the device activity stores (parse.c, after the
+ * records, before finish). Nothing when the report is off. */
 void prs_moe_activity(struct prs_model *m, char *const *paths, int n);
-void prs_moe_finish(struct prs_model *m);
-void prs_moe_close(struct prs_model *m);
 
 /* The reports: each writes its tables from the finished set (its own state
  * lives and dies inside the call). */

@@ -42,7 +42,10 @@
  * reqstatus     reqstatus.c   request_status.csv
  * spaninfo      spaninfo.c    span_info/NAME.csv (with --span)
  * pdsplit       pdsplit.c     pd_split_communication.csv, pd_split_kvcache.csv,
- *                             coordinator.csv, coordinator_running.csv */
+ *                             coordinator.csv, coordinator_running.csv
+ * moe           moeset.c      ep_balance.csv, moe_analysis.csv, moe_rank.csv,
+ *                             expert_load.csv, eplb_balance.csv (one file each:
+ *                             ep_balance.c, moe_analysis.c, moe_rank.c, eplb.c) */
 #define PRS_REPORTS(X) \
     X(request)         \
     X(batch)           \
@@ -50,7 +53,8 @@
     X(kvcache)         \
     X(reqstatus)       \
     X(spaninfo)        \
-    X(pdsplit)
+    X(pdsplit)         \
+    X(moe)
 
 #define DECLARE(name) extern const prs_report prs_report_##name;
 PRS_REPORTS(DECLARE)
