@@ -273,7 +273,7 @@ int rpt_run(const rpt_opts *o)
         snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 2, na, sizeof na));
     }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
-                    rpt_asset_uplot_version ? rpt_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
+                    rpt_asset_uplot_version, "buckets", o->buckets, "runs", runs,
                     "compare", cmp);
     runs = NULL;
     if (!doc || rpt_html_write(o->output, doc) != 0)
