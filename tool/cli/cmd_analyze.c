@@ -20,7 +20,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_WINDOWS, OPT_WINDOW, OPT_THRESHOLD,
-    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY,
+    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_PROGRESS, OPT_NO_PROGRESS,
 };
 
 static const char *const formats[] = {"text", "csv", "json", NULL};
@@ -37,6 +37,9 @@ static const cli_opt opts[] = {
     {OPT_MAX_REQUESTS, "max-requests", 0, CLI_VALUE, "N", NULL,
      "read at most N requests, 0 for all"},
     {OPT_FINDINGS_ONLY, "findings-only", 0, CLI_FLAG, NULL, NULL, "print only the ranked findings"},
+    {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
+     "show the parse's progress on stderr (default: on a terminal, for a large input)"},
+    {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {0},
 };
 
@@ -96,12 +99,13 @@ int cmd_analyze(int argc, char **argv)
 {
     sa_opts o;
     sa_opts_init(&o);
+    o.progress = -1; /* as parse: a bar on a terminal only */
     const char *out = NULL, *format = "text";
     int findings_only = 0;
     const cli_verb verb = {"analyze",
                            "-i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
                            "                        [--threshold NAME=VALUE ...] [--max-requests N] "
-                           "[--findings-only]",
+                           "[--findings-only] [--progress|--no-progress]",
                            about(), opts};
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
@@ -118,6 +122,8 @@ int cmd_analyze(int argc, char **argv)
             format = p.value;
         else if (id == OPT_FINDINGS_ONLY)
             findings_only = 1;
+        else if (id == OPT_PROGRESS || id == OPT_NO_PROGRESS)
+            o.progress = id == OPT_PROGRESS;
         else if (take(&p, id, &o) != 0)
             return 2;
     }

@@ -44,6 +44,7 @@ typedef struct rpt_opts {
     const char *compare_json; /* --compare-json FILE: analyze's compare document of the two */
     int buckets;              /* --buckets: pixel buckets per series (default RPT_DEFAULT_BUCKETS) */
     int quiet;                /* no summary line on stdout */
+    int progress;             /* the parse's bar on stderr: -1 on a terminal, 0 never, 1 always */
 } rpt_opts;
 
 /* Pixel buckets per series: about the width of a wide screen, so a chart shows

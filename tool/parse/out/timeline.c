@@ -690,11 +690,12 @@ static void process_meta(prs_timeline *t, int pid, const char *name, const char 
 
 static void activity_store(prs_timeline *t, const char *path, int idx)
 {
-    char uri[4200];
-    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
-    sqlite3 *db;
-    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
-        prs_log(PRS_WARNING, "activity store %s: cannot open (%s); skipped", path, sqlite3_errmsg(db));
+    char *uri = prs_store_uri(path); /* immutable when closed: reading writes nothing beside it */
+    sqlite3 *db = NULL;
+    int rc = uri ? sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+    free(uri);
+    if (rc != SQLITE_OK) {
+        prs_log(PRS_WARNING, "activity store %s: cannot open (%s); skipped", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return;
     }

@@ -129,10 +129,10 @@ static char *stem_of(const char *path)
 }
 
 /* SQLite URI filenames reserve '?', '#' and '%'. */
-static char *uri_of(const char *path)
+char *prs_store_uri(const char *path)
 {
     size_t n = strlen(path);
-    char *u = prs_xmalloc(n * 3 + 32);
+    char *u = prs_xmalloc(n * 3 + 48);
     char *o = u;
     o += sprintf(o, "file:");
     for (const char *p = path; *p; p++) {
@@ -141,7 +141,20 @@ static char *uri_of(const char *path)
         else
             *o++ = *p;
     }
-    strcpy(o, "?mode=ro");
+    /* A WAL-mode store whose writer is gone has no -wal file (SQLite removes
+     * it when the last writer closes): immutable=1 then reads it with no
+     * lock and no -shm/-wal created next to it. A -wal with bytes in it means
+     * a writer is live (or died): committed rows may be in that file only,
+     * so SQLite must read it and, as every WAL reader must, makes the -shm
+     * index it needs (left behind when the writer is gone). */
+    char side[4200];
+    struct stat st;
+    int live = snprintf(side, sizeof side, "%s-wal", path) >= (int)sizeof side ||
+               (stat(side, &st) == 0 && st.st_size > 0);
+    /* a rollback journal (a writer in DELETE mode, live or dead) must be seen too */
+    snprintf(side, sizeof side, "%s-journal", path);
+    live |= stat(side, &st) == 0 && st.st_size > 0;
+    strcpy(o, live ? "?mode=ro" : "?mode=ro&immutable=1");
     return u;
 }
 
@@ -581,7 +594,7 @@ prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index)
     s->dp_rank = -1;
     s->row = prs_xcalloc(1, sizeof *s->row);
     s->last_ts = INT64_MIN;
-    char *uri = uri_of(path);
+    char *uri = prs_store_uri(path);
     int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                              prs_readvfs_name());
     free(uri);
