@@ -310,13 +310,18 @@ class ReportCli(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out("bad.html")))
 
     def test_unwritable_output(self):
-        target = os.path.join(self.work, "no-such-dir", "r.html")
+        # A missing folder is created (as parse creates its output folder); one
+        # that cannot be, because a file stands in its way, is the failure.
+        blocker = os.path.join(self.work, "a-file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        target = os.path.join(blocker, "r.html")
         r = report("-i", self.parsed, "-o", target, check=False)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("no-such-dir", r.stderr)
+        self.assertIn("a-file", r.stderr)
         own = [l for l in r.stderr.splitlines() if "analyze" not in l]
         self.assertEqual(len(own), 1, r.stderr)
-        self.assertEqual(glob.glob(os.path.join(self.work, "no-such-dir*")), [])
+        self.assertEqual(glob.glob(os.path.join(self.work, "a-file?*")), [])
 
     def test_not_a_profiler_db(self):
         other = self.out("other")
