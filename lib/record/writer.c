@@ -49,8 +49,12 @@
  * session's totals into Meta, commits and closes the store.
  *
  * Records carry the session epoch they were begun in; the writer skips
- * (and counts as lost) those from another session: they were finished
- * after an earlier stop had drained.
+ * those from another epoch and counts them under their own cause,
+ * records_before_session (not records_lost, which is store failures
+ * only): they were made before this session began, either with collection
+ * off for live metrics alone (between the metrics drain's last pass and
+ * this session's start; the metrics saw them), or finished after an
+ * earlier stop had drained. Neither is this session's data nor an error.
  */
 #include <assert.h>
 #include <locale.h>
@@ -104,6 +108,7 @@ typedef struct writer {
     uint64_t dropped_at_open, dropped_logged;
     int64_t drop_log_ns;
     uint64_t lost, ends_without_begin, bad_json;
+    uint64_t before_session; /* records of another epoch (see DESIGN), not stored */
     uint64_t counts_at_open[6];
 } writer;
 
@@ -304,7 +309,11 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     memcpy(&h, rec, sizeof h);
     sp_rec_hdr_times(&h); /* TSC ticks -> realtime ns (clock.h) */
     sp_metrics_on_record(&h, rec, len); /* live metrics: every record, stored or not */
-    if (h.epoch != w->epoch || sp_store_failed(w->st)) {
+    if (h.epoch != w->epoch) {
+        w->before_session++; /* made before this session began: not lost */
+        return;
+    }
+    if (sp_store_failed(w->st)) {
         count_lost(w);
         return;
     }
@@ -542,6 +551,7 @@ static void finish_session(writer *w)
     put_meta_u64(w, "bad_input", counter_now(3) - w->counts_at_open[3] + w->bad_json);
     put_meta_u64(w, "span_ends_without_begin", w->ends_without_begin);
     put_meta_u64(w, "records_lost", w->lost);
+    put_meta_u64(w, "records_before_session", w->before_session);
     put_meta_u64(w, "records_written", counter_now(5) - w->counts_at_open[5]);
     put_meta_u64(w, "write_errors", counter_now(4) - w->counts_at_open[4]);
     put_meta_u64(w, "session_end_ns", (uint64_t)sp_now_realtime_ns());
@@ -549,8 +559,8 @@ static void finish_session(writer *w)
     sp_count(&sp_rec_count.bad_input, w->bad_json);
     if (dropped || never || w->lost || w->ends_without_begin)
         sp_log(SP_LOG_WARNING,
-               "session summary: %llu records dropped (buffers full), %llu lost (store errors or "
-               "late), %llu spans never ended (stored with duration 0 and \"unended\": true), "
+               "session summary: %llu records dropped (buffers full), %llu lost (store errors), "
+               "%llu spans never ended (stored with duration 0 and \"unended\": true), "
                "%llu span ends without a begin",
                (unsigned long long)dropped, (unsigned long long)w->lost,
                (unsigned long long)never, (unsigned long long)w->ends_without_begin);
@@ -775,7 +785,7 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
         snprintf(w->hostname, sizeof w->hostname, "localhost");
     w->start_ns = s->start_ns;
     w->epoch = atomic_fetch_add(&sp_rec_epoch, 1) + 1;
-    w->lost = w->ends_without_begin = w->bad_json = 0;
+    w->lost = w->ends_without_begin = w->bad_json = w->before_session = 0;
     uint64_t records;
     sp_tbuf_totals(&records, &w->dropped_at_open);
     w->dropped_logged = w->dropped_at_open;

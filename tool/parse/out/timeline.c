@@ -661,6 +661,8 @@ void prs_timeline_flow(prs_timeline *t, char ph, long long id, int pid, int tid,
 
 static const char *role_of(const prs_store *s)
 {
+    if (s->name_chosen && s->process_name && *s->process_name)
+        return s->process_name; /* servprof_set_process_name wins over the role */
     if (s->has_forward)
         return "forward";
     if (s->has_batch)

@@ -237,6 +237,7 @@ static void read_meta(prs_store *s)
         } else if (!strcmp(k, "process_name") || !strcmp(k, "program")) {
             free(s->process_name);
             s->process_name = prs_xstrdup(v);
+            s->name_chosen = *v != 0; /* the program named itself (servprof_set_process_name) */
         }
     }
     sqlite3_finalize(st);

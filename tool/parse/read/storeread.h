@@ -31,6 +31,7 @@ typedef struct prs_store {
     char *prof_id;        /* file stem */
     char *hostname;       /* Meta hostname, "" if absent */
     char *process_name;   /* process table / Meta, may be "" */
+    int name_chosen;      /* process_name came from Meta: the program chose it */
     int dp_rank;          /* Meta dpRankId, -1 if absent */
     long long ppid;       /* Meta ppid, 0 if absent */
     int legacy;           /* 1: Mstx table */
