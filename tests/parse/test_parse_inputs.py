@@ -2,6 +2,7 @@
 """Inputs that are not a clean, finished run: a store still being written
 (WAL, a writer holding it open), a truncated store, a file that is not
 SQLite, the reference's legacy Mstx table, missing domains, bad options."""
+import json
 import os
 import shutil
 import sqlite3
@@ -128,6 +129,7 @@ class Inputs(TempCase):
         fw = read_csv(os.path.join(self.out, "span_info", "forward.csv"))
         self.assertEqual(len(fw), 2)
         self.assertRegex(p.stdout, r"forward\s+2\s+1\.000\s+1\.500")  # count, min, avg
+        self.assertFalse(os.path.exists(os.path.join(self.out, "spec_decode.csv")))  # no specDecoding
         p = run_parse(self.inp, os.path.join(self.tmp.name, "o2"), "--format", "json")
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
@@ -141,13 +143,29 @@ class Inputs(TempCase):
                     {"rid": "s2", "iter": 1, "num_spec_output_tokens": 2}])
         s.span("modelRunnerExec", 12, 20, "Execute", rid=[{"rid": "s1", "iter": 1}, {"rid": "s2", "iter": 1}],
                spec_decode_accepted_by_req={"s1": 2, "s2": 0})
+        # a last step no execution reports on: its acceptance is unknown
+        s.span("specDecoding", 30, 31.5, "Execute", rid=[{"rid": "s1", "iter": 2, "num_spec_output_tokens": 1}])
         s.close()
         run_parse(self.inp, self.out)
         rows = read_csv(os.path.join(self.out, "batch.csv"))
         spec = [r for r in rows if r["name"] == "specDecoding"][0]
         self.assertAlmostEqual(float(spec["accepted_ratio"]), 0.4)          # (2 + 0) / (3 + 2)
-        # position 1: s1 of {s1, s2}; 2: s1 of {s1, s2}; 3: none of {s1}
-        self.assertEqual(spec["accepted_ratio_per_pos"], "[0.5,0.5,0]")
+        # position 1: s1 of {s1, s2}; 2: s1 of {s1, s2}; 3: none of {s1} -- keyed from "0",
+        # as the reference writes it (changed from the array "[0.5,0.5,0]" deliberately)
+        self.assertEqual(spec["accepted_ratio_per_pos"], '{"0": 0.5, "1": 0.5, "2": 0}')
+        self.assertEqual(json.loads(spec["accepted_ratio_per_pos"]), {"0": 0.5, "1": 0.5, "2": 0})
+        # spec_decode.csv: the reference's columns, one row per request per step
+        sd = read_csv(os.path.join(self.out, "spec_decode.csv"))
+        self.assertEqual(list(sd[0].keys()), ["rid", "iter", "prof_id", "start_datetime", "end_datetime",
+                                              "during_time(ms)", "spec_tokens", "accepted_tokens",
+                                              "accepted_ratio", "draft_model_time_ms"])
+        got = [(r["rid"], r["iter"], r["spec_tokens"], r["accepted_tokens"], r["accepted_ratio"]) for r in sd]
+        self.assertEqual(got, [("s1", "1", "3", "2", "0.6667"), ("s2", "1", "2", "0", "0"),
+                               ("s1", "2", "1", "", "")])
+        self.assertAlmostEqual(float(sd[0]["during_time(ms)"]), 2.0)
+        self.assertAlmostEqual(float(sd[0]["draft_model_time_ms"]), 2.0)
+        self.assertAlmostEqual(float(sd[2]["during_time(ms)"]), 1.5)
+        self.assertEqual(sd[0]["prof_id"], spec["prof_id"])
         ex = [r for r in rows if r["name"] == "modelRunnerExec"][0]
         self.assertEqual(ex["accepted_ratio"], "")
 

@@ -42,7 +42,8 @@
  * reqstatus     reqstatus.c   request_status.csv
  * spaninfo      spaninfo.c    span_info/NAME.csv (with --span)
  * pdsplit       pdsplit.c     pd_split_communication.csv, pd_split_kvcache.csv,
- *                             coordinator.csv, coordinator_running.csv */
+ *                             coordinator.csv, coordinator_running.csv
+ * specdec       specdecode.c  spec_decode.csv (specDecoding steps, per request) */
 #define PRS_REPORTS(X) \
     X(request)         \
     X(batch)           \
@@ -50,7 +51,8 @@
     X(kvcache)         \
     X(reqstatus)       \
     X(spaninfo)        \
-    X(pdsplit)
+    X(pdsplit)         \
+    X(specdec)
 
 #define DECLARE(name) extern const prs_report prs_report_##name;
 PRS_REPORTS(DECLARE)
