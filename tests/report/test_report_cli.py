@@ -309,6 +309,26 @@ class ReportCli(unittest.TestCase):
         self.assertIn("bad.json", r.stderr)
         self.assertFalse(os.path.exists(self.out("bad.html")))
 
+    def test_cdfs_count_complete_requests_only(self):
+        # Two complete requests and one the collection window cut (a first token,
+        # no end): the CDFs, like analyze's latency figures, count the two.
+        raw = self.out("cut")
+        st = Store(os.path.join(raw, "ms_service_cut-1.db"), "cut", 1)
+        for i, rid in enumerate(("c1", "c2")):
+            st.event("httpReq", 10 * i, "Request", rid=rid)
+            st.event("sendResponse", 10 * i + 2, "Request", rid=rid)
+            st.event("httpRes", 10 * i + 5, "Request", rid=rid, **{"replyTokenSize=": 3})
+        st.event("httpReq", 30, "Request", rid="cut")
+        st.event("detokenize", 33, "Request", rid="cut")
+        st.close()
+        page = self.out("cut.html")
+        report(raw, "-o", page, "--quiet")
+        data, _ = page_data(page)
+        run = data["runs"][0]["db"]
+        self.assertEqual(run["requests"], 3)
+        self.assertEqual(run["cdf"]["ttft"]["n"], 2, run["cdf"]["ttft"])
+        self.assertEqual(run["cdf"]["e2e"]["n"], 2)
+
     def test_unwritable_output(self):
         # A missing folder is created (as parse creates its output folder); one
         # that cannot be, because a file stands in its way, is the failure.
