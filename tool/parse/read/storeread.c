@@ -129,6 +129,18 @@ static char *stem_of(const char *path)
 }
 
 /* SQLite URI filenames reserve '?', '#' and '%'. */
+/* The file's header says WAL mode (read and write versions 2). */
+static int wal_mode(const char *path)
+{
+    unsigned char h[20];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    return got == sizeof h && !memcmp(h, "SQLite format 3", 16) && h[18] == 2 && h[19] == 2;
+}
+
 char *prs_store_uri(const char *path)
 {
     size_t n = strlen(path);
@@ -141,20 +153,24 @@ char *prs_store_uri(const char *path)
         else
             *o++ = *p;
     }
-    /* A WAL-mode store whose writer is gone has no -wal file (SQLite removes
-     * it when the last writer closes): immutable=1 then reads it with no
-     * lock and no -shm/-wal created next to it. A -wal with bytes in it means
-     * a writer is live (or died): committed rows may be in that file only,
-     * so SQLite must read it and, as every WAL reader must, makes the -shm
-     * index it needs (left behind when the writer is gone). */
+    /* Only a WAL-mode store makes a reader write beside it (the -shm index
+     * and an empty -wal, which a read-only connection cannot remove). One
+     * whose writers are gone has neither file (SQLite removes both when the
+     * last connection closes): immutable=1 then reads it with no lock and
+     * creates nothing. When either file is there, a writer is live (or died
+     * without closing): committed rows may be in the -wal only and the
+     * writer's checkpoints must respect our snapshot, so the store is opened
+     * as usual, with locks, and SQLite keeps using the -shm that is there.
+     * A rollback-mode store (the reference's, tests') creates nothing when
+     * read: it keeps its locks. */
+    int immutable = wal_mode(path);
     char side[4200];
     struct stat st;
-    int live = snprintf(side, sizeof side, "%s-wal", path) >= (int)sizeof side ||
-               (stat(side, &st) == 0 && st.st_size > 0);
-    /* a rollback journal (a writer in DELETE mode, live or dead) must be seen too */
-    snprintf(side, sizeof side, "%s-journal", path);
-    live |= stat(side, &st) == 0 && st.st_size > 0;
-    strcpy(o, live ? "?mode=ro" : "?mode=ro&immutable=1");
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3 && immutable; i++)
+        immutable = snprintf(side, sizeof side, "%s%s", path, sides[i]) < (int)sizeof side &&
+                    stat(side, &st) != 0;
+    strcpy(o, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
     return u;
 }
 

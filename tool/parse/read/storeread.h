@@ -92,10 +92,10 @@ typedef struct prs_rec {
 prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index);
 
 /* The read-only URI every reader of a raw or activity store opens it with
- * ("file:PATH?mode=ro", plus "&immutable=1" when no -wal or -journal with
- * bytes in it is beside it: the store is closed, and reading it must write
- * nothing into the session folder). malloc'ed: the caller frees it. NULL
- * when out of memory. */
+ * ("file:PATH?mode=ro", plus "&immutable=1" for a WAL-mode store with no
+ * -wal, -shm or -journal beside it: its writers are gone, and reading it
+ * must write nothing into the session folder). malloc'ed: the caller frees
+ * it. NULL when out of memory. */
 char *prs_store_uri(const char *path);
 /* Exact mode (1): a first pass over the timestamps bounds the reorder
  * window before any row is handed out, and open-time warnings are not
