@@ -147,7 +147,7 @@ class OutputNodes(unittest.TestCase):
         self.assertGreater(data.count(b"\n"), 1)
         self.assertTrue(os.path.islink(os.path.join(out, "chrome_tracing.json")))
         with open(trace) as f:
-            self.assertIn("traceEvents", json.load(f))
+            self.assertEqual(json.load(f)[0]["name"], "servprof_trace")  # the array form
         self.assertTrue(os.path.isfile(os.path.join(out, "batch.csv")))
         self.assertEqual([n for n in os.listdir(out) if n.endswith(".partial")], [])
 

@@ -72,6 +72,8 @@ typedef struct prs_opts {
     long long *clock_ns;
     int nclock;
     const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
+    int trace_object;         /* --trace-form object: chrome_tracing.json as {"traceEvents": [...]}
+                                 (default 0: a top-level array, the reference's shape) */
 } prs_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output
