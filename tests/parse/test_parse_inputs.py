@@ -134,6 +134,27 @@ class Inputs(TempCase):
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
 
+    def test_statistic_top_five_by_forward_plus_bubble(self):
+        # The reference's statistic: under the span table, the five requests with the
+        # longest (last forward end - first forward end) / (forwards - 1). r1..r6 take
+        # 1..6 ms per step; r0 has one forward (no figure). Expected: r6 r5 r4 r3 r2.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        for k in range(7):
+            rid = "r%d" % k
+            simple_request(s, rid, 0, 100)
+            s.span("forward", 1, 1.5, "ModelExecute", rid=[{"rid": rid, "iter": 0}])
+            if k:
+                s.span("forward", 1 + k - 0.5, 1 + k, "ModelExecute", rid=[{"rid": rid, "iter": 1}])
+        s.close()
+        p = run_parse(self.inp, self.out, "--span", "forward")
+        lines = p.stdout.splitlines()
+        at = next(i for i, l in enumerate(lines) if "top 5 requests by forward + bubble" in l)
+        rows = [l.split() for l in lines[at + 2:at + 7]]
+        self.assertEqual([r[0] for r in rows], ["r6", "r5", "r4", "r3", "r2"], p.stdout)
+        self.assertEqual([float(r[2]) for r in rows], [5.5, 4.5, 3.5, 2.5, 1.5])  # step mean (ms)
+        self.assertEqual([int(r[1]) for r in rows], [1] * 5)                       # steps
+        self.assertEqual(float(rows[0][4]), 0.5)                                   # forward mean (ms)
+
     def test_spec_decoding_acceptance(self):
         s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
         simple_request(s, "s1", 0, 50)

@@ -41,6 +41,8 @@
  * kvcache       kvcache.c     kvcache.csv
  * reqstatus     reqstatus.c   request_status.csv
  * spaninfo      spaninfo.c    span_info/NAME.csv (with --span)
+ * topreq        topreq.c      (no file) the summary's top five requests by forward + bubble,
+ *                             printed under spaninfo's span table
  * pdsplit       pdsplit.c     pd_split_communication.csv, pd_split_kvcache.csv,
  *                             coordinator.csv, coordinator_running.csv
  * specdec       specdecode.c  spec_decode.csv (specDecoding steps, per request) */
@@ -51,6 +53,7 @@
     X(kvcache)         \
     X(reqstatus)       \
     X(spaninfo)        \
+    X(topreq)          \
     X(pdsplit)         \
     X(specdec)
 
