@@ -134,6 +134,23 @@ class Inputs(TempCase):
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
 
+    def test_a_figure_whose_start_was_not_seen_is_empty_not_negative(self):
+        # A request straddling `servprof enable`: its first token (5 ms) comes before the
+        # first step the store holds (a decode step at 8 ms): prefill_time is unknown.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        s.event("detokenize", 5, "Request", rid="eng-33")
+        s.span("forward", 8, 9, "ModelExecute", rid=[{"rid": "eng-33", "iter": 3}])
+        s.event("httpRes", 12, "Request", rid="eng-33", **{"replyTokenSize=": 4})
+        simple_request(s, "ok", 0, 20)
+        s.close()
+        run_parse(self.inp, self.out, "--format", "csv")
+        req = {r["http_rid"]: r for r in read_csv(os.path.join(self.out, "request.csv"))}
+        self.assertEqual(req["eng-33"]["prefill_time(ms)"], "")
+        for r in req.values():
+            for k, v in r.items():
+                if k.endswith("(ms)") and v not in ("", "N/A"):
+                    self.assertGreaterEqual(float(v), 0, (r["http_rid"], k))
+
     def test_statistic_top_five_by_forward_plus_bubble(self):
         # The reference's statistic: under the span table, the five requests with the
         # longest (last forward end - first forward end) / (forwards - 1). r1..r6 take

@@ -210,6 +210,16 @@ static void write_row(request *rq, prs_model *m, prs_req *q)
     }
     if (ft >= 0 && q->first_step_start >= 0)
         prefill = ms(ft - q->first_step_start);
+    /* A figure whose start was not seen is empty, never negative: a request
+     * that straddles `servprof enable` has its first token before the first
+     * step the store holds (a later decode step), and clocks of two
+     * processes may disagree by more than a short span. */
+    if (prefill < 0)
+        prefill = NAN;
+    if (decode < 0)
+        decode = tpot = NAN;
+    if (ttft < 0)
+        ttft = NAN;
     /* Still waiting when the records end: how long is not known. */
     double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
     char dt[40];
