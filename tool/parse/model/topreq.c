@@ -95,8 +95,8 @@ static void record_topreq(void *st, prs_model *m, const prs_rec *r, enum prs_kin
             return;
         e->fwd_ms += (double)r->dur / 1e6;
         e->nfwd++;
-        for (int k = 0; k < SLOTS; k++) {
-            tr_slot *s = &e->s[k];
+        for (int j = 0; j < SLOTS; j++) {
+            tr_slot *s = &e->s[j];
             if (s->store < 0) {
                 *s = (tr_slot){.store = r->store->index, .count = 1, .first_end = end, .last_end = end};
                 break;
