@@ -158,8 +158,9 @@ def link(from_rid: Any, to_rid: Any) -> None:
     collection off the library keeps the last few links for the next
     session (a request straddling `servprof enable` keeps its front-end
     id), so the call always reaches it: one per request, not per token."""
-    state.f.servprof_link(str(from_rid).encode("utf-8", "replace"),
-                          str(to_rid).encode("utf-8", "replace"))
+    if state.f is not None:  # no library: recording is a no-op
+        state.f.servprof_link(str(from_rid).encode("utf-8", "replace"),
+                              str(to_rid).encode("utf-8", "replace"))
 
 
 def now_ns() -> int:
