@@ -4,7 +4,8 @@
 #   P/include/servprof.h, servprof_version.h   the public API
 #   P/lib/libservprof.so.0 (+ .so), libservprof.a
 #   P/bin/servprof                              the CLI
-#   P/lib/pkgconfig/servprof.pc                 pkg-config
+#   P/lib/pkgconfig/servprof.pc                 pkg-config (shared library)
+#   P/lib/pkgconfig/servprof-static.pc          pkg-config (libservprof.a)
 #   P/lib/cmake/servprof/servprofConfig*.cmake  find_package(servprof)
 #   P/share/doc/servprof/LICENSE
 #
@@ -28,7 +29,8 @@ file(RELATIVE_PATH SERVPROF_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" SERVPROF_PC_UP "${SERVPROF_PC_UP}")
 set(SERVPROF_PC_PREFIX "\${pcfiledir}/${SERVPROF_PC_UP}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/servprof.pc.in ${CMAKE_BINARY_DIR}/servprof.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/servprof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+configure_file(${CMAKE_SOURCE_DIR}/cmake/servprof-static.pc.in ${CMAKE_BINARY_DIR}/servprof-static.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/servprof.pc ${CMAKE_BINARY_DIR}/servprof-static.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
         COMPONENT dev)
 
 # find_package(servprof): targets, config and version files.

@@ -24,8 +24,8 @@ PKGS+=(clickhouse-server clickhouse-client)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# npm fetches the report page's charting library (below). Any node >= 18 with npm will do (a
-# NodeSource nodejs carries its own npm), so Debian's packages only when there is no npm at all.
+# npm installs the OpenTelemetry JS exporter of the OTLP differential test (below). Any node >= 18
+# with npm will do (a NodeSource nodejs carries its own npm): Debian's only when there is no npm.
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}" >&2
@@ -35,16 +35,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# uPlot for `servprof report`, at the version pinned in tool/report/package-lock.json (MIT; the
-# build embeds it into the servprof binary, so nothing is fetched at run time). Only when the
-# installed copy is missing or another version; re-run cmake after it (the build warns).
-REPORT_DIR="$(cd "$(dirname "$0")/.." && pwd)/tool/report"
-want=$(sed -n 's/.*"uplot": "\([0-9.]*\)".*/\1/p' "$REPORT_DIR/package.json")
-have=$(sed -n 's/^ *"version": "\([0-9.]*\)".*/\1/p' "$REPORT_DIR/node_modules/uplot/package.json" 2>/dev/null | head -1 || true)
-if [ "$want" != "$have" ]; then
-  echo "install-deps: npm ci in $REPORT_DIR (uPlot $want)" >&2
-  (cd "$REPORT_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+# uPlot (the report page's charting library, MIT) is vendored in tool/report/vendor/uplot:
+# no npm at build time. scripts/refresh-uplot.sh moves its pin (that one needs npm).
 # The official OpenTelemetry JS exporter, for the OTLP differential test (tests/otlp/test_otlp_js.py;
 # versions pinned in tests/otlp/package-lock.json). Test-only; the test skips without it.
 OTLP_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/otlp"

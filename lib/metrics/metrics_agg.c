@@ -23,13 +23,17 @@
  * requests_untracked_total. Labels never carry an id.
  *
  * The formulas are those of docs/parse.md (request.csv, kvcache.csv,
- * request_status.csv), so a live graph and a parsed trace agree.
+ * request_status.csv), so a live graph and a parsed trace agree. The token
+ * counts follow the parser's rule from the one header both include
+ * (common/reqtokens.h): the last recvTokenSize/replyTokenSize on any record
+ * naming the request, added to the counters when the request ends.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
+#include "reqtokens.h"
 
 #define HASH_BUCKETS 16384
 #define SP_MAGG_MAX_REQUESTS 65536
@@ -40,7 +44,7 @@ typedef struct req {
     struct req *aliases;  /* canonical: its alias ids; alias: the next alias */
     struct req *done_next; /* the list of ended states, observed after the next pass */
     int64_t touch, start, sched, first, wait_since, wait_sum, end;
-    double reply;          /* replyTokenSize at the end; -1 unknown */
+    double recv, reply;    /* token counts so far (reqtokens.h's rule); NAN unknown */
     uint64_t end_pass;     /* the pass its httpRes came in; 0 still running */
     int waits;
     uint32_t hash;
@@ -115,8 +119,8 @@ static void top_number(view *v, int tag, const char *k, size_t kn, double x)
 {
     if (tag == SP_TAG_GAUGE) {
         if (IS(k, kn, "QueueSize")) v->qsize = x, v->has_qsize = 1;
-        else if (IS(k, kn, "recvTokenSize")) v->recv = x, v->has_recv = 1;
-        else if (IS(k, kn, "replyTokenSize")) v->reply = x, v->has_reply = 1;
+        else if (IS(k, kn, SP_TOKENS_RECV_KEY)) v->recv = x, v->has_recv = 1;
+        else if (IS(k, kn, SP_TOKENS_REPLY_KEY)) v->reply = x, v->has_reply = 1;
         else if (IS(k, kn, "TotalBlocks")) v->kv_total = x, v->has_kv_total = 1;
         else if (IS(k, kn, "UsedBlocks")) v->kv_used = x, v->has_kv_used = 1;
         else if (IS(k, kn, "FreeBlocks")) v->kv_free = x, v->has_kv_free = 1;
@@ -246,6 +250,7 @@ static req *create(const char *id, size_t n, int64_t ts)
     r->hash = hash_id(id, n);
     r->canon = r;
     r->touch = ts;
+    r->recv = r->reply = NAN;
     r->next = A.bucket[r->hash % HASH_BUCKETS];
     A.bucket[r->hash % HASH_BUCKETS] = r;
     A.nreq++;
@@ -310,6 +315,8 @@ static void link_ids(const view *v, int64_t ts)
     t->first = min_set(t->first, f->first);
     t->wait_sum += f->wait_sum;
     t->waits += f->waits;
+    sp_tokens_merge(&t->recv, f->recv);
+    sp_tokens_merge(&t->reply, f->reply);
     if (!t->wait_since)
         t->wait_since = f->wait_since;
     /* f's aliases, then f itself, join t's list. */
@@ -383,7 +390,7 @@ static void observe_request(req *r)
         if (r->sched)
             observe(SP_MH_PREFILL, secs(r->first - r->sched));
         observe(SP_MH_DECODE, secs(ts - r->first));
-        if (r->reply > 1)
+        if (!isnan(r->reply) && r->reply > 1)
             observe(SP_MH_TPOT, secs(ts - r->first) / (r->reply - 1));
     }
     if (r->waits)
@@ -403,14 +410,20 @@ static void on_http_res(const view *v, int64_t ts)
         count_outcome(v->outcome, v->ol);
     else
         count_outcome(v->status, v->sl);
-    if (v->has_recv)
-        A.v.counter[SP_MC_PROMPT_TOKENS] += v->recv;
-    if (v->has_reply)
-        A.v.counter[SP_MC_GENERATION_TOKENS] += v->reply;
+    /* The request's counts (seen on any of its records, this one last); a
+     * request without a state (untracked) has this record's only. */
+    double recv = r ? r->recv : NAN, reply = r ? r->reply : NAN;
+    sp_tokens_see(&recv, v->has_recv ? v->recv : NAN);
+    sp_tokens_see(&reply, v->has_reply ? v->reply : NAN);
+    if (!isnan(recv))
+        A.v.counter[SP_MC_PROMPT_TOKENS] += recv;
+    if (!isnan(reply))
+        A.v.counter[SP_MC_GENERATION_TOKENS] += reply;
     if (!r)
         return;
     r->end = ts;
-    r->reply = v->has_reply ? v->reply : -1;
+    r->recv = recv;
+    r->reply = reply;
     r->end_pass = A.pass + 1;
     r->done_next = A.done;
     A.done = r;
@@ -512,11 +525,20 @@ void sp_magg_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     }
     const char *n = take_str(&c, &v.nl);
     size_t nl = v.nl;
+    int is_res = IS(n, nl, "httpRes");
+    if ((v.has_recv || v.has_reply) && !is_res) {
+        /* the token rule (reqtokens.h): any record naming the request counts */
+        req *r = state(v.rid, v.ridl, h->ts, IS(n, nl, "httpReq"));
+        if (r && !r->end_pass) {
+            sp_tokens_see(&r->recv, v.has_recv ? v.recv : NAN);
+            sp_tokens_see(&r->reply, v.has_reply ? v.reply : NAN);
+        }
+    }
     if (IS(n, nl, "httpReq")) {
         req *r = state(v.rid, v.ridl, h->ts, 1);
         if (r && !r->start)
             r->start = h->ts;
-    } else if (IS(n, nl, "httpRes")) {
+    } else if (is_res) {
         on_http_res(&v, h->ts);
     } else if (IS(n, nl, "Enqueue") || IS(n, nl, "Dequeue") || IS(n, nl, "Queue")) {
         on_queue(&v, h->ts, n[0] == 'E');

@@ -178,6 +178,10 @@ SERVPROF_API void servprof_set_process_name(const char *name)
     snprintf(proc_name, sizeof proc_name, "%s", name);
     proc_name_gen++;
     pthread_mutex_unlock(&meta_lock);
+    /* Meta process_name says the program chose this name (the process row
+     * alone cannot: it falls back to /proc/self/comm), so the parser names
+     * the timeline's process by it rather than by its role (docs/parse.md). */
+    (void)sp_recorder_meta("process_name", name);
 }
 
 SERVPROF_API int servprof_meta(const char *key, const char *value)

@@ -45,8 +45,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "ext.h"
 #include "internal.h"
+#include "linkkeep.h"
 #include "rec_format.h"
 #include "rec_state.h"
 #include "tbuf.h"
@@ -784,8 +788,14 @@ SERVPROF_API void servprof_span_at(servprof_rec *r, const char *name, int64_t st
     publish(tb, SP_REC_SPAN_AT, 0, start_ns, end_ns, 0);
 }
 
+static void keep_link(const char *from, const char *to);
+
 SERVPROF_API void servprof_link_rec(servprof_rec *r, const char *from, const char *to)
 {
+    if (!r && atomic_load_explicit(&servprof__level, memory_order_relaxed) == 0) {
+        keep_link(from, to); /* servprof_rec_begin gave NULL because collection is off */
+        return;
+    }
     sp_tbuf *tb = finishing(r);
     if (!tb)
         return;
@@ -898,10 +908,26 @@ SERVPROF_API void servprof_span_end_rec(servprof_rec *r, servprof_span span)
         emit_small(tb, SP_REC_SPAN_END, span, NULL, 0);
 }
 
+/* Collection off (no session, no live metrics): the link is kept for the
+ * next session's first commit (linkkeep.c), so a request that straddles
+ * `servprof enable` keeps its front-end id. */
+static void keep_link(const char *from, const char *to)
+{
+    static _Thread_local int tid;
+    if (!tid)
+        tid = (int)syscall(SYS_gettid);
+    size_t nf = str_len(&from), nt = str_len(&to);
+    sp_linkkeep_note(from, nf, to, nt, tid);
+}
+
 SERVPROF_API void servprof_link(const char *from, const char *to)
 {
-    if (current_level() < SERVPROF_LEVEL_INFO)
+    int level = current_level();
+    if (level < SERVPROF_LEVEL_INFO) {
+        if (level == 0)
+            keep_link(from, to);
         return;
+    }
     sp_tbuf *tb = sp_tbuf_self();
     if (!tb)
         return;

@@ -49,8 +49,12 @@
  * session's totals into Meta, commits and closes the store.
  *
  * Records carry the session epoch they were begun in; the writer skips
- * (and counts as lost) those from another session: they were finished
- * after an earlier stop had drained.
+ * those from another epoch and counts them under their own cause,
+ * records_before_session (not records_lost, which is store failures
+ * only): they were made before this session began, either with collection
+ * off for live metrics alone (between the metrics drain's last pass and
+ * this session's start; the metrics saw them), or finished after an
+ * earlier stop had drained. Neither is this session's data nor an error.
  */
 #include <assert.h>
 #include <locale.h>
@@ -64,6 +68,7 @@
 
 #include "argbuild.h"
 #include "internal.h"
+#include "linkkeep.h"
 #include "metrics.h"
 #include "msgdec.h"
 #include "rec_format.h"
@@ -104,6 +109,8 @@ typedef struct writer {
     uint64_t dropped_at_open, dropped_logged;
     int64_t drop_log_ns;
     uint64_t lost, ends_without_begin, bad_json;
+    uint64_t before_session; /* records of another epoch (see DESIGN), not stored */
+    uint64_t kept_links;     /* Links made before the session, stored at its start */
     uint64_t counts_at_open[6];
 } writer;
 
@@ -290,6 +297,29 @@ static void on_span_end(writer *w, const sp_rec_hdr *h, int tid)
     e->tid = tid;
 }
 
+/* A Link made before the session (linkkeep.c, or a ring record of the
+ * previous epoch): a row dated at the session's start, so the parser joins
+ * the ids before the request's records of this session; args carry
+ * "before_session": true. */
+static void kept_link(writer *w, const char *from, size_t fl, const char *to, size_t tl, int tid)
+{
+    sp_sb_clear(&w->tmp);
+    sp_sb_put(&w->tmp, ",\"from\":", 8);
+    sp_json_str(&w->tmp, from, fl);
+    sp_sb_put(&w->tmp, ",\"to\":", 6);
+    sp_json_str(&w->tmp, to, tl);
+    static const char flag[] = ",\"before_session\":true";
+    sp_sb_put(&w->tmp, flag, sizeof flag - 1);
+    make_args(w, 3, w->tmp.p, w->tmp.len, "", 0);
+    add_row(w, w->start_ns, 0, "Link", 4, "", 0, w->args.p, w->args.len, tid);
+    w->kept_links++;
+}
+
+static void take_kept(void *ctx, const char *from, size_t nf, const char *to, size_t nt, int tid)
+{
+    kept_link(ctx, from, nf, to, nt, tid);
+}
+
 static void write_thread_row(writer *w, sp_tbuf *tb)
 {
     char name[64];
@@ -318,7 +348,15 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
     memcpy(&h, rec, sizeof h);
     sp_rec_hdr_times(&h); /* TSC ticks -> realtime ns (clock.h) */
     sp_metrics_on_record(&h, rec, len); /* live metrics: every record, stored or not */
-    if (h.epoch != w->epoch || sp_store_failed(w->st)) {
+    /* Made before this session began: not lost, not stored. A Link among
+     * them (live metrics on, tracing off) still names this session's
+     * requests: stored, dated at the session's start (kept_link). */
+    int before = h.epoch != w->epoch;
+    if (before && h.kind != SP_REC_LINK) {
+        w->before_session++;
+        return;
+    }
+    if (sp_store_failed(w->st)) {
         count_lost(w);
         return;
     }
@@ -364,6 +402,10 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
         sp_json_str(&w->tmp, from, fl);
         sp_sb_put(&w->tmp, ",\"to\":", 6);
         sp_json_str(&w->tmp, to, tl);
+        if (before) {
+            kept_link(w, from, fl, to, tl, tb->tid);
+            break;
+        }
         make_args(w, 3, w->tmp.p, w->tmp.len, w->members.p, w->members.len);
         add_row(w, h.ts, 0, "Link", 4, cat, cl, w->args.p, w->args.len, tb->tid, 1);
         break;
@@ -559,6 +601,8 @@ static void finish_session(writer *w)
     put_meta_u64(w, "bad_input", counter_now(3) - w->counts_at_open[3] + w->bad_json);
     put_meta_u64(w, "span_ends_without_begin", w->ends_without_begin);
     put_meta_u64(w, "records_lost", w->lost);
+    put_meta_u64(w, "records_before_session", w->before_session);
+    put_meta_u64(w, "links_before_session", w->kept_links);
     put_meta_u64(w, "records_written", counter_now(5) - w->counts_at_open[5]);
     put_meta_u64(w, "write_errors", counter_now(4) - w->counts_at_open[4]);
     put_meta_u64(w, "session_end_ns", (uint64_t)sp_now_realtime_ns());
@@ -566,8 +610,8 @@ static void finish_session(writer *w)
     sp_count(&sp_rec_count.bad_input, w->bad_json);
     if (dropped || never || w->lost || w->ends_without_begin)
         sp_log(SP_LOG_WARNING,
-               "session summary: %llu records dropped (buffers full), %llu lost (store errors or "
-               "late), %llu spans never ended (stored with duration 0 and \"unended\": true), "
+               "session summary: %llu records dropped (buffers full), %llu lost (store errors), "
+               "%llu spans never ended (stored with duration 0 and \"unended\": true), "
                "%llu span ends without a begin",
                (unsigned long long)dropped, (unsigned long long)w->lost,
                (unsigned long long)never, (unsigned long long)w->ends_without_begin);
@@ -640,6 +684,7 @@ static void *writer_main(void *arg)
     if (c_loc)
         uselocale(c_loc); /* %g must print '.', whatever the program set */
     int sleep_ms = 1;
+    sp_linkkeep_take(take_kept, w); /* links made while collection was off: the first commit */
     for (;;) {
         pthread_mutex_lock(&w->mu);
         while (w->pause && !w->stop) { /* a fork: hold no lock of SQLite's meanwhile */
@@ -792,7 +837,7 @@ int sp_recorder_open(const sp_session *s, const sp_config *c)
         snprintf(w->hostname, sizeof w->hostname, "localhost");
     w->start_ns = s->start_ns;
     w->epoch = atomic_fetch_add(&sp_rec_epoch, 1) + 1;
-    w->lost = w->ends_without_begin = w->bad_json = 0;
+    w->lost = w->ends_without_begin = w->bad_json = w->before_session = w->kept_links = 0;
     uint64_t records;
     sp_tbuf_totals(&records, &w->dropped_at_open);
     w->dropped_logged = w->dropped_at_open;
@@ -868,6 +913,7 @@ void sp_recorder_atfork_child(void)
      * mid-update: forget them all (a small leak) and start clean. */
     if (w_open)
         sp_store_forget(W.st);
+    sp_linkkeep_atfork_child();
     writer fresh = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     W = fresh;
     w_open = 0;

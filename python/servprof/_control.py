@@ -154,8 +154,11 @@ add_meta_info = meta
 
 
 def link(from_rid: Any, to_rid: Any) -> None:
-    """Records that two ids name the same request (INFO, no domain)."""
-    if _INFO <= state.level.value:
+    """Records that two ids name the same request (INFO, no domain). With
+    collection off the library keeps the last few links for the next
+    session (a request straddling `servprof enable` keeps its front-end
+    id), so the call always reaches it: one per request, not per token."""
+    if state.f is not None:  # no library: recording is a no-op
         state.f.servprof_link(str(from_rid).encode("utf-8", "replace"),
                               str(to_rid).encode("utf-8", "replace"))
 

@@ -107,6 +107,38 @@ class Compare(unittest.TestCase):
         p = compare(self.a, other)
         self.assertIn("spans only in B: sampling", p.stdout)
 
+    def test_output_folder_has_the_references_csv_and_the_json(self):
+        out = os.path.join(self.tmp, "cmp", "out")  # parents made, as parse makes its folder
+        p = compare(self.a, self.slow, "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("e2e", p.stdout)  # the text is still printed
+        with open(os.path.join(out, "compare.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["schema"], "servprof-compare/1")
+        import csv
+        with open(os.path.join(out, "span_comparation_result.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        cols = ["name", "Golden-AVG", "Golden-P50", "Golden-P90", "Input-AVG", "Input-P50", "Input-P90",
+                "DIFF-AVG", "DIFF-P50", "DIFF-P90", "RDIFF-AVG(%)", "RDIFF-P50(%)", "RDIFF-P90(%)"]
+        self.assertEqual(list(rows[0].keys()), cols)
+        byname = {r["name"]: r for r in rows}
+        fwd = byname["forward"]
+        by = {r["metric"]: r for r in doc["rows"]}
+        for stat, ref in (("mean", "AVG"), ("p50", "P50"), ("p90", "P90")):
+            a, b = by["span.forward." + stat]["a"], by["span.forward." + stat]["b"]
+            self.assertAlmostEqual(float(fwd["Golden-" + ref]), a, places=6)  # Golden = A
+            self.assertAlmostEqual(float(fwd["Input-" + ref]), b, places=6)   # Input = B
+            self.assertAlmostEqual(float(fwd["DIFF-" + ref]), b - a, places=6)
+            self.assertAlmostEqual(float(fwd["RDIFF-%s(%%)" % ref]), (b - a) / a * 100, places=4)
+        self.assertGreater(float(fwd["RDIFF-AVG(%)"]), 0)  # the slow run is slower
+        # an output that cannot be made: exit 1, one line
+        blocker = os.path.join(self.tmp, "a-file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        p = compare(self.a, self.same, "-o", os.path.join(blocker, "out"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("a-file", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -2,8 +2,9 @@
 """test_install.py — servprof installs like a library and others build against it.
 
 `cmake --install` puts the build into a temporary prefix; then, out of tree:
-  - a C program compiled with `pkg-config --cflags --libs servprof` (shared,
-    and `--static`) runs and records a row;
+  - a C program compiled with `pkg-config --cflags --libs servprof` (shared)
+    and with docs/api.md's static recipe (servprof-static.pc, run through a
+    shell as written) runs and records a row, the static one needing no .so;
   - a CMake project with find_package(servprof) links servprof::servprof and
     servprof::servprof_static (and, from C++, servprof::servprof), and each runs;
   - the same program with -DSERVPROF_DISABLE compiles and links with no
@@ -82,6 +83,10 @@ class Installed(unittest.TestCase):
         out = run(["pkg-config", *args, "servprof"], env=self.pc_env).stdout
         return shlex.split(out)
 
+    def pkg_config_static(self):
+        out = run(["pkg-config", "--cflags", "--libs", "servprof-static"], env=self.pc_env).stdout
+        return shlex.split(out)
+
     def compile(self, out, *flags, src="consumer.c"):
         exe = os.path.join(self.tmp, out)
         run([CC, "-std=c11", "-Wall", "-Wextra", "-Werror", *SAN_FLAGS,
@@ -102,7 +107,7 @@ class Installed(unittest.TestCase):
         for rel in ("include/servprof.h", "include/servprof_version.h", "bin/servprof"):
             self.assertTrue(os.path.exists(os.path.join(self.prefix, rel)), rel)
         for name in ("libservprof.so", "libservprof.so.0", "libservprof.a",
-                     "pkgconfig/servprof.pc", "cmake/servprof/servprofConfig.cmake",
+                     "pkgconfig/servprof.pc", "pkgconfig/servprof-static.pc", "cmake/servprof/servprofConfig.cmake",
                      "cmake/servprof/servprofConfigVersion.cmake"):
             self.assertTrue(os.path.exists(os.path.join(self.libdir, name)), name)
         self.assertTrue(os.path.exists(os.path.join(self.prefix, "share/doc/servprof/LICENSE")))
@@ -144,14 +149,61 @@ class Installed(unittest.TestCase):
         self.assertGreaterEqual(written, 1)
 
     def test_pkg_config_static(self):
-        libs = self.pkg_config("--static", "--libs")
-        self.assertIn("-ljansson", libs)  # Requires.private reaches the static link
-        libdir = self.pkg_config("--variable=libdir")[0]
-        exe = self.compile("pc_static", *self.pkg_config("--cflags"), "-L" + libdir,
-                           "-Wl,-Bstatic", "-lservprof", "-Wl,-Bdynamic",
-                           *[f for f in libs if f != "-lservprof"])
+        """The static recipe exactly as docs/api.md writes it:
+        cc app.c $(pkg-config --cflags --libs servprof-static) -o app
+        gives a program that needs no libservprof.so (and runs with no
+        LD_LIBRARY_PATH). `--static` on servprof.pc cannot do it: -lservprof
+        picks the .so whenever it is installed."""
+        with open(os.path.join(SOURCE, "docs", "api.md")) as f:
+            doc = f.read()
+        recipe = "cc app.c $(pkg-config --cflags --libs servprof-static) -o app"
+        self.assertIn(recipe, doc)
+        # Through a shell, as a user types it; the prefix is reached through a link
+        # without the space (unquoted $(...) splits words on it, like any flag).
+        link = os.path.join(self.tmp, "prefix_link")
+        if not os.path.exists(link):
+            os.symlink(self.prefix, link)
+        pc_dir = os.path.join(link, os.path.relpath(self.libdir, self.prefix), "pkgconfig")
+        exe = os.path.join(self.tmp, "pc_static")
+        cmd = recipe.replace("app.c", shlex.quote(os.path.join(CONSUMER, "consumer.c")))
+        cmd = cmd.replace("-o app", "-o " + shlex.quote(exe)).replace("cc ", CC + " -std=c11 ", 1)
+        run(["bash", "-c", cmd + " " + " ".join(SAN_FLAGS)], env={"PKG_CONFIG_PATH": pc_dir})
+        self.assertIn("-ljansson", self.pkg_config_static())
         self.assertNotIn("libservprof.so", run(["readelf", "-d", exe]).stdout)
         self.assertGreaterEqual(self.run_consumer(exe)[1], 1)
+
+    def test_readme_install_lines(self):
+        """README.md's install block, as written: every -D option it names is an
+        option() of the build, and its two `cc app.c` lines, run through a shell
+        against the installed prefix (its /opt/servprof standing for ours), give
+        programs that run with no LD_LIBRARY_PATH."""
+        with open(os.path.join(SOURCE, "README.md")) as f:
+            readme = f.read()
+        block = readme[readme.index("    cmake -S . -B build -DCMAKE_BUILD_TYPE"):]
+        block = block[:block.index("scripts/build-wheel.sh")]
+        with open(os.path.join(SOURCE, "CMakeLists.txt")) as f:
+            options = set(re.findall(r"option\((SERVPROF_\w+)", f.read()))
+        named = set(re.findall(r"-D(SERVPROF_\w+)=", block))
+        self.assertTrue({"SERVPROF_BUILD_TESTS", "SERVPROF_BUILD_BENCH",
+                         "SERVPROF_BUILD_EXAMPLES"} <= named, named)
+        self.assertTrue(named <= options, named - options)
+        lines = [l.strip() for l in block.splitlines()
+                 if l.strip().startswith(("export PKG_CONFIG_PATH", "cc app.c"))]
+        self.assertEqual(len(lines), 3, lines)
+        link = os.path.join(self.tmp, "opt_servprof")
+        if not os.path.exists(link):
+            os.symlink(self.prefix, link)
+        libdir = os.path.relpath(self.libdir, self.prefix)
+        for i, cc_line in enumerate(lines[1:]):
+            exe = os.path.join(self.tmp, "readme_%d" % i)
+            script = "\n".join(lines[:1] + [cc_line]).split("#")[0]
+            script = script.replace("/opt/servprof/lib", os.path.join(link, libdir))
+            script = script.replace("/opt/servprof", link)
+            script = script.replace("app.c", shlex.quote(os.path.join(CONSUMER, "consumer.c")))
+            script = script.replace("-o app", "-o " + shlex.quote(exe))
+            script = script.replace("cc ", CC + " -std=c11 ", 1) + " " + " ".join(SAN_FLAGS)
+            run(["bash", "-c", script])
+            self.assertGreaterEqual(self.run_consumer(exe)[1], 1, cc_line)
 
     def test_find_package(self):
         build = os.path.join(self.tmp, "cmake-consumer")

@@ -93,7 +93,7 @@ class WriteFailure(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(out, "profiler.db")))
             self.assertFalse(os.path.exists(os.path.join(out, "profiler.db.partial")))
             with open(os.path.join(out, "chrome_tracing.json")) as f:
-                self.assertGreater(len(json.load(f)["traceEvents"]), 600)
+                self.assertGreater(len(json.load(f)), 600)
             with open(os.path.join(out, "request.csv")) as f:
                 self.assertEqual(len(f.readlines()), 201)
 

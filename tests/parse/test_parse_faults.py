@@ -61,7 +61,7 @@ class Numbers(Case):
                                    r"read as events \(duration 0\)")
         with open(os.path.join(self.out, "chrome_tracing.json")) as f:
             trace = json.load(f)  # complete, valid JSON
-        durs = sorted(e.get("dur", 0) for e in trace["traceEvents"] if e.get("name") == "forward")
+        durs = sorted(e.get("dur", 0) for e in trace if e.get("name") == "forward")
         self.assertEqual(durs, [0, 1000.0])
         self.assertTrue(os.path.exists(os.path.join(self.out, "profiler.db")))
         self.assertFalse([n for n in os.listdir(self.out) if n.endswith(".partial")])

@@ -2,6 +2,7 @@
 """Inputs that are not a clean, finished run: a store still being written
 (WAL, a writer holding it open), a truncated store, a file that is not
 SQLite, the reference's legacy Mstx table, missing domains, bad options."""
+import json
 import os
 import shutil
 import sqlite3
@@ -128,9 +129,48 @@ class Inputs(TempCase):
         fw = read_csv(os.path.join(self.out, "span_info", "forward.csv"))
         self.assertEqual(len(fw), 2)
         self.assertRegex(p.stdout, r"forward\s+2\s+1\.000\s+1\.500")  # count, min, avg
+        self.assertFalse(os.path.exists(os.path.join(self.out, "spec_decode.csv")))  # no specDecoding
         p = run_parse(self.inp, os.path.join(self.tmp.name, "o2"), "--format", "json")
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "o2", "chrome_tracing.json")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "o2", "request.csv")))
+
+    def test_a_figure_whose_start_was_not_seen_is_empty_not_negative(self):
+        # A request straddling `servprof enable`: its first token (5 ms) comes before the
+        # first step the store holds (a decode step at 8 ms): prefill_time is unknown.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        s.event("detokenize", 5, "Request", rid="eng-33")
+        s.span("forward", 8, 9, "ModelExecute", rid=[{"rid": "eng-33", "iter": 3}])
+        s.event("httpRes", 12, "Request", rid="eng-33", **{"replyTokenSize=": 4})
+        simple_request(s, "ok", 0, 20)
+        s.close()
+        run_parse(self.inp, self.out, "--format", "csv")
+        req = {r["http_rid"]: r for r in read_csv(os.path.join(self.out, "request.csv"))}
+        self.assertEqual(req["eng-33"]["prefill_time(ms)"], "")
+        for r in req.values():
+            for k, v in r.items():
+                if k.endswith("(ms)") and v not in ("", "N/A"):
+                    self.assertGreaterEqual(float(v), 0, (r["http_rid"], k))
+
+    def test_statistic_top_five_by_forward_plus_bubble(self):
+        # The reference's statistic: under the span table, the five requests with the
+        # longest (last forward end - first forward end) / (forwards - 1). r1..r6 take
+        # 1..6 ms per step; r0 has one forward (no figure). Expected: r6 r5 r4 r3 r2.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        for k in range(7):
+            rid = "r%d" % k
+            simple_request(s, rid, 0, 100)
+            s.span("forward", 1, 1.5, "ModelExecute", rid=[{"rid": rid, "iter": 0}])
+            if k:
+                s.span("forward", 1 + k - 0.5, 1 + k, "ModelExecute", rid=[{"rid": rid, "iter": 1}])
+        s.close()
+        p = run_parse(self.inp, self.out, "--span", "forward")
+        lines = p.stdout.splitlines()
+        at = next(i for i, l in enumerate(lines) if "top 5 requests by forward + bubble" in l)
+        rows = [l.split() for l in lines[at + 2:at + 7]]
+        self.assertEqual([r[0] for r in rows], ["r6", "r5", "r4", "r3", "r2"], p.stdout)
+        self.assertEqual([float(r[2]) for r in rows], [5.5, 4.5, 3.5, 2.5, 1.5])  # step mean (ms)
+        self.assertEqual([int(r[1]) for r in rows], [1] * 5)                       # steps
+        self.assertEqual(float(rows[0][4]), 0.5)                                   # forward mean (ms)
 
     def test_spec_decoding_acceptance(self):
         s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
@@ -141,13 +181,29 @@ class Inputs(TempCase):
                     {"rid": "s2", "iter": 1, "num_spec_output_tokens": 2}])
         s.span("modelRunnerExec", 12, 20, "Execute", rid=[{"rid": "s1", "iter": 1}, {"rid": "s2", "iter": 1}],
                spec_decode_accepted_by_req={"s1": 2, "s2": 0})
+        # a last step no execution reports on: its acceptance is unknown
+        s.span("specDecoding", 30, 31.5, "Execute", rid=[{"rid": "s1", "iter": 2, "num_spec_output_tokens": 1}])
         s.close()
         run_parse(self.inp, self.out)
         rows = read_csv(os.path.join(self.out, "batch.csv"))
         spec = [r for r in rows if r["name"] == "specDecoding"][0]
         self.assertAlmostEqual(float(spec["accepted_ratio"]), 0.4)          # (2 + 0) / (3 + 2)
-        # position 1: s1 of {s1, s2}; 2: s1 of {s1, s2}; 3: none of {s1}
-        self.assertEqual(spec["accepted_ratio_per_pos"], "[0.5,0.5,0]")
+        # position 1: s1 of {s1, s2}; 2: s1 of {s1, s2}; 3: none of {s1} -- keyed from "0",
+        # as the reference writes it (changed from the array "[0.5,0.5,0]" deliberately)
+        self.assertEqual(spec["accepted_ratio_per_pos"], '{"0": 0.5, "1": 0.5, "2": 0}')
+        self.assertEqual(json.loads(spec["accepted_ratio_per_pos"]), {"0": 0.5, "1": 0.5, "2": 0})
+        # spec_decode.csv: the reference's columns, one row per request per step
+        sd = read_csv(os.path.join(self.out, "spec_decode.csv"))
+        self.assertEqual(list(sd[0].keys()), ["rid", "iter", "prof_id", "start_datetime", "end_datetime",
+                                              "during_time(ms)", "spec_tokens", "accepted_tokens",
+                                              "accepted_ratio", "draft_model_time_ms"])
+        got = [(r["rid"], r["iter"], r["spec_tokens"], r["accepted_tokens"], r["accepted_ratio"]) for r in sd]
+        self.assertEqual(got, [("s1", "1", "3", "2", "0.6667"), ("s2", "1", "2", "0", "0"),
+                               ("s1", "2", "1", "", "")])
+        self.assertAlmostEqual(float(sd[0]["during_time(ms)"]), 2.0)
+        self.assertAlmostEqual(float(sd[0]["draft_model_time_ms"]), 2.0)
+        self.assertAlmostEqual(float(sd[2]["during_time(ms)"]), 1.5)
+        self.assertEqual(sd[0]["prof_id"], spec["prof_id"])
         ex = [r for r in rows if r["name"] == "modelRunnerExec"][0]
         self.assertEqual(ex["accepted_ratio"], "")
 
@@ -229,7 +285,7 @@ class Inputs(TempCase):
         self.assertAlmostEqual(float(req[0]["execution_time(ms)"]), 2.0)
         import json
         with open(os.path.join(self.out, "chrome_tracing.json")) as f:
-            ev = json.load(f)["traceEvents"]
+            ev = json.load(f)  # a top-level array (the reference's shape)
         names = {e.get("name") for e in ev}
         self.assertIn('we"ird', names)
         deep = [e for e in ev if e.get("name") == "deep"][0]

@@ -52,7 +52,7 @@ class Timeline(unittest.TestCase):
         run_parse(inp, cls.out)
         with open(os.path.join(cls.out, "chrome_tracing.json")) as f:
             cls.doc = json.load(f)
-        cls.ev = cls.doc["traceEvents"]
+        cls.ev = cls.doc  # the default form: a top-level array of events
 
     @classmethod
     def tearDownClass(cls):
@@ -76,7 +76,10 @@ class Timeline(unittest.TestCase):
                 self.assertIsInstance(e.get("args", {}), dict)
 
     def test_ts_rebased_and_origin_in_metadata(self):
-        self.assertEqual(int(self.doc["otherData"]["epoch_origin_ns"]), T0)
+        self.assertIsInstance(self.doc, list)  # `for e in json.load(f)` works, as on the reference's file
+        meta = self.ev[0]
+        self.assertEqual((meta["name"], meta["ph"]), ("servprof_trace", "M"))
+        self.assertEqual(int(meta["args"]["epoch_origin_ns"]), T0)
         req = [e for e in self.ev if e.get("name") == "httpReq"]
         self.assertEqual(min(e["ts"] for e in req), 0)
         fwd = sorted(e["ts"] for e in self.ev if e.get("name") == "forward" and e["ph"] == "X")
@@ -174,13 +177,36 @@ class Timeline(unittest.TestCase):
         out = os.path.join(tmp.name, "out")
         run_parse(os.path.join(tmp.name, "in"), out)
         with open(os.path.join(out, "chrome_tracing.json")) as f:
-            ev = json.load(f)["traceEvents"]
+            ev = json.load(f)
         self.assert_nesting(ev)
         x = {(e["name"], e["ts"]): e["tid"] for e in ev if e["ph"] == "X"}
         self.assertNotEqual(x[("tokenize", 0)], x[("tokenize", 5000)])
         self.assertEqual(x[("tokenize", 0)], x[("tokenize", 20000)])
         names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
         self.assertIn("Request (thread 1) #2", names)
+        tmp.cleanup()
+
+    def test_object_form_behind_an_option_and_a_chosen_name_wins(self):
+        # --trace-form object: the earlier shape, origin in otherData. And a store whose
+        # program named itself (servprof_set_process_name: Meta process_name) keeps that
+        # name in the timeline over its role (`forward`).
+        tmp = tempfile.TemporaryDirectory()
+        from fixtures import Store
+        s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1, meta={"process_name": "fakellm"})
+        s.span("forward", 0, 1, "ModelExecute")
+        s.close()
+        s = Store(os.path.join(tmp.name, "in", "ms_service_y-2.db"), "y", 2)
+        s.span("forward", 0, 1, "ModelExecute")
+        s.close()
+        out = os.path.join(tmp.name, "out")
+        run_parse(os.path.join(tmp.name, "in"), out, "--trace-form", "object")
+        with open(os.path.join(out, "chrome_tracing.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(int(doc["otherData"]["epoch_origin_ns"]), T0)
+        ev = doc["traceEvents"]
+        self.assertNotIn("servprof_trace", [e["name"] for e in ev])
+        names = sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name")
+        self.assertEqual(names, ["fakellm", "forward"])
         tmp.cleanup()
 
     def test_invalid_args_are_kept_as_text(self):
@@ -197,7 +223,7 @@ class Timeline(unittest.TestCase):
         out = os.path.join(tmp.name, "out")
         run_parse(os.path.join(tmp.name, "in"), out)
         with open(os.path.join(out, "chrome_tracing.json")) as f:
-            ev = json.load(f)["traceEvents"]
+            ev = json.load(f)
         bad = [e for e in ev if e.get("name") == "httpReq"][0]
         self.assertEqual(bad["args"]["raw"], '{"type": 0, "rid": "a"b"}')
         self.assertIn("bad\ufffdname", [e.get("name") for e in ev])

@@ -7,7 +7,8 @@ refuses pip outside one) installs it with pip --no-index. Then, with no
 SERVPROF_LIB and no build tree in sight:
   - `servprof --version` and `python -m servprof --version` run the C tool;
   - `import servprof` loads the bundled library and records a span into a
-    real store, which the installed `servprof parse` reads;
+    real store, which the installed `servprof parse` reads and its
+    `servprof report` draws (uPlot embedded);
   - py.typed ships, __version__ is the project's version, Level is exported;
   - a library that cannot load is an error at import when the config asks
     for collection ("enable": 1), a warning otherwise.
@@ -108,6 +109,12 @@ class Wheel(unittest.TestCase):
                  "forward"], env=env, cwd=self.cwd)
         self.assertIn("forward", p.stdout)
         self.assertTrue(os.path.exists(os.path.join(out, "chrome_tracing.json")))
+        # The wheel's `servprof report` draws (uPlot is vendored, so no build lacks it).
+        page = os.path.join(home, "page", "report.html")
+        p = run([os.path.join(self.bin, "servprof"), "report", out, "-o", page, "--quiet"],
+                env=env, cwd=self.cwd)
+        with open(page) as f:
+            self.assertIn("uPlot", f.read())
 
     def test_missing_library_is_an_error_when_collection_is_asked(self):
         home = os.path.join(self.tmp, "home2")

@@ -309,14 +309,39 @@ class ReportCli(unittest.TestCase):
         self.assertIn("bad.json", r.stderr)
         self.assertFalse(os.path.exists(self.out("bad.html")))
 
+    def test_cdfs_count_complete_requests_only(self):
+        # Two complete requests and one the collection window cut (a first token,
+        # no end): the CDFs, like analyze's latency figures, count the two.
+        raw = self.out("cut")
+        st = Store(os.path.join(raw, "ms_service_cut-1.db"), "cut", 1)
+        for i, rid in enumerate(("c1", "c2")):
+            st.event("httpReq", 10 * i, "Request", rid=rid)
+            st.event("sendResponse", 10 * i + 2, "Request", rid=rid)
+            st.event("httpRes", 10 * i + 5, "Request", rid=rid, **{"replyTokenSize=": 3})
+        st.event("httpReq", 30, "Request", rid="cut")
+        st.event("detokenize", 33, "Request", rid="cut")
+        st.close()
+        page = self.out("cut.html")
+        report(raw, "-o", page, "--quiet")
+        data, _ = page_data(page)
+        run = data["runs"][0]["db"]
+        self.assertEqual(run["requests"], 3)
+        self.assertEqual(run["cdf"]["ttft"]["n"], 2, run["cdf"]["ttft"])
+        self.assertEqual(run["cdf"]["e2e"]["n"], 2)
+
     def test_unwritable_output(self):
-        target = os.path.join(self.work, "no-such-dir", "r.html")
+        # A missing folder is created (as parse creates its output folder); one
+        # that cannot be, because a file stands in its way, is the failure.
+        blocker = os.path.join(self.work, "a-file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        target = os.path.join(blocker, "r.html")
         r = report("-i", self.parsed, "-o", target, check=False)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("no-such-dir", r.stderr)
+        self.assertIn("a-file", r.stderr)
         own = [l for l in r.stderr.splitlines() if "analyze" not in l]
         self.assertEqual(len(own), 1, r.stderr)
-        self.assertEqual(glob.glob(os.path.join(self.work, "no-such-dir*")), [])
+        self.assertEqual(glob.glob(os.path.join(self.work, "a-file?*")), [])
 
     def test_not_a_profiler_db(self):
         other = self.out("other")

@@ -62,6 +62,9 @@ typedef struct sa_opts {
      * tap_counters the parse also makes the timeline's counter rows for it. */
     const struct prs_tap *also;
     int tap_counters;
+    /* the parse's progress bar on stderr (raw stores only), as prs_opts.progress:
+     * -1 on a terminal for a large input, 0 never (sa_opts_init), 1 always */
+    int progress;
 } sa_opts;
 
 /* Fills the defaults. */

@@ -36,4 +36,9 @@ int sa_gate(json_t *cmp, const char *expr, char *msg, size_t cap);
 /* The comparison as a terminal table. */
 void sa_compare_render_text(json_t *cmp, FILE *f);
 
+/* compare_out.c: writes span_comparation_result.csv (the reference's file:
+ * Golden = A, Input = B) and compare.json (the document) into dir, made
+ * with its parents when missing. 0, or -1 with a one-line reason in err. */
+int sa_compare_write_files(const json_t *cmp, const char *dir, char *err, size_t errcap);
+
 #endif

@@ -423,7 +423,7 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
     prs_opts po = {0};
     po.input = o->input;
     po.output = "."; /* every output is off: nothing is written there (it exists: no folder made) */
-    po.progress = 0;
+    po.progress = o->progress; /* the same bar as `servprof parse` */
     po.tap_counters = o->tap_counters;
     g->also = o->also;
     int level = prs_log_level();
@@ -435,7 +435,9 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
     po.tap = &tap;
     int rc = prs_run(&po);
     prs_log_set_level(level);
-    if (rc == 2 || g->p->records == 0) {
+    /* A store that was read but holds no record is data (analyze says "no
+     * requests or steps", as it does of that store's parse output), not an error. */
+    if (rc != 0) {
         snprintf(err, errcap, "%s: no raw store (ms_service_*.db) could be read, and no profiler.db there",
                  o->input);
         return -1;

@@ -21,7 +21,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_WINDOWS, OPT_WINDOW, OPT_THRESHOLD,
-    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_FROM, OPT_SESSION, OPT_HOST,
+    OPT_MAX_REQUESTS, OPT_FINDINGS_ONLY, OPT_FROM, OPT_SESSION, OPT_HOST, OPT_PROGRESS, OPT_NO_PROGRESS,
 };
 
 static const char *const formats[] = {"text", "csv", "json", NULL};
@@ -42,6 +42,9 @@ static const cli_opt opts[] = {
      "instead of DIR: compute the run and headline in ClickHouse (clickhouse://HOST:PORT/DB)"},
     {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "with --from: only the exports of that session"},
     {OPT_HOST, "host", 0, CLI_VALUE, "HOST", NULL, "with --from: only that host's requests, steps and records"},
+    {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
+     "show the parse's progress on stderr (default: on a terminal, for a large input)"},
+    {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {0},
 };
 
@@ -129,13 +132,14 @@ int cmd_analyze(int argc, char **argv)
 {
     sa_opts o;
     sa_opts_init(&o);
+    o.progress = -1; /* as parse: a bar on a terminal only */
     const char *out = NULL, *format = "text";
     int findings_only = 0;
     const char *from = NULL, *session = NULL, *host = NULL;
     const cli_verb verb = {"analyze",
                            "-i DIR [-o OUT] [--format text|csv|json] [--windows N | --window S]\n"
                            "                        [--threshold NAME=VALUE ...] [--max-requests N] "
-                           "[--findings-only]\n"
+                           "[--findings-only] [--progress|--no-progress]\n"
                            "                        --from clickhouse://HOST:PORT/DB [--session NAME] [--host HOST] "
                            "[--format text|json]",
                            about(), opts};
@@ -160,6 +164,8 @@ int cmd_analyze(int argc, char **argv)
             session = p.value;
         else if (id == OPT_HOST)
             host = p.value;
+        else if (id == OPT_PROGRESS || id == OPT_NO_PROGRESS)
+            o.progress = id == OPT_PROGRESS;
         else if (take(&p, id, &o) != 0)
             return 2;
     }

@@ -17,12 +17,14 @@
 #include "compare.h"
 #include "opts.h"
 
-enum { OPT_FORMAT = 1, OPT_FAIL_IF, OPT_RESAMPLES, OPT_MIN_EFFECT, OPT_MIN_ABS_MS };
+enum { OPT_FORMAT = 1, OPT_FAIL_IF, OPT_RESAMPLES, OPT_MIN_EFFECT, OPT_MIN_ABS_MS, OPT_OUTPUT };
 
 static const char *const formats[] = {"text", "json", NULL};
 
 static const cli_opt opts[] = {
     {OPT_FORMAT, "format", 0, CLI_VALUE, "FMT", formats, "what to print on stdout"},
+    {OPT_OUTPUT, "output-path", 'o', CLI_VALUE, "DIR", NULL,
+     "also write span_comparation_result.csv and compare.json there"},
     {OPT_FAIL_IF, "fail-if", 0, CLI_VALUE, "EXPR", NULL,
      "exit 3 when EXPR holds, e.g. 'ttft.p99>+5%'; repeatable"},
     {OPT_RESAMPLES, "resamples", 0, CLI_VALUE, "N", NULL, "bootstrap resamples, 20 to 100000"},
@@ -35,14 +37,16 @@ static const cli_opt opts[] = {
 
 static const cli_verb verb = {
     "compare",
-    "A B [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
+    "A B [-o DIR] [--format text|json] [--fail-if EXPR ...] [--resamples N]\n"
     "                        [--min-effect PCT] [--min-abs-ms MS]",
     "A, B: raw stores or parse output folders (as for analyze). Compares request latencies,\n"
     "throughput, step and span metrics; significance by a bootstrap interval of B - A.\n"
     "--fail-if METRIC>LIMIT or METRIC<LIMIT (also >=, <=); LIMIT is a change in % (+5%)\n"
     "or in the metric's unit (2ms, 0.1), e.g. --fail-if 'ttft.p99>+5%'. A tested metric\n"
     "trips only on a significant change. Exit status: 0 no gate tripped, 3 a gate tripped,\n"
-    "1 an input could not be read, 2 usage. See docs/analyze.md.",
+    "1 an input could not be read or an output not written, 2 usage. -o DIR writes the\n"
+    "reference's span_comparation_result.csv (Golden = A, Input = B) and compare.json.\n"
+    "See docs/analyze.md.",
     opts};
 
 /* A numeric option's value into o; 0, or 2 with the one-line message printed. */
@@ -71,7 +75,7 @@ int cmd_compare(int argc, char **argv)
     sa_opts_init(&b);
     sa_compare_opts o;
     sa_compare_opts_init(&o);
-    const char *format = "text", **gates = NULL;
+    const char *format = "text", **gates = NULL, *outdir = NULL;
     int ngates = 0, rc = 2;
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
@@ -87,6 +91,8 @@ int cmd_compare(int argc, char **argv)
             *(a.input ? &b.input : &a.input) = p.value;
         } else if (id == OPT_FORMAT) {
             format = p.value;
+        } else if (id == OPT_OUTPUT) {
+            outdir = p.value;
         } else if (id == OPT_FAIL_IF) {
             gates = realloc(gates, (size_t)(ngates + 1) * sizeof *gates);
             gates[ngates++] = p.value;
@@ -140,8 +146,12 @@ int cmd_compare(int argc, char **argv)
         json_array_foreach(json_object_get(doc, "gates"), i, r)
             printf("%s\n", json_string_value(json_object_get(r, "detail")));
     }
-    json_decref(doc);
     rc = tripped ? 3 : 0;
+    if (outdir && sa_compare_write_files(doc, outdir, err, sizeof err) != 0) {
+        fprintf(stderr, "servprof compare: %s\n", err);
+        rc = 1;
+    }
+    json_decref(doc);
 out:
     free(gates);
     return rc;

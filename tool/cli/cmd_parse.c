@@ -20,7 +20,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER, OPT_MOE_NAMES,
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER, OPT_MOE_NAMES, OPT_TRACE_FORM,
 };
 
 static const char *const formats[] = {"csv", "json", "db", "perfetto", NULL};
@@ -29,6 +29,7 @@ static const char *const levels[] = {"debug", "info", "warning", "error", "fatal
                                      "none", NULL};
 static const char *const flows[] = {"key", "all", NULL};
 static const char *const db_writers[] = {"pages", "sqlite", NULL};
+static const char *const trace_forms[] = {"array", "object", NULL};
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
@@ -49,6 +50,8 @@ static const cli_opt opts[] = {
      "profiler.db by its pages (default) or by SQLite (SERVPROF_PARSE_DB_WRITER)"},
     {OPT_MOE_NAMES, "moe-names", 0, CLI_LIST, "ROLE=NAME", NULL,
      "MoE records/kernels: dispatch=, gemm=, combine= NAME (substring); layers=N, gemms=N"},
+    {OPT_TRACE_FORM, "trace-form", 0, CLI_VALUE, "FORM", trace_forms,
+     "chrome_tracing.json as a top-level array (default, the reference's) or {\"traceEvents\": [...]}"},
     {0},
 };
 
@@ -165,6 +168,7 @@ int cmd_parse(int argc, char **argv)
             o.moe_names = realloc(o.moe_names, (size_t)(o.nmoe_names + 1) * sizeof *o.moe_names);
             o.moe_names[o.nmoe_names++] = p.value;
             break;
+        case OPT_TRACE_FORM: o.trace_object = !strcmp(p.value, "object"); break;
         case OPT_DB_WRITER: setenv("SERVPROF_PARSE_DB_WRITER", p.value, 1); break; /* read by table.c */
         }
     }

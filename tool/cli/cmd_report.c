@@ -13,11 +13,12 @@
 #include "opts.h"
 #include "report.h"
 
-enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_COMPARE, OPT_BUCKETS, OPT_AJSON, OPT_CAJSON, OPT_CJSON, OPT_QUIET };
+enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_COMPARE, OPT_BUCKETS, OPT_AJSON, OPT_CAJSON, OPT_CJSON, OPT_QUIET, OPT_PROGRESS,
+       OPT_NO_PROGRESS };
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
-     "raw stores or a parse output folder (or its profiler.db)"},
+     "raw stores or a parse output folder (or its profiler.db); or give DIR as the argument"},
     {OPT_OUTPUT, "output", 'o', CLI_VALUE, "FILE.html", NULL, "where to write the page (default ./report.html)"},
     {OPT_COMPARE, "compare", 0, CLI_VALUE, "OTHER", NULL, "overlay a second run"},
     {OPT_BUCKETS, "buckets", 0, CLI_VALUE, "N", NULL,
@@ -28,40 +29,51 @@ static const cli_opt opts[] = {
     {OPT_CJSON, "compare-json", 0, CLI_VALUE, "FILE", NULL,
      "use this saved `servprof compare --format json` output"},
     {OPT_QUIET, "quiet", 'q', CLI_FLAG, NULL, NULL, "print nothing on success"},
+    {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
+     "show the parse's progress on stderr (default: on a terminal, for a large input)"},
+    {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {0},
 };
 
 static const cli_verb verb = {
     "report",
-    "-i|--input-path DIR [-o|--output FILE.html] [--compare OTHER]\n"
+    "[-i|--input-path] DIR [-o|--output FILE.html] [--compare OTHER]\n"
     "                       [--buckets N] [--analyze-json FILE] [--compare-analyze-json FILE]\n"
-    "                       [--compare-json FILE] [--quiet]",
+    "                       [--compare-json FILE] [--quiet] [--progress|--no-progress]",
     "Writes one self-contained HTML page (default ./report.html) showing the run at a glance:\n"
     "analyze's figures and findings, time series (throughput, latency percentiles, batch size,\n"
     "tokens per step, KV usage, queues, engine time budget, host and device samplers), latency\n"
     "CDFs, the TTFT breakdown and the slowest requests. DIR is a folder of raw stores or a parse\n"
-    "output folder (or its profiler.db). --compare OTHER overlays a second run.\n"
+    "output folder (or its profiler.db). --compare OTHER overlays a second run. The page's folder\n"
+    "is created when missing.\n"
     "An output that exists and is not a regular file (a FIFO, a device) is written in place;\n"
     "a symbolic link is followed and kept. See docs/report.md.",
     opts};
 
 int cmd_report(int argc, char **argv)
 {
-    rpt_opts ro = {.output = "report.html", .buckets = RPT_DEFAULT_BUCKETS};
+    rpt_opts ro = {.output = "report.html", .buckets = RPT_DEFAULT_BUCKETS, .progress = -1};
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
     for (int id; (id = cli_next(&p)) != CLI_END;) {
         long b;
         switch (id) {
         case CLI_STOP: return p.status;
-        case CLI_ARG: return cli_error(&verb, "unexpected argument '%s' (give DIR with -i/--input-path)", p.value);
-        case OPT_INPUT: ro.input = p.value; break;
+        case CLI_ARG:
+        case OPT_INPUT:
+            /* DIR as the argument or with -i, as parse and analyze take it */
+            if (ro.input)
+                return cli_error(&verb, "one input only (got '%s' and '%s')", ro.input, p.value);
+            ro.input = p.value;
+            break;
         case OPT_OUTPUT: ro.output = p.value; break;
         case OPT_COMPARE: ro.compare = p.value; break;
         case OPT_AJSON: ro.analyze_json = p.value; break;
         case OPT_CAJSON: ro.compare_analyze_json = p.value; break;
         case OPT_CJSON: ro.compare_json = p.value; break;
         case OPT_QUIET: ro.quiet = 1; break;
+        case OPT_PROGRESS: ro.progress = 1; break;
+        case OPT_NO_PROGRESS: ro.progress = 0; break;
         case OPT_BUCKETS:
             if (cli_integer(&p, RPT_MIN_BUCKETS, RPT_MAX_BUCKETS, &b) != 0)
                 return 2;
@@ -70,7 +82,7 @@ int cmd_report(int argc, char **argv)
         }
     }
     if (!ro.input)
-        return cli_error(&verb, "--input-path DIR is required (see servprof report --help)");
+        return cli_error(&verb, "the input is missing: servprof report DIR (or -i/--input-path DIR)");
     if ((ro.compare_analyze_json || ro.compare_json) && !ro.compare)
         return cli_error(&verb, "--compare-analyze-json and --compare-json need --compare OTHER");
     return rpt_run(&ro);

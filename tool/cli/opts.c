@@ -128,6 +128,50 @@ int cli_integer(const cli_parser *p, long lo, long hi, long *out)
     return 0;
 }
 
+/* The entry of o->choices spelled by s[0..n), or NULL. Returned values
+ * point into the table, so a piece of a comma list outlives argv's word. */
+static const char *choice_of(const cli_opt *o, const char *s, size_t n)
+{
+    for (const char *const *c = o->choices; *c; c++)
+        if (strlen(*c) == n && !strncmp(*c, s, n))
+            return *c;
+    return NULL;
+}
+
+/* The next piece of a comma list (p->comma points at it): sets p->value to
+ * its choice and moves p->comma past it (NULL after the last). */
+static void next_piece(cli_parser *p)
+{
+    const char *s = p->comma, *c = strchr(s, ',');
+    size_t n = c ? (size_t)(c - s) : strlen(s);
+    p->value = choice_of(p->comma_opt, s, n);
+    p->comma = c ? c + 1 : NULL;
+}
+
+/* `--format csv,json`: every piece must be a choice (checked at once, so a
+ * bad piece is one error before anything is taken). */
+static int take_comma_list(cli_parser *p, const cli_opt *o)
+{
+    char list[512];
+    for (const char *s = p->value;;) {
+        const char *c = strchr(s, ',');
+        size_t n = c ? (size_t)(c - s) : strlen(s);
+        if (!choice_of(o, s, n)) {
+            join(o->choices, list, sizeof list);
+            return fail(p, "%s '%s': '%.*s' is not one of: %s", p->opt_text, p->value, (int)n, s,
+                        list);
+        }
+        if (!c)
+            break;
+        s = c + 1;
+    }
+    p->comma_opt = o;
+    p->comma = p->value;
+    next_piece(p);
+    p->list = o;
+    return o->id;
+}
+
 /* Checks and returns an option's value (p->value is set). */
 static int take_value(cli_parser *p, const cli_opt *o)
 {
@@ -136,6 +180,8 @@ static int take_value(cli_parser *p, const cli_opt *o)
     if (!*p->value)
         return fail(p, "%s needs a value (%s), got an empty one", p->opt_text,
                     o->metavar ? o->metavar : "VALUE");
+    if (o->kind == CLI_LIST && o->choices && strchr(p->value, ','))
+        return take_comma_list(p, o);
     if (!in_choices(o, p->value)) {
         char list[512];
         join(o->choices, list, sizeof list);
@@ -210,6 +256,10 @@ int cli_next(cli_parser *p)
         cli_usage(p->verb, stdout);
         p->status = 0;
         return CLI_STOP;
+    }
+    if (p->comma) {
+        next_piece(p);
+        return p->comma_opt->id;
     }
     if (p->list) {
         const cli_opt *o = p->list;

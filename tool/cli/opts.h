@@ -42,7 +42,9 @@ typedef enum cli_kind {
     CLI_LIST,  /* --format csv json: one or more values; each is returned
                   with the option's id. Following words are taken while
                   they are in `choices` (or, without choices, until the
-                  next word starting with '-') */
+                  next word starting with '-'). With choices, a value may
+                  also be a comma list (--format csv,json), each piece
+                  returned in turn and checked first */
 } cli_kind;
 
 typedef struct cli_opt {
@@ -75,6 +77,8 @@ typedef struct cli_parser {
     char **argv;
     int i;                /* next argument to look at */
     const cli_opt *list;  /* a CLI_LIST option taking more values */
+    const char *comma;    /* the rest of a comma list still to return, or NULL */
+    const cli_opt *comma_opt; /* the option that comma list belongs to */
     int positional_only;  /* "--" was seen */
     int help;             /* -h/--help is among the options: only that counts */
     const char *value;    /* the value of the last option or argument */

@@ -77,6 +77,8 @@ typedef struct prs_opts {
     const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
     const char **moe_names;   /* --moe-names ROLE=NAME, layers=N, gemms=N (moeset.c) */
     int nmoe_names;
+    int trace_object;         /* --trace-form object: chrome_tracing.json as {"traceEvents": [...]}
+                                 (default 0: a top-level array, the reference's shape) */
 } prs_opts;
 
 /* Runs the whole parse. Returns 0 success, 1 nothing parsed / some output

@@ -3,11 +3,11 @@
 # report_assets.c: the page template, the page script and uPlot's minified JS,
 # CSS and MIT licence text as NUL-terminated byte arrays, so `servprof report` needs no file
 # and no network at run time (the binary carries them).
-#   -DSRC=<tool/report>  -DOUT=<build>/report_assets.c
-# uPlot comes from tool/report/node_modules (scripts/install-deps.sh runs
-# `npm ci` there, at the version pinned in package-lock.json). Without it the
-# assets are NULL and `servprof report` says how to install it.
-set(UPLOT ${SRC}/node_modules/uplot)
+#   -DSRC=<tool/report>  -DUPLOT=<tool/report/vendor/uplot>  -DOUT=<build>/report_assets.c
+# uPlot is vendored in the repository (tool/report/vendor/uplot: the two
+# minified files, its LICENSE and a VERSION file; scripts/refresh-uplot.sh
+# moves the pin and checks the hash), so every build embeds a working report:
+# there is no build without it.
 
 function(embed var file)
   file(READ ${file} hex HEX)
@@ -23,24 +23,22 @@ embed(t ${SRC}/report.html)
 embed(a ${SRC}/report_app.js)
 string(APPEND body "static const char template_[] = {\n${t}};\nconst char *const rpt_asset_template = template_;\n")
 string(APPEND body "static const char app_[] = {\n${a}};\nconst char *const rpt_asset_app_js = app_;\n")
-if(EXISTS ${UPLOT}/dist/uPlot.iife.min.js AND EXISTS ${UPLOT}/package.json)
-  file(READ ${UPLOT}/package.json pkg)
-  string(JSON version GET "${pkg}" version)
-  embed(j ${UPLOT}/dist/uPlot.iife.min.js)
-  embed(c ${UPLOT}/dist/uPlot.min.css)
-  embed(l ${UPLOT}/LICENSE)
-  string(APPEND body "/* uPlot ${version}, MIT licence, (c) Leon Sorokin: node_modules/uplot/LICENSE */\n")
-  string(APPEND body "static const char uplot_js_[] = {\n${j}};\nconst char *const rpt_asset_uplot_js = uplot_js_;\n")
-  string(APPEND body "static const char uplot_css_[] = {\n${c}};\nconst char *const rpt_asset_uplot_css = uplot_css_;\n")
-  string(APPEND body "static const char uplot_licence_[] = {\n${l}};\nconst char *const rpt_asset_uplot_licence = uplot_licence_;\n")
-  string(APPEND body "const char *const rpt_asset_uplot_version = \"${version}\";\n")
-else()
-  message(WARNING "uPlot is not installed in ${UPLOT}: `servprof report` will refuse to run. "
-                  "Run scripts/install-deps.sh (it runs `npm ci` in tool/report) and rebuild.")
-  string(APPEND body "const char *const rpt_asset_uplot_js = NULL;\nconst char *const rpt_asset_uplot_css = NULL;\n")
-  string(APPEND body "const char *const rpt_asset_uplot_version = NULL;\n")
-  string(APPEND body "const char *const rpt_asset_uplot_licence = NULL;\n")
-endif()
+foreach(f uPlot.iife.min.js uPlot.min.css LICENSE VERSION)
+  if(NOT EXISTS ${UPLOT}/${f})
+    message(FATAL_ERROR "${UPLOT}/${f} is missing from the checkout: restore it with `git checkout -- ${UPLOT}` "
+                        "or scripts/refresh-uplot.sh")
+  endif()
+endforeach()
+file(STRINGS ${UPLOT}/VERSION version REGEX "^version: ")
+string(REGEX REPLACE "^version: *" "" version "${version}")
+embed(j ${UPLOT}/uPlot.iife.min.js)
+embed(c ${UPLOT}/uPlot.min.css)
+embed(l ${UPLOT}/LICENSE)
+string(APPEND body "/* uPlot ${version}, MIT licence, (c) Leon Sorokin: vendor/uplot/LICENSE */\n")
+string(APPEND body "static const char uplot_js_[] = {\n${j}};\nconst char *const rpt_asset_uplot_js = uplot_js_;\n")
+string(APPEND body "static const char uplot_css_[] = {\n${c}};\nconst char *const rpt_asset_uplot_css = uplot_css_;\n")
+string(APPEND body "static const char uplot_licence_[] = {\n${l}};\nconst char *const rpt_asset_uplot_licence = uplot_licence_;\n")
+string(APPEND body "const char *const rpt_asset_uplot_version = \"${version}\";\n")
 # Rewrite only when changed, so an unchanged asset set rebuilds nothing.
 if(EXISTS ${OUT})
   file(READ ${OUT} old)

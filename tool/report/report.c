@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "discover.h"
+#include "fsutil.h"
 #include "parse.h"
 #include "plog.h"
 #include "report.h"
@@ -46,10 +47,10 @@ static void run_cleanup(run *r)
 
 /* Raw stores without analyze (--analyze-json, or analyze failed): one parse
  * with every output off, the rows through the tap. */
-static int parse_rows(run *r)
+static int parse_rows(run *r, int progress)
 {
     prs_tap tap = rpt_rows_tap(r->rows);
-    prs_opts po = {.input = r->input, .output = ".", .progress = 0, .summary = 0, .tap_counters = 1, .tap = &tap};
+    prs_opts po = {.input = r->input, .output = ".", .progress = progress, .summary = 0, .tap_counters = 1, .tap = &tap};
     int level = prs_log_level();
     if (level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);
@@ -95,7 +96,7 @@ static int find_input(run *r)
     return nraw > 0 ? 0 : 1;
 }
 
-static int load_run(run *r, const char *analyze_json, const char *opt)
+static int load_run(run *r, const char *analyze_json, const char *opt, int progress)
 {
     int rc = find_input(r);
     if (rc != 0)
@@ -114,18 +115,18 @@ static int load_run(run *r, const char *analyze_json, const char *opt)
             return 1;
         }
     } else {
-        r->analyze = rpt_analyze(r->input, r->dir, r->db[0] ? NULL : r->rows);
+        r->analyze = rpt_analyze(r->input, r->dir, r->db[0] ? NULL : r->rows, progress);
         if (!r->analyze && !r->db[0]) {
             /* Its parse may have stopped half way: start the rows again. */
             rpt_rows_free(r->rows);
             r->rows = rpt_rows_new();
             if (!r->rows)
                 return 1;
-            return parse_rows(r);
+            return parse_rows(r, progress);
         }
         return 0;
     }
-    return r->db[0] ? 0 : parse_rows(r);
+    return r->db[0] ? 0 : parse_rows(r, progress);
 }
 
 /* Gives each of the slowest requests its TTFT parts: analyze's (queue,
@@ -231,13 +232,37 @@ static const char *short_name(const char *p, int parts, char *b, size_t cap)
     return b;
 }
 
+/* The page's folder, created (with its parents) as parse creates its output
+ * folder, and checked before the inputs are read, so a bad -o costs no
+ * parse. 0, or 1 with the message. */
+static int make_output_folder(const char *output)
+{
+    char dir[4096];
+    sp_path_dirname(output, dir, sizeof dir);
+    int err = sp_mkdirs(dir, 0755);
+    if (err != 0) {
+        fprintf(stderr, "servprof report: cannot create the folder %s for %s: %s; no report written\n", dir,
+                output, strerror(-err));
+        return 1;
+    }
+    /* An existing output (a FIFO, /dev/null, a link) may be written in place. */
+    if (access(output, F_OK) != 0 && !sp_dir_writable(dir)) {
+        fprintf(stderr, "servprof report: cannot write into %s (for %s): %s; no report written\n", dir, output,
+                strerror(errno ? errno : EACCES));
+        return 1;
+    }
+    return 0;
+}
+
 int rpt_run(const rpt_opts *o)
 {
     run a = {.input = o->input}, b = {.input = o->compare};
     json_t *doc = NULL, *runs = NULL, *cmp = NULL;
-    int rc = load_run(&a, o->analyze_json, "--analyze-json");
+    int rc = make_output_folder(o->output);
+    if (rc == 0)
+        rc = load_run(&a, o->analyze_json, "--analyze-json", o->progress);
     if (rc == 0 && o->compare)
-        rc = load_run(&b, o->compare_analyze_json, "--compare-analyze-json");
+        rc = load_run(&b, o->compare_analyze_json, "--compare-analyze-json", o->progress);
     if (rc != 0)
         goto out;
     rc = 1;
@@ -273,7 +298,7 @@ int rpt_run(const rpt_opts *o)
         snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 2, na, sizeof na));
     }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
-                    rpt_asset_uplot_version ? rpt_asset_uplot_version : "", "buckets", o->buckets, "runs", runs,
+                    rpt_asset_uplot_version, "buckets", o->buckets, "runs", runs,
                     "compare", cmp);
     runs = NULL;
     if (!doc || rpt_html_write(o->output, doc) != 0)

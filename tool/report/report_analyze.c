@@ -16,11 +16,12 @@
 #include "compare.h"
 #include "report_analyze.h"
 
-json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows)
+json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows, int progress)
 {
     sa_opts o;
     sa_opts_init(&o);
     o.input = dir;
+    o.progress = progress;
     prs_tap tap;
     if (rows) {
         tap = rpt_rows_tap(rows);

@@ -18,7 +18,7 @@
  * (through the parser's tap) by the very parse analyze runs: one parse for
  * both. Returns a new reference, or NULL with a message on stderr (the page
  * then shows the charts without analyze's part; rows may then be partial). */
-json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows);
+json_t *rpt_analyze(const char *input, const char *dir, rpt_rows *rows, int progress);
 
 /* analyze's compare document of runs A and B (inputs and dirs as for
  * rpt_analyze). Returns a new reference, or NULL with a message on

@@ -302,9 +302,11 @@
     series, { bands: RUNS.length === 1 ? bands : undefined });
   }
 
-  /* A profiler.db series set {t, col: [...]} of each run. */
+  /* A profiler.db series set {t, col: [...]} of each run. spec.total names a
+   * column that is the sum of the others (batch size, tokens): it is drawn
+   * last and wider, so a part equal to it (a decode-only step) cannot hide it. */
   function dbChart(box, spec, pickSet, cols) {
-    const series = [];
+    const series = [], totals = [];
     RUNS.forEach((r, ri) => {
       const set = pickSet(r);
       if (!set || !set.t || !set.t.length) return;
@@ -312,10 +314,17 @@
         if (!set[key]) return;
         const v = f ? set[key].map(x => x == null ? null : f(x)) : set[key];
         if (!v.some(x => x != null)) return;
-        series.push({ t: set.t, v, label: runLabel(label, ri), scale, color: PALETTE[ci % PALETTE.length], dash: runDash(ri),
-          stepped: spec.stepped });
+        const s = { t: set.t, v, label: runLabel(label, ri), scale, color: PALETTE[ci % PALETTE.length], dash: runDash(ri),
+          stepped: spec.stepped };
+        if (key === spec.total) {
+          s.width = 2.5;
+          totals.push(s);
+        } else {
+          series.push(s);
+        }
       });
     });
+    series.push(...totals);
     if (!series.length) return false;
     buildChart(box, spec, series);
     return true;
@@ -357,11 +366,11 @@
       ['queue P50', w => get(w, 'queue_ms.p50')], ['queue P99', w => get(w, 'queue_ms.p99')]]);
     budgetChart(box);
     const steps = r => r.db.steps;
-    if (!dbChart(box, { id: 'batch', title: 'Batch size per step', unit: 'requests', stepped: true,
+    if (!dbChart(box, { id: 'batch', title: 'Batch size per step', unit: 'requests', stepped: true, total: 'batch_size',
       hint: '(min/max per time bucket)' }, steps, [
       ['batch_size', 'batch size'], ['prefill_batch', 'prefill'], ['decode_batch', 'decode']]))
       missing.push('batch size per step (no batch records)');
-    dbChart(box, { id: 'tokens', title: 'Scheduled tokens per step', unit: 'tokens', stepped: true }, steps, [
+    dbChart(box, { id: 'tokens', title: 'Scheduled tokens per step', unit: 'tokens', stepped: true, total: 'tokens' }, steps, [
       ['tokens', 'total'], ['prefill_tokens', 'prefill'], ['decode_tokens', 'decode']]);
     if (!counterChart(box, { id: 'kv', title: 'KV cache usage', unit: '%' }, ['KV cache usage'], null, x => x * 100) &&
         !dbChart(box, { id: 'kv', title: 'KV cache usage (at each step)', unit: '%' }, steps, [['kv_usage', 'usage']]))

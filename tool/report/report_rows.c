@@ -37,14 +37,16 @@
 #include "report.h"
 
 /* Column names this file reads, per table (the parser's repcols.h). */
+/* RQ_COMPLETE is read, not shown: it is last, and the slowest rows' JSON
+ * stops before it. */
 enum { RQ_RID, RQ_START, RQ_E2E, RQ_TTFT, RQ_QUEUE, RQ_PREFILL, RQ_DECODE, RQ_IN, RQ_OUT, RQ_PREEMPT, RQ_TPOT,
-       RQ_N };
+       RQ_COMPLETE, RQ_N };
 static const char *const rq_cols[RQ_N] = {
     PRS_RQ_HTTP_RID, PRS_RQ_START_MS, PRS_RQ_EXEC_MS, PRS_RQ_TTFT_MS, PRS_RQ_QUEUE_MS,
     PRS_RQ_PREFILL_MS, PRS_RQ_DECODE_MS, PRS_RQ_RECV_TOKENS, PRS_RQ_REPLY_TOKENS, PRS_RQ_PREEMPTED,
-    PRS_RQ_TPOT_MS};
-static const char *const rq_keys[RQ_N] = {"rid", "start_s", "e2e_ms", "ttft_ms", "queue_ms", "prefill_ms",
-                                          "decode_ms", "in_tokens", "out_tokens", "preempted", "tpot_ms"};
+    PRS_RQ_TPOT_MS, PRS_RQ_COMPLETE};
+static const char *const rq_keys[RQ_COMPLETE] = {"rid", "start_s", "e2e_ms", "ttft_ms", "queue_ms", "prefill_ms",
+                                                 "decode_ms", "in_tokens", "out_tokens", "preempted", "tpot_ms"};
 enum { BT_NAME, BT_START, BT_BS, BT_PBS, BT_DBS, BT_TOK, BT_PTOK, BT_DTOK, BT_KV, BT_N };
 static const char *const bt_cols[BT_N] = {
     PRS_BT_NAME, PRS_BT_START_MS, PRS_BT_SIZE, PRS_BT_PREFILL_SIZE, PRS_BT_DECODE_SIZE,
@@ -317,10 +319,16 @@ static void add_request(rpt_rows *r, const prs_val *v)
         if (end > r->t1_ms)
             r->t1_ms = end;
     }
-    add_cdf(r, 0, vals[RQ_TTFT]);
-    add_cdf(r, 1, vals[RQ_TPOT]);
-    add_cdf(r, 2, vals[RQ_E2E]);
-    add_cdf(r, 3, vals[RQ_QUEUE]);
+    /* The CDFs count complete requests only, as analyze's latency figures
+     * and the headline do (a request the collection window cut has a
+     * partial e2e); without a `complete` column, every request with an end. */
+    int complete = isnan(vals[RQ_COMPLETE]) ? !isnan(vals[RQ_E2E]) : vals[RQ_COMPLETE] != 0;
+    if (complete) {
+        add_cdf(r, 0, vals[RQ_TTFT]);
+        add_cdf(r, 1, vals[RQ_TPOT]);
+        add_cdf(r, 2, vals[RQ_E2E]);
+        add_cdf(r, 3, vals[RQ_QUEUE]);
+    }
     add_slow(r, v, vals);
 }
 
@@ -529,7 +537,7 @@ static json_t *slowest_json(rpt_rows *r)
     json_t *arr = json_array();
     for (int i = 0; arr && i < r->nslow; i++) {
         json_t *o = json_object();
-        for (int k = 0; k < RQ_N; k++) {
+        for (int k = 0; k < RQ_COMPLETE; k++) {
             double x = r->slow[i].v[k];
             json_t *v;
             if (k == RQ_RID)

@@ -20,6 +20,7 @@
 
 #include "argdecode.h"
 #include "fmt.h"
+#include "reqtokens.h"
 #include "xalloc.h"
 
 
@@ -587,8 +588,8 @@ static const arg_field fields['z' - 'A' + 1][ROW_MAX] = {
     ROW('d') = {NUM("deviceBlock", device_block, EQ)},
     ROW('f') = {SLICE(ARG_ID, "from", from)},
     ROW('h') = {NUM("hitCache", hit_cache, EQ)},
-    ROW('r') = {SLICE(ARG_RIDS, "rid", rid), NUM("recvTokenSize", recv_tokens, EQ),
-                NUM("replyTokenSize", reply_tokens, EQ), NUM("rss=", rss, 0)},
+    ROW('r') = {SLICE(ARG_RIDS, "rid", rid), NUM(SP_TOKENS_RECV_KEY, recv_tokens, EQ),
+                NUM(SP_TOKENS_REPLY_KEY, reply_tokens, EQ), NUM("rss=", rss, 0)},
     ROW('s') = {SLICE(ARG_STR, "scope#QueueName", queue_name), SLICE(ARG_ID, "status", status),
                 INT("scope#device", device), INT("scope#cpu", cpu_index),
                 SLICE(ARG_RAW, "spec_decode_accepted_by_req", accepted)},

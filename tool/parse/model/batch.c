@@ -221,10 +221,12 @@ static void spec_release(prs_batch *b, prs_model *m, batch_store *st, prs_str ac
         }
         if (have && sd > 0) {
             p->vals[C_ACC] = prs_v_real(sa / sd);
-            /* position k: requests with >= k accepted among those with >= k drafted */
-            size_t cap = (size_t)maxd * 16 + 8, o = 0;
+            /* position k: requests with >= k accepted among those with >= k drafted,
+             * as the reference writes it: an object keyed by the 0-based position
+             * ({"0": 0.95, "1": 0.88}), each share rounded to 4 decimals */
+            size_t cap = (size_t)maxd * 24 + 8, o = 0;
             char *txt = prs_xmalloc(cap);
-            txt[o++] = '[';
+            txt[o++] = '{';
             for (int k = 1; k <= maxd && k <= 64; k++) {
                 int num = 0, den = 0;
                 for (int i = 0; i < st->spec_n; i++) {
@@ -233,9 +235,10 @@ static void spec_release(prs_batch *b, prs_model *m, batch_store *st, prs_str ac
                     den++;
                     num += acc[i] >= k;
                 }
-                o += (size_t)snprintf(txt + o, cap - o, "%s%.4g", k > 1 ? "," : "", den ? (double)num / den : 0.0);
+                o += (size_t)snprintf(txt + o, cap - o, "%s\"%d\": %.10g", k > 1 ? ", " : "", k - 1,
+                                      den ? round((double)num / den * 1e4) / 1e4 : 0.0);
             }
-            txt[o++] = ']';
+            txt[o++] = '}';
             txt[o] = 0;
             p->vals[C_ACCPOS] = prs_v_text(txt, (int)o); /* owned by the row now */
         }

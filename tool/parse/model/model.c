@@ -299,7 +299,7 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
             if (r->kinds & PRS_KIND(k))
                 m->hooks[k * prs_nreports + m->nhooks[k]++] = (prs_hook){r->record, m->rep[i], i};
     }
-    m->tl = prs_timeline_open(&m->out, opts->json, opts->perfetto, opts->tap_counters, origin);
+    m->tl = prs_timeline_open(&m->out, opts->json, opts->perfetto, opts->tap_counters, origin, opts->trace_object);
     return 0;
 }
 

@@ -41,11 +41,14 @@
  * kvcache       kvcache.c     kvcache.csv
  * reqstatus     reqstatus.c   request_status.csv
  * spaninfo      spaninfo.c    span_info/NAME.csv (with --span)
+ * topreq        topreq.c      (no file) the summary's top five requests by forward + bubble,
+ *                             printed under spaninfo's span table
  * pdsplit       pdsplit.c     pd_split_communication.csv, pd_split_kvcache.csv,
  *                             coordinator.csv, coordinator_running.csv
  * moe           moeset.c      ep_balance.csv, moe_analysis.csv, moe_rank.csv,
  *                             expert_load.csv, eplb_balance.csv (one file each:
- *                             ep_balance.c, moe_analysis.c, moe_rank.c, eplb.c) */
+ *                             ep_balance.c, moe_analysis.c, moe_rank.c, eplb.c)
+ * specdec       specdecode.c  spec_decode.csv (specDecoding steps, per request) */
 #define PRS_REPORTS(X) \
     X(request)         \
     X(batch)           \
@@ -53,8 +56,10 @@
     X(kvcache)         \
     X(reqstatus)       \
     X(spaninfo)        \
+    X(topreq)          \
     X(pdsplit)         \
-    X(moe)
+    X(moe)             \
+    X(specdec)
 
 #define DECLARE(name) extern const prs_report prs_report_##name;
 PRS_REPORTS(DECLARE)

@@ -32,6 +32,7 @@
 
 #include "fmt.h"
 #include "model.h"
+#include "reqtokens.h"
 #include "repcols.h"
 #include "sessions.h"
 #include "stats.h"
@@ -223,6 +224,16 @@ static void write_row(request *rq, prs_model *m, prs_req *q)
     }
     if (ft >= 0 && q->first_step_start >= 0 && ft >= q->first_step_start)
         prefill = ms(ft - q->first_step_start);
+    /* A figure whose start was not seen is empty, never negative: a request
+     * that straddles `servprof enable` has its first token before the first
+     * step the store holds (a later decode step), and clocks of two
+     * processes may disagree by more than a short span. */
+    if (prefill < 0)
+        prefill = NAN;
+    if (decode < 0)
+        decode = tpot = NAN;
+    if (ttft < 0)
+        ttft = NAN;
     /* Still waiting when the records end: how long is not known. */
     double wait = q->nwait && q->wait_since < 0 ? ms(q->queue_wait) : NAN;
     char dt[40];
@@ -340,8 +351,8 @@ static void link_request(void *st, prs_model *m, int kept, int absorbed)
     k->preempted += a->preempted;
     if (k->wait_since < 0)
         k->wait_since = a->wait_since;
-    if (isnan(k->recv)) k->recv = a->recv;
-    if (isnan(k->reply)) k->reply = a->reply;
+    sp_tokens_merge(&k->recv, a->recv);
+    sp_tokens_merge(&k->reply, a->reply);
     if (isnan(k->hit)) k->hit = a->hit;
     flow_end(m, a);
     if (a->queued) {
@@ -371,10 +382,8 @@ static void apply(request *rq, prs_model *m, prs_req *q, const prs_rec *r, enum 
 {
     const prs_args *a = &m->args;
     int64_t end = r->ts + r->dur;
-    if (!isnan(a->recv_tokens))
-        q->recv = a->recv_tokens;
-    if (!isnan(a->reply_tokens))
-        q->reply = a->reply_tokens;
+    sp_tokens_see(&q->recv, a->recv_tokens); /* the one rule: common/reqtokens.h */
+    sp_tokens_see(&q->reply, a->reply_tokens);
     switch (k) {
     case K_HTTPREQ:
         if (q->start < 0)

@@ -4,10 +4,15 @@
  * records arrive, and the same timeline as profiler.db tables (process,
  * thread, slice, counter, flow).
  *
- * The file is the object form {"traceEvents": [...], "otherData": {...}}:
- * `ts` is microseconds since the earliest record (otherData.epoch_origin_ns
- * holds that origin), printed from integer nanoseconds so no precision is
- * lost (absolute epoch microseconds in a double would lose it). One trace
+ * The file is, by default, the reference's shape: a top-level array of
+ * events whose first is a metadata event {"name": "servprof_trace", "ph":
+ * "M", "args": {"epoch_origin_ns": ...}} (readers that do `for e in
+ * json.load(f)` work, and Perfetto ignores a metadata name it does not
+ * know); `--trace-form object` writes {"displayTimeUnit", "otherData":
+ * {"epoch_origin_ns", ...}, "traceEvents": [...]} instead. Either way `ts`
+ * is microseconds since the earliest record (epoch_origin_ns holds that
+ * origin), printed from integer nanoseconds so no precision is lost
+ * (absolute epoch microseconds in a double would lose it). One trace
  * process per raw store (pid = store index + 1, unique across hosts, named
  * by role at the end when the roles are known), one thread lane per
  * (domain, thread) — and more lanes for spans that overlap without nesting.
@@ -129,6 +134,7 @@ struct prs_timeline {
     char *path;
     int64_t origin;
     int first;           /* no event written yet (no comma) */
+    int object_form;     /* {"traceEvents": [...]} rather than a top-level array */
     lane *lanes;
     int nlanes, caplanes;
     int *lane_hash;      /* open addressing over lanes, index + 1 */
@@ -184,7 +190,8 @@ static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INT
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
 
-prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin)
+prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin,
+                                int object_form)
 {
     if (!json && !perfetto && !o->db && !tap_counters)
         return NULL;
@@ -217,10 +224,21 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_coun
             t->f->b = prs_dw_buf(dw);
             t->f->n = 0;
             t->f->handovers = 0;
-            W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
-            w_int(t->f, origin);
-            W_LIT(t->f, "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
-                        "\"traceEvents\":[\n");
+            t->object_form = object_form;
+            if (object_form) {
+                W_LIT(t->f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"epoch_origin_ns\":\"");
+                w_int(t->f, origin);
+                W_LIT(t->f, "\",\"ts\":\"microseconds since epoch_origin_ns\",\"generator\":\"servprof parse\"},"
+                            "\"traceEvents\":[\n");
+            } else {
+                /* the origin rides in the first event, a metadata event */
+                W_LIT(t->f, "[\n{\"name\":\"servprof_trace\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
+                            "\"args\":{\"epoch_origin_ns\":\"");
+                w_int(t->f, origin);
+                W_LIT(t->f, "\",\"ts\":\"microseconds since epoch_origin_ns\",\"displayTimeUnit\":\"ms\","
+                            "\"generator\":\"servprof parse\"}}");
+                t->first = 0;
+            }
         }
     }
     prs_table_init(o, &t->t_process, NULL, "process", c_process, NCOLS(c_process), NULL);
@@ -661,6 +679,8 @@ void prs_timeline_flow(prs_timeline *t, char ph, long long id, int pid, int tid,
 
 static const char *role_of(const prs_store *s)
 {
+    if (s->name_chosen && s->process_name && *s->process_name)
+        return s->process_name; /* servprof_set_process_name wins over the role */
     if (s->has_forward)
         return "forward";
     if (s->has_batch)
@@ -690,11 +710,12 @@ static void process_meta(prs_timeline *t, int pid, const char *name, const char 
 
 static void activity_store(prs_timeline *t, const char *path, int idx)
 {
-    char uri[4200];
-    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
-    sqlite3 *db;
-    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
-        prs_log(PRS_WARNING, "activity store %s: cannot open (%s); skipped", path, sqlite3_errmsg(db));
+    char *uri = prs_store_uri(path); /* immutable when closed: reading writes nothing beside it */
+    sqlite3 *db = NULL;
+    int rc = uri ? sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+    free(uri);
+    if (rc != SQLITE_OK) {
+        prs_log(PRS_WARNING, "activity store %s: cannot open (%s); skipped", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return;
     }
@@ -857,7 +878,10 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
         }
     }
     if (t->f) {
-        W_LIT(t->f, "\n]}\n");
+        if (t->object_form)
+            W_LIT(t->f, "\n]}\n");
+        else
+            W_LIT(t->f, "\n]\n");
         double bytes = (double)t->f->handovers * PRS_DW_BUF + (double)t->f->n;
         int err = prs_dw_close(t->f->dw, t->f->n);
         if (!err && !perfetto_written && bytes > json_note_bytes())

@@ -12,7 +12,8 @@
  * tap_counters: with neither, still make the counter rows, for the parse's
  * tap only (servprof report's charts): lanes, slices and flows are skipped.
  * Returns NULL when nothing is wanted. */
-prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin_ns);
+prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin_ns,
+                                int object_form);
 /* The trace thread id for a record of (store, domain, thread) spanning
  * [ts, ts + dur): the lane of that thread, or a sub-lane of it when the span
  * would overlap another without nesting. Call once per record, in time order. */

@@ -40,6 +40,7 @@
 #include "model.h"
 #include "plog.h"
 #include "xalloc.h"
+#include "storeread.h"
 
 /* What one request did on one host: the time its records cover (first < 0:
  * none), its first sendReqToD and the start of its first PullKVCache (-1). */
@@ -147,8 +148,12 @@ static int worth_decoding(const char *args, const char *name)
 static void scan_store(struct scan *sc, const char *path, int h, prs_clock_host *host)
 {
     sqlite3 *db;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
+    char *uri = prs_store_uri(path); /* immutable when closed: reading writes nothing beside it */
+    int rc = uri ? sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+    free(uri);
+    if (rc != SQLITE_OK) {
+        if (uri)
+            sqlite3_close(db);
         return;
     }
     read_sync_meta(db, host);

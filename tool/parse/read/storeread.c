@@ -129,10 +129,22 @@ static char *stem_of(const char *path)
 }
 
 /* SQLite URI filenames reserve '?', '#' and '%'. */
-static char *uri_of(const char *path)
+/* The file's header says WAL mode (read and write versions 2). */
+static int wal_mode(const char *path)
+{
+    unsigned char h[20];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    return got == sizeof h && !memcmp(h, "SQLite format 3", 16) && h[18] == 2 && h[19] == 2;
+}
+
+char *prs_store_uri(const char *path)
 {
     size_t n = strlen(path);
-    char *u = prs_xmalloc(n * 3 + 32);
+    char *u = prs_xmalloc(n * 3 + 48);
     char *o = u;
     o += sprintf(o, "file:");
     for (const char *p = path; *p; p++) {
@@ -141,7 +153,24 @@ static char *uri_of(const char *path)
         else
             *o++ = *p;
     }
-    strcpy(o, "?mode=ro");
+    /* Only a WAL-mode store makes a reader write beside it (the -shm index
+     * and an empty -wal, which a read-only connection cannot remove). One
+     * whose writers are gone has neither file (SQLite removes both when the
+     * last connection closes): immutable=1 then reads it with no lock and
+     * creates nothing. When either file is there, a writer is live (or died
+     * without closing): committed rows may be in the -wal only and the
+     * writer's checkpoints must respect our snapshot, so the store is opened
+     * as usual, with locks, and SQLite keeps using the -shm that is there.
+     * A rollback-mode store (the reference's, tests') creates nothing when
+     * read: it keeps its locks. */
+    int immutable = wal_mode(path);
+    char side[4200];
+    struct stat st;
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3 && immutable; i++)
+        immutable = snprintf(side, sizeof side, "%s%s", path, sides[i]) < (int)sizeof side &&
+                    stat(side, &st) != 0;
+    strcpy(o, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
     return u;
 }
 
@@ -224,6 +253,7 @@ static void read_meta(prs_store *s)
         } else if (!strcmp(k, "process_name") || !strcmp(k, "program")) {
             free(s->process_name);
             s->process_name = prs_xstrdup(v);
+            s->name_chosen = *v != 0; /* the program named itself (servprof_set_process_name) */
         }
     }
     sqlite3_finalize(st);
@@ -581,7 +611,7 @@ prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index)
     s->dp_rank = -1;
     s->row = prs_xcalloc(1, sizeof *s->row);
     s->last_ts = INT64_MIN;
-    char *uri = uri_of(path);
+    char *uri = prs_store_uri(path);
     int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                              prs_readvfs_name());
     free(uri);

@@ -31,6 +31,7 @@ typedef struct prs_store {
     char *prof_id;        /* file stem */
     char *hostname;       /* Meta hostname, "" if absent */
     char *process_name;   /* process table / Meta, may be "" */
+    int name_chosen;      /* process_name came from Meta: the program chose it */
     int dp_rank;          /* Meta dpRankId, -1 if absent */
     long long ppid;       /* Meta ppid, 0 if absent */
     int legacy;           /* 1: Mstx table */
@@ -89,6 +90,13 @@ typedef struct prs_rec {
 /* Opens path read-only and positions on its first record. Returns NULL (and
  * warns naming the file) when it is not a readable store. */
 prs_store *prs_store_open(prs_parse_ctx *c, const char *path, int index);
+
+/* The read-only URI every reader of a raw or activity store opens it with
+ * ("file:PATH?mode=ro", plus "&immutable=1" for a WAL-mode store with no
+ * -wal, -shm or -journal beside it: its writers are gone, and reading it
+ * must write nothing into the session folder). malloc'ed: the caller frees
+ * it. NULL when out of memory. */
+char *prs_store_uri(const char *path);
 /* Exact mode (1): a first pass over the timestamps bounds the reorder
  * window before any row is handed out, and open-time warnings are not
  * repeated (the one-pass run before printed them). Default 0: one pass;
