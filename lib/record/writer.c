@@ -301,7 +301,10 @@ static void on_span_end(writer *w, const sp_rec_hdr *h, int tid)
  * previous epoch): a row dated at the session's start, so the parser joins
  * the ids before the request's records of this session; args carry
  * "before_session": true. */
-static void kept_link(writer *w, const char *from, size_t fl, const char *to, size_t tl, int tid)
+/* recs: the records the row stands for in the loss count: 1 for a ring
+ * record, 0 for a linkkeep.c Link (made while off, never a ring record). */
+static void kept_link(writer *w, const char *from, size_t fl, const char *to, size_t tl, int tid,
+                      unsigned recs)
 {
     sp_sb_clear(&w->tmp);
     sp_sb_put(&w->tmp, ",\"from\":", 8);
@@ -311,13 +314,13 @@ static void kept_link(writer *w, const char *from, size_t fl, const char *to, si
     static const char flag[] = ",\"before_session\":true";
     sp_sb_put(&w->tmp, flag, sizeof flag - 1);
     make_args(w, 3, w->tmp.p, w->tmp.len, "", 0);
-    add_row(w, w->start_ns, 0, "Link", 4, "", 0, w->args.p, w->args.len, tid);
+    add_row(w, w->start_ns, 0, "Link", 4, "", 0, w->args.p, w->args.len, tid, recs);
     w->kept_links++;
 }
 
 static void take_kept(void *ctx, const char *from, size_t nf, const char *to, size_t nt, int tid)
 {
-    kept_link(ctx, from, nf, to, nt, tid);
+    kept_link(ctx, from, nf, to, nt, tid, 0);
 }
 
 static void write_thread_row(writer *w, sp_tbuf *tb)
@@ -403,7 +406,7 @@ static void handle(writer *w, sp_tbuf *tb, const uint8_t *rec, size_t len)
         sp_sb_put(&w->tmp, ",\"to\":", 6);
         sp_json_str(&w->tmp, to, tl);
         if (before) {
-            kept_link(w, from, fl, to, tl, tb->tid);
+            kept_link(w, from, fl, to, tl, tb->tid, 1);
             break;
         }
         make_args(w, 3, w->tmp.p, w->tmp.len, w->members.p, w->members.len);
