@@ -21,6 +21,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 from fixtures import Store, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
 
 BIN = os.environ.get("SERVPROF_BIN", "servprof")
+
+
+def analyze_quality(inp):
+    """analyze's data-quality block for raw stores (its JSON document)."""
+    p = subprocess.run([BIN, "analyze", inp, "--format", "json"], capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("analyze exited %d: %s" % (p.returncode, p.stderr))
+    return json.loads(p.stdout)["data_quality"]
 SLOW = 10 if os.environ.get("SERVPROF_SANITIZE") else 1
 
 
@@ -83,6 +92,10 @@ class Numbers(Case):
         self.assertEqual(float(good["first_token_latency(ms)"]), 5.0)
         self.assertEqual(float(bad["execution_time(ms)"]), 10.0)
         self.assertIn("figures left empty: 1 ", p.stdout)
+        # analyze of the same stores: the same count in its data-quality block
+        q = analyze_quality(self.inp)
+        self.assertEqual(q["figures_left_empty"], 1)
+        self.assertEqual(q["duplicate_ids"], 0)
 
 
 class Ids(Case):
@@ -96,6 +109,11 @@ class Ids(Case):
         p = run_parse(self.inp, self.out)
         self.assertRegex(p.stdout, r'duplicate ids: 1 id\(s\) linked from two process stores '
                                    r'\(first: "0" in ms_service_a-1 and ms_service_b-2\)')
+        q = analyze_quality(self.inp)
+        self.assertEqual(q["duplicate_ids"], 1)
+        self.assertIn('"0" in ms_service_a-1 and ms_service_b-2', q["duplicate_example"])
+        text = subprocess.run([BIN, "analyze", self.inp], capture_output=True, text=True, timeout=60)
+        self.assertIn("data quality: 1 id(s) linked from two process stores", text.stdout)
 
     def test_escaped_and_raw_ids_are_one_request(self):
         # Python's json.dumps escapes non-ASCII, C writes it raw; longer than 511 bytes

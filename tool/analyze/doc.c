@@ -332,6 +332,27 @@ static json_t *spans_json(const sa_profile *p)
     return a;
 }
 
+/* What the parse found wrong in the data itself. From profiler.db the
+ * counts are unknown (null): they are the parse's, not the database's. */
+static json_t *quality_json(const sa_profile *p)
+{
+    json_t *q = json_object();
+    long long complete = 0;
+    for (long long i = 0; i < p->nreq; i++)
+        complete += p->req[i].complete != 0;
+    json_object_set_new(q, "incomplete_requests", json_integer(p->nreq - complete));
+    if (!p->quality_known) {
+        json_object_set_new(q, "duplicate_ids", json_null());
+        json_object_set_new(q, "duplicate_example", json_null());
+        json_object_set_new(q, "figures_left_empty", json_null());
+        return q;
+    }
+    json_object_set_new(q, "duplicate_ids", json_integer(p->dup_ids));
+    json_object_set_new(q, "duplicate_example", p->dup_ids ? json_string(p->dup_example) : json_null());
+    json_object_set_new(q, "figures_left_empty", json_integer(p->empty_figures));
+    return q;
+}
+
 json_t *sa_document(const sa_profile *p, const sa_opts *o)
 {
     sa_series s;
@@ -344,6 +365,7 @@ json_t *sa_document(const sa_profile *p, const sa_opts *o)
     json_object_set_new(d, "source", json_string(p->from_db ? "profiler.db" : "raw"));
     json_object_set_new(d, "run", run_json(p));
     json_object_set_new(d, "headline", headline_json(p, &s, &f));
+    json_object_set_new(d, "data_quality", quality_json(p));
     json_t *sum = json_object();
     json_object_set_new(sum, "request", sa_refsum_request(p));
     json_object_set_new(sum, "batch", sa_refsum_batch(p));

@@ -402,6 +402,18 @@ static void tap_record(void *ctx, const prs_rec *r)
 
 static void profile_release(sa_profile *p);
 
+/* The parse's data-quality counts (request.c, at the end of the run). */
+static void tap_quality(void *ctx, const prs_quality *q)
+{
+    ingest *g = ctx;
+    g->p->quality_known = 1;
+    g->p->dup_ids = q->dup_ids;
+    g->p->empty_figures = q->empty_figures;
+    snprintf(g->p->dup_example, sizeof g->p->dup_example, "%s", q->dup_example);
+    if (g->also && g->also->quality)
+        g->also->quality(g->also->ctx, q);
+}
+
 /* The parse starts over (tap.h): the profile and the column maps go back
  * to what sa_profile_load made before the parse, and so does `also`. */
 static void tap_restart(void *ctx)
@@ -431,7 +443,8 @@ static int load_raw(ingest *g, const sa_opts *o, char *err, size_t errcap)
         prs_log_set_level(PRS_WARNING);
     /* a consumer riding along that cannot start over keeps the parse exact */
     int can_restart = !g->also || g->also->restart;
-    prs_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL, .ctx = g};
+    prs_tap tap = {.row = tap_row, .record = tap_record, .restart = can_restart ? tap_restart : NULL,
+                   .quality = tap_quality, .ctx = g};
     po.tap = &tap;
     int rc = prs_run(&po);
     prs_log_set_level(level);

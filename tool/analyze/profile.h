@@ -138,6 +138,10 @@ typedef struct sa_profile {
     sa_moe *moe; long long nmoe, capmoe;    /* MoE rank rows (moefind.c) */
     char **moe_ranks; int nmoe_ranks;       /* their rank labels (owned) */
     sa_expload *exl; long long nexl, capexl; /* expert loads */
+    /* what the parse found wrong in the data (tap.h, prs_quality); raw input only */
+    int quality_known;
+    long long dup_ids, empty_figures;
+    char dup_example[320];
     /* computed by sa_profile_finish() */
     int src;                        /* steps used for step metrics: exec, else batch, else forward */
     int busy_src;                   /* steps used as busy time: forward, else exec, else batch */

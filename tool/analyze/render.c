@@ -130,6 +130,16 @@ void sa_render_text(json_t *doc, FILE *f)
                "run); mean batch %.2f; KV peak %.1f%%; %lld preemption(s)\n",
             100 * num(h, "busy_frac"), 100 * num(h, "stalled_frac"), 100 * num(h, "idle_frac"),
             num(h, "batch_size_mean"), 100 * num(h, "kv_usage_peak"), (long long)num(h, "preemptions"));
+    json_t *q = json_object_get(doc, "data_quality");
+    if (json_integer_value(json_object_get(q, "duplicate_ids")) > 0)
+        fprintf(f, "data quality: %lld id(s) linked from two process stores (first: %s): their requests "
+                   "were merged into one; ids must be unique across processes\n",
+                (long long)json_integer_value(json_object_get(q, "duplicate_ids")),
+                json_string_value(json_object_get(q, "duplicate_example")));
+    if (json_integer_value(json_object_get(q, "figures_left_empty")) > 0)
+        fprintf(f, "data quality: %lld figure(s) left empty (a first token outside its request's life, or "
+                   "an end before the start: check the clocks and the request ids)\n",
+                (long long)json_integer_value(json_object_get(q, "figures_left_empty")));
     findings_text(f, doc, t0);
 
     fprintf(f, "\nLatency of complete requests (ms)   %7s %9s %9s %9s %9s %9s\n", "n", "mean", "P50", "P90", "P99",

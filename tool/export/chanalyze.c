@@ -439,7 +439,7 @@ json_t *sa_analyze_clickhouse(const char *url, const char *session, const char *
     static const char *const missing[] = {"run.processes", "headline.kv_usage_peak", "headline.kv_usage_mean",
                                           "headline.busy_frac", "headline.stalled_frac", "headline.idle_frac",
                                           "headline.verdict", "headline.top_finding", "summaries", "findings",
-                                          "windows", "ttft_breakdown", "slowest", "spans", NULL};
+                                          "windows", "ttft_breakdown", "slowest", "spans", "data_quality", NULL};
     for (int i = 0; missing[i]; i++)
         json_array_append_new(nc, json_string(missing[i]));
     json_object_set_new(doc, "not_covered", nc);

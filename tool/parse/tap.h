@@ -31,11 +31,23 @@ struct prs_val;
  * come again from the start. NULL: the consumer cannot start over, so a
  * parse with that tap starts in exact mode (a first pass over the
  * timestamps, paid on every input) and never restarts. Any of the three
- * may be NULL. */
+ * may be NULL.
+ *
+ * quality() (may be NULL) gets, once at the end of a run, what the parse
+ * found wrong in the data itself: ids linked from two process stores and
+ * figures left empty (request.c), as the terminal summary says them, so
+ * that analyze can put them in its data-quality block. */
+typedef struct prs_quality {
+    long long dup_ids;        /* ids linked from two process stores */
+    const char *dup_example;  /* the first of them ("" when none) */
+    long long empty_figures;  /* figures left empty: outside the request's life */
+} prs_quality;
+
 typedef struct prs_tap {
     void (*row)(void *ctx, const struct prs_table *t, const struct prs_val *vals);
     void (*record)(void *ctx, const prs_rec *r);
     void (*restart)(void *ctx);
+    void (*quality)(void *ctx, const prs_quality *q);
     void *ctx;
 } prs_tap;
 

@@ -32,6 +32,7 @@
 
 #include "fmt.h"
 #include "model.h"
+#include "tap.h"
 #include "reqtokens.h"
 #include "repcols.h"
 #include "sessions.h"
@@ -496,7 +497,15 @@ static void flush(request *rq, prs_model *m, int all)
 }
 
 static void tick_request(void *st, prs_model *m) { flush(st, m, 0); }
-static void finish_request(void *st, prs_model *m) { flush(st, m, 1); }
+static void finish_request(void *st, prs_model *m)
+{
+    const request *rq = st;
+    flush(st, m, 1);
+    if (m->out.tap.quality) {
+        prs_quality q = {m->dup_links, m->dup_links ? m->dup_example : "", rq->absurd_figures};
+        m->out.tap.quality(m->out.tap.ctx, &q);
+    }
+}
 
 static void close_request(void *st, prs_model *m)
 {
