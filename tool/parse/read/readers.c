@@ -26,7 +26,10 @@
  * `prod` wakes the reader when the merge has freed room, `cons` wakes the
  * merge when a ring it waits on got records or ended. The merge takes the
  * lock only when it has used up what it last saw published, or every
- * BATCH records to give room back, not on every record.
+ * BATCH records to give room back, not on every record; a waiting reader
+ * is woken when half its ring is free. The reader is woken whenever a
+ * ring is empty, and the merge waits only on an empty ring, so neither
+ * waits for the other for good.
  *
  * Shared state the readers touch besides their own stores is in the
  * parse's context (storeread.h: atomic counters, a locked warning table);
@@ -46,7 +49,7 @@
 
 #define RING_RECS 1024
 #define RING_BYTES ((size_t)4 << 20)
-#define BATCH 64
+#define BATCH 128
 /* A slot's buffer beyond this, four times what it now holds, is shrunk:
  * one 1 MiB args (argcap's limit) must not pin 1 MiB per slot for good. */
 #define SLOT_KEEP ((size_t)256 << 10)
@@ -258,7 +261,9 @@ static void give_back(ring *g)
     pthread_mutex_lock(&w->mu);
     g->count -= g->used;
     g->bytes -= g->used_bytes;
-    if (w->prod_waiting)
+    /* Woken only once half the ring is free (or all of it): a reader woken
+     * for every BATCH would switch threads thousands of times a second. */
+    if (w->prod_waiting && (g->count == 0 || (g->count <= RING_RECS / 2 && g->bytes <= RING_BYTES / 2)))
         pthread_cond_signal(&w->prod);
     pthread_mutex_unlock(&w->mu);
     g->used = 0;
