@@ -61,8 +61,10 @@ def synthetic(inp, stores=7, rows=20000, late=False, bad=False):
 
 
 def bench_input(inp):
-    """bench_parse's generator (the bench's own parse of it is not used)."""
-    exe = os.path.join(os.environ.get("SERVPROF_BUILD", ""), "bench", "bench_parse")
+    """bench_parse's generator (the bench's own parse of it is not used). A sanitizer build has no
+    bench: SERVPROF_BENCH_PARSE may name a plain build's bench_parse (the stores it writes are the same)."""
+    exe = os.environ.get("SERVPROF_BENCH_PARSE") or os.path.join(os.environ.get("SERVPROF_BUILD", ""), "bench",
+                                                                  "bench_parse")
     if not os.access(exe, os.X_OK):
         return False
     d = os.path.dirname(inp)
