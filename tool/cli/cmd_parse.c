@@ -21,6 +21,7 @@
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_SPAN, OPT_SESSION, OPT_LOG_LEVEL, OPT_FLOWS,
     OPT_PROGRESS, OPT_NO_PROGRESS, OPT_QUIET, OPT_CLOCK_OFFSET, OPT_DB_WRITER, OPT_MOE_NAMES, OPT_TRACE_FORM,
+    OPT_JOBS,
 };
 
 static const char *const formats[] = {"csv", "json", "db", "perfetto", NULL};
@@ -52,6 +53,8 @@ static const cli_opt opts[] = {
      "MoE records/kernels: dispatch=, gemm=, combine= NAME (substring); layers=N, gemms=N"},
     {OPT_TRACE_FORM, "trace-form", 0, CLI_VALUE, "FORM", trace_forms,
      "chrome_tracing.json as a top-level array (default, the reference's) or {\"traceEvents\": [...]}"},
+    {OPT_JOBS, "jobs", 'j', CLI_VALUE, "N", NULL,
+     "read the stores on N threads (default: the CPUs this process may use; 1: one thread)"},
     {0},
 };
 
@@ -170,6 +173,17 @@ int cmd_parse(int argc, char **argv)
             break;
         case OPT_TRACE_FORM: o.trace_object = !strcmp(p.value, "object"); break;
         case OPT_DB_WRITER: setenv("SERVPROF_PARSE_DB_WRITER", p.value, 1); break; /* read by table.c */
+        case OPT_JOBS: {
+            char *end;
+            errno = 0;
+            long j = strtol(p.value, &end, 10);
+            if (errno || end == p.value || *end || j < 1 || j > 4096) {
+                rc = cli_error(&verb, "--jobs '%s': not a number of threads from 1 to 4096", p.value);
+                goto out;
+            }
+            o.jobs = (int)j;
+            break;
+        }
         }
     }
     if (!o.input) {

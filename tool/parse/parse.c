@@ -17,6 +17,7 @@
 #include "moeset.h"
 #include "plog.h"
 #include "progress.h"
+#include "readers.h"
 #include "report_ops.h"
 #include "sessions.h"
 #include "stats.h"
@@ -223,14 +224,18 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
         goto done;
     prs_clock_report(&o.clock, &m->out);
     m->last_ns = origin;
+    /* --jobs: the stores are read on reader threads from here (readers.c);
+     * the merge and the model stay on this one, so the order is today's. */
+    int jobs = opts->jobs > 0 ? opts->jobs : prs_readers_cpus();
+    prs_readers *rd = prs_readers_start(o.stores, o.n, jobs);
     prs_merge mg;
-    prs_merge_init(&mg, o.stores, o.n);
+    prs_merge_init(&mg, o.stores, o.n, rd);
     prs_progress bar;
     prs_progress_start(&bar, est, opts->progress);
     prs_store *s;
     while ((s = prs_merge_top(&mg)) && !prs_store_violations(ctx)) {
         prs_rec r;
-        prs_store_peek(s, &r);
+        prs_merge_peek(&mg, s, &r);
         prs_sessions_note(&o.ss, o.session_of[s->index], r.ts,
                           r.dur > 0 && r.dur < INT64_MAX - r.ts ? r.ts + r.dur : r.ts);
         prs_model_record(m, &r);
@@ -240,6 +245,7 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     }
     prs_progress_end(&bar);
     prs_merge_free(&mg);
+    prs_readers_stop(rd); /* joined: the stores are this thread's again */
     if (prs_store_violations(ctx)) {
         abandon(&o);
         *again = 1;

@@ -17,6 +17,7 @@
  *                             readvfs.c (read-ahead VFS under SQLite) and
  *                             walcheck.c (a damaged WAL named as such)
  *               clockalign.c  several hosts' stores put on one clock
+ *               readers.c     the stores read on threads (--jobs), into rings
  *               merge.c       k-way merge of the stores by timestamp
  *               torch_trace.c torch profiler traces
  *  decode/      argdecode.c   the keys the reports need from args JSON;
@@ -49,7 +50,8 @@
  *               checked allocation (out of memory: one message, status 1)
  *
  * A parse runs on the thread that calls prs_run (only the output writers
- * of dwrite.c and dbsql.c have threads of their own); two parses may run
+ * of dwrite.c and dbsql.c, and with prs_opts.jobs > 1 the store readers of
+ * readers.c, have threads of their own); two parses may run
  * at once on two threads: their state is in their context and model, the
  * tap is an option of each (prs_opts.tap), and the log level is
  * thread-local. Record strings (name, cat,
@@ -74,6 +76,7 @@ typedef struct prs_opts {
     const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
     long long *clock_ns;
     int nclock;
+    int jobs;                 /* --jobs N: reader threads (readers.c); 0: the CPUs the process may use; 1: none */
     const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
     const char **moe_names;   /* --moe-names ROLE=NAME, layers=N, gemms=N (moeset.c) */
     int nmoe_names;

@@ -4,6 +4,8 @@
  * records already ordered (ORDER BY timestamp); a binary min-heap keyed on
  * each store's current timestamp gives the globally earliest record in
  * O(log k). Ties go to the lower store index so that runs are repeatable.
+ * With --jobs the records come from the readers' rings (readers.c) in the
+ * same per-store order, so the merged sequence is the same either way.
  */
 #include <stdlib.h>
 
@@ -44,14 +46,20 @@ static void down(prs_merge *m, int i)
     }
 }
 
-void prs_merge_init(prs_merge *m, prs_store **stores, int n)
+int prs_merge_peek(prs_merge *m, prs_store *s, prs_rec *rec)
 {
+    return m->rd ? prs_readers_peek(m->rd, s, rec) : prs_store_peek(s, rec);
+}
+
+void prs_merge_init(prs_merge *m, prs_store **stores, int n, prs_readers *rd)
+{
+    m->rd = rd;
     m->heap = prs_xcalloc((size_t)n + 1, sizeof *m->heap);
     m->keys = prs_xcalloc((size_t)n + 1, sizeof *m->keys);
     m->n = 0;
     for (int i = 0; i < n; i++) {
         prs_rec r;
-        if (!prs_store_peek(stores[i], &r))
+        if (!prs_merge_peek(m, stores[i], &r))
             continue;
         m->heap[m->n] = stores[i];
         m->keys[m->n] = r.ts;
@@ -69,9 +77,12 @@ prs_store *prs_merge_top(prs_merge *m)
 void prs_merge_advance(prs_merge *m)
 {
     prs_store *s = m->heap[0];
-    prs_store_next(s);
+    if (m->rd)
+        prs_readers_next(m->rd, s);
+    else
+        prs_store_next(s);
     prs_rec r;
-    if (prs_store_peek(s, &r)) {
+    if (prs_merge_peek(m, s, &r)) {
         m->keys[0] = r.ts;
     } else {
         m->n--;

@@ -72,7 +72,7 @@ typedef struct level {
 } level;
 
 struct prs_rawscan {
-    int *nopen;           /* scans open now in this parse (its context's count; not owned) */
+    atomic_int *nopen;    /* scans open now in this parse (its context's count; not owned) */
     sqlite3_file *f;      /* SQLite's file: read only, never locked or closed here */
     uint32_t psz, usable; /* page size, usable bytes per page (U) */
     uint32_t npages, lockpg, root;
@@ -174,7 +174,8 @@ static int rd(prs_rawscan *rs, unsigned char *dst, uint32_t pgno, uint32_t n)
 
 static size_t chunk_target(const prs_rawscan *rs)
 {
-    size_t t = CHUNK_BUDGET / (size_t)(*rs->nopen > 0 ? *rs->nopen : 1);
+    int open = atomic_load_explicit(rs->nopen, memory_order_relaxed); /* readers.c: other threads */
+    size_t t = CHUNK_BUDGET / (size_t)(open > 0 ? open : 1);
     t = t < CHUNK_MIN ? CHUNK_MIN : t > CHUNK_MAX ? CHUNK_MAX : t;
     return t < rs->psz ? rs->psz : t - t % rs->psz;
 }
@@ -497,7 +498,7 @@ void prs_rawscan_close(prs_rawscan *rs)
 {
     if (!rs)
         return;
-    (*rs->nopen)--;
+    atomic_fetch_sub_explicit(rs->nopen, 1, memory_order_relaxed);
     for (int i = 0; i < MAX_DEPTH; i++)
         free(rs->lv[i].page);
     free(rs->chunk);
@@ -642,7 +643,7 @@ static const char *check_snapshot(sqlite3 *db)
     return NULL;
 }
 
-prs_rawscan *prs_rawscan_open(sqlite3 *db, int *nopen, const char **why)
+prs_rawscan *prs_rawscan_open(sqlite3 *db, atomic_int *nopen, const char **why)
 {
     prs_rawscan *rs = calloc(1, sizeof *rs);
     if (!rs) {
@@ -650,7 +651,7 @@ prs_rawscan *prs_rawscan_open(sqlite3 *db, int *nopen, const char **why)
         return NULL;
     }
     rs->nopen = nopen;
-    (*nopen)++;
+    atomic_fetch_add_explicit(nopen, 1, memory_order_relaxed);
     rs->leaf_depth = -1;
     if ((*why = check_snapshot(db)) || (*why = find_root(rs, db)) || (*why = map_columns(rs, db))) {
         prs_rawscan_close(rs);

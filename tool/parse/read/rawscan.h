@@ -14,6 +14,7 @@
 #ifndef SERVPROF_PARSE_RAWSCAN_H
 #define SERVPROF_PARSE_RAWSCAN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -45,7 +46,7 @@ enum {
  * or the table is not one rawscan reads exactly (then SQLite reads it).
  * *nopen counts the scans open at once (the caller's, one per parse): they
  * share one memory budget for their read chunks. */
-prs_rawscan *prs_rawscan_open(sqlite3 *db, int *nopen, const char **why);
+prs_rawscan *prs_rawscan_open(sqlite3 *db, atomic_int *nopen, const char **why);
 int prs_rawscan_next(prs_rawscan *rs, prs_rawrow *row);
 /* What went wrong (CORRUPT) or why the scan was handed off (HANDOFF). */
 const char *prs_rawscan_error(const prs_rawscan *rs);

@@ -57,6 +57,7 @@
  * the raw scan off (SQLite reads every row, as before).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,12 +98,19 @@ void prs_store_exact(prs_parse_ctx *c, int on)
     }
 }
 
+/* Guards every context's bad_warned: stores on reader threads (readers.c)
+ * share it; the line is rare, so one lock for all parses is enough. */
+static pthread_mutex_t bad_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Once per store across the one-pass run and its exact rerun. */
 static void warn_bad(const prs_store *s, long long bad)
 {
     prs_parse_ctx *c = s->ctx;
-    if (s->index < c->nbad_warned && c->bad_warned[s->index])
+    pthread_mutex_lock(&bad_lock);
+    if (s->index < c->nbad_warned && c->bad_warned[s->index]) {
+        pthread_mutex_unlock(&bad_lock);
         return;
+    }
     if (s->index >= c->nbad_warned) {
         int n = s->index + 16;
         c->bad_warned = prs_xrealloc(c->bad_warned, (size_t)n);
@@ -110,6 +118,7 @@ static void warn_bad(const prs_store *s, long long bad)
         c->nbad_warned = n;
     }
     c->bad_warned[s->index] = 1;
+    pthread_mutex_unlock(&bad_lock);
     prs_log(PRS_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
 }
 

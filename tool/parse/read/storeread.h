@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 
 /* What one parse shares across its stores and its runs (parse.c): the
@@ -16,10 +17,12 @@
 typedef struct prs_parse_ctx {
     int exact;            /* prs_store_exact(): a first pass bounds the window */
     int quiet_open;       /* the open-time warnings were printed by the run before */
-    int violations;       /* one-pass stores that met a row later than their window */
+    atomic_int violations; /* one-pass stores that met a row later than their window */
     char *bad_warned;     /* by store index: its bad-timestamp line was printed */
     int nbad_warned;
-    int nscans;           /* raw scans open now (rawscan.c): they share one chunk budget */
+    atomic_int nscans;    /* raw scans open now (rawscan.c): they share one chunk budget */
+    /* Atomic, and bad_warned under a lock (storeread.c): with --jobs the
+     * stores are read on reader threads (readers.c) that share this. */
 } prs_parse_ctx;
 
 #include "argcap.h"

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * readers.h — the stores read on reader threads (readers.c, `--jobs N`):
+ * each store's records, in its own time order, through a bounded ring of
+ * owned copies that the merge (merge.c, on the parse thread) pops from.
+ */
+#ifndef SERVPROF_PARSE_READERS_H
+#define SERVPROF_PARSE_READERS_H
+
+#include "storeread.h"
+
+typedef struct prs_readers prs_readers;
+
+/* The CPUs this process may run on (sched_getaffinity), at least 1: the
+ * default of --jobs. */
+int prs_readers_cpus(void);
+/* Starts min(jobs, n) reader threads over stores[0..n) (thread t serves
+ * stores t, t + threads, ...). NULL when jobs <= 1 or n < 1: the caller
+ * reads the stores on its own thread (prs_store_peek/next). From here on,
+ * until prs_readers_stop, only the readers touch the stores' cursors. */
+prs_readers *prs_readers_start(prs_store **stores, int n, int jobs);
+/* Store s's current record, as prs_store_peek would give it; its strings
+ * stay valid until prs_readers_next(r, s). 0 when s has ended. */
+int prs_readers_peek(prs_readers *r, const prs_store *s, prs_rec *rec);
+void prs_readers_next(prs_readers *r, const prs_store *s);
+/* Stops the readers (at once, if stores are not finished), joins them and
+ * frees r. The stores are the caller's again. */
+void prs_readers_stop(prs_readers *r);
+
+#endif
