@@ -8,8 +8,8 @@
 # dump-identical file that differs in bytes is said apart), and
 # `servprof analyze --format json` (the parse's tap). Inputs:
 #   bench500, bench2000   bench_parse --requests 500 / 2000 (bench/bench_parse.c)
-#   parity, scenario, pd  the hand-made stores of tests/parse (parity_fixture.py,
-#                         scenario.py, test_parse_pdsplit.py)
+#   parity, scenario, pd  the hand-made stores of tests/ (parse/parity_fixture.py,
+#                         support/scenario.py, test_parse_pdsplit.py)
 # each parsed twice: the default outputs, and with --span (span_info/).
 #
 # usage: scripts/parse-identical.sh OLD/servprof NEW/servprof BENCH_PARSE [WORKDIR]
@@ -32,13 +32,13 @@ make_inputs() {
   for f in parity scenario pd; do
     [ -d "$work/$f/in" ] && continue
     mkdir -p "$work/$f/in"
-    PYTHONPATH="$root/tests/parse" python3 - "$f" "$work/$f/in" <<'EOF'
+    PYTHONPATH="$root/tests/parse:$root/tests" python3 - "$f" "$work/$f/in" <<'EOF'
 import sys
 which, d = sys.argv[1], sys.argv[2]
 if which == "parity":
     import parity_fixture; parity_fixture.build(d)
 elif which == "scenario":
-    import scenario; scenario.build(d)
+    from support import scenario; scenario.build(d)
 else:
     import test_parse_pdsplit; test_parse_pdsplit.build(d)
 EOF

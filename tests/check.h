@@ -100,7 +100,7 @@ static inline int check_remove_tree(const char *dir)
 }
 
 /* A wait's bound in ms: ms, ten times that in a sanitizer build (ctest sets
- * SERVPROF_SANITIZE), as bound() in tests/runtime/rtlib.py. */
+ * SERVPROF_SANITIZE), as bound() in tests/support/rtlib.py. */
 static inline long check_bound_ms(long ms)
 {
     const char *s = getenv("SERVPROF_SANITIZE");

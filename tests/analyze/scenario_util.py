@@ -6,12 +6,10 @@ tests."""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demo"))
-import demo_util  # noqa: E402
-from demo_util import CLI, LOAD, SLACK, Server  # noqa: E402
+from support import demo_util  # noqa: E402
+from support.demo_util import CLI, LOAD, SLACK, Server  # noqa: E402
 
 
 def profile(server_args, load_args, seconds, workdir=None):

@@ -7,11 +7,8 @@ run the same scenarios for 3 s at a third of the rate (the server is many
 times slower there); the under-loaded one runs short requests on the small
 model, as does the host-stalled one under TSan (whose model steps are
 ~100x slower), with a 10x longer planted delay."""
-import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import scenario_util as su  # noqa: E402
 
 SANITIZED = bool(su.demo_util.SANITIZE)

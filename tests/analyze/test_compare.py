@@ -6,12 +6,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import fixture  # noqa: E402
+from support import analyze_fixture as fixture  # noqa: E402
 
 CLI = os.environ["SERVPROF_BIN"]
 

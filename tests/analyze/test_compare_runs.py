@@ -9,12 +9,9 @@ low; the step time is dominated by the planted sleep (longer in sanitizer
 builds, where the model is several times slower). The same-setting check
 uses a practical floor above this machine's noise (see MIN_EFFECT)."""
 import json
-import os
 import subprocess
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import scenario_util as su  # noqa: E402
 
 TSAN = su.demo_util.SANITIZE == "thread"

@@ -10,14 +10,10 @@ own parser, files every process would reject (a duplicate "enable" key:
 `disable` used to report success on it).
 """
 
-import os
 import re
-import sys
 import unittest
 
-sys.path.insert(0, os.environ.get("SP_RTLIB", os.path.join(os.path.dirname(__file__),
-                                                           "..", "runtime")))
-from rtlib import RuntimeCase, bound, cli, wait_until, write_config  # noqa: E402
+from support.rtlib import RuntimeCase, bound, cli, wait_until, write_config  # noqa: E402
 
 WAIT = "--wait=%g" % bound(5)
 

@@ -20,14 +20,11 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-import scenario  # noqa: E402
-from fixtures import Store, ns  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import Store, ns  # noqa: E402
 
 BIN = os.environ["SERVPROF_BIN"]
 

@@ -13,12 +13,9 @@ same way in `config check`, `enable` and a running process:
 """
 
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.environ.get("SP_RTLIB", os.path.join(os.path.dirname(__file__),
-                                                           "..", "runtime")))
-from rtlib import RuntimeCase, bound, cli, wait_until, write_config  # noqa: E402
+from support.rtlib import RuntimeCase, bound, cli, wait_until, write_config  # noqa: E402
 
 NOT_REGULAR = "not a regular file (a FIFO, device or socket); a config must be a regular file"
 TOO_BIG = "larger than the 1 MiB limit for a config file"

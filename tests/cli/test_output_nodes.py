@@ -37,15 +37,12 @@ import shutil
 import sqlite3
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-import scenario  # noqa: E402
-from fixtures import Store  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import Store  # noqa: E402
 
 BIN = os.environ["SERVPROF_BIN"]
 

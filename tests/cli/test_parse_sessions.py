@@ -13,12 +13,10 @@ only chrome_tracing.json, even when an older request.csv lies in the folder.
 import os
 import re
 import shutil
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.environ["SERVPROF_SOURCE"], "tests", "parse"))
-from fixtures import Store, read_csv, run_parse  # noqa: E402
+from support.fixtures import Store, read_csv, run_parse  # noqa: E402
 
 
 def requests(s, rid, start_ms):

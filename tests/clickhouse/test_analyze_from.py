@@ -14,17 +14,13 @@ computed in ClickHouse are exactly the document's not_covered list.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-for d in ("", "../parse", "../analyze", "../demo"):
-    sys.path.insert(0, os.path.normpath(os.path.join(HERE, d)))
 import chlib  # noqa: E402
-import fixture  # noqa: E402  (tests/analyze)
-import servelike  # noqa: E402
-from test_analyze_pd import build_unbalanced  # noqa: E402
+from support import analyze_fixture as fixture  # noqa: E402
+from support import servelike  # noqa: E402
+from support.pd_stores import build_unbalanced  # noqa: E402
 from test_export import BIN, build_fleet, env, export  # noqa: E402
 
 COVERED_RUN = ["start_ns", "end_ns", "duration_s", "records"]
@@ -50,7 +46,7 @@ def from_analyze(url, *extra, check=True):
 
 def demo_run(root):
     """A real tiny-llm-server run under load, profiled from its start; None when not built."""
-    from demo_util import LOAD, SMALL_MODEL, Server
+    from support.demo_util import LOAD, SMALL_MODEL, Server
     if not (os.path.exists(LOAD) and os.path.exists(os.path.join(os.path.dirname(LOAD), "tiny-llm-server"))):
         return None
     os.makedirs(root, exist_ok=True)

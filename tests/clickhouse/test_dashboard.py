@@ -13,13 +13,10 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
 import chlib  # noqa: E402
 from test_export import BIN, build_fleet, export  # noqa: E402
 

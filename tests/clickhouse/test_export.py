@@ -14,18 +14,14 @@ import http.server
 import os
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
 import chlib  # noqa: E402
-import servelike  # noqa: E402
-from fixtures import Store, T0  # noqa: E402
+from support import servelike  # noqa: E402
+from support.fixtures import Store, T0  # noqa: E402
 
 BIN = os.environ.get("SERVPROF_BIN", os.path.join("build", "bin", "servprof"))
 

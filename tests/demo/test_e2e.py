@@ -6,7 +6,7 @@ again; a client leaves mid-stream while collection is on; the server stops;
 `servprof parse` writes the reports. Then:
   - every report is non-empty (CSV rows, timeline events, profiler.db rows);
   - every panel of both Grafana dashboards (ours and the reference's, see
-    tests/parse/dashqueries.py) returns rows with times inside the run and
+    tests/support/dashqueries.py) returns rows with times inside the run and
     numbers, on this profiler.db with the run's own time range;
   - the requests that ended while collection was on — as the server told
     each client in its last event ("profiled" >= 1) — are exactly the
@@ -23,15 +23,13 @@ import socket
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-from demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server
+from support.demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parse"))
-from dashqueries import check_dashboards  # noqa: E402
+from support.dashqueries import check_dashboards  # noqa: E402
 
 
 def rows(path):

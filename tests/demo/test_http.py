@@ -6,12 +6,11 @@ mid-stream has its request aborted and its KV blocks freed, and a clean stop
 (exit status 0, so no leak under ASan)."""
 import json
 import socket
-import sys
 import threading
 import time
 import unittest
 
-from demo_util import SLACK, SMALL_MODEL, Server
+from support.demo_util import SLACK, SMALL_MODEL, Server
 
 
 class HttpTest(unittest.TestCase):
@@ -170,7 +169,7 @@ class OverloadTest(unittest.TestCase):
 class OptionsTest(unittest.TestCase):
     def test_bad_options_exit_with_message(self):
         import subprocess
-        from demo_util import SERVER
+        from support.demo_util import SERVER
         for args, text in [(["--port", "99999"], "--port wants an integer"),
                            (["--d-model", "30", "--heads", "4"], "multiple of --heads"),
                            (["--num-blocks", "2"], "raise --num-blocks"),
@@ -188,7 +187,7 @@ class LoadGeneratorTest(unittest.TestCase):
 
     def run_load(self, *args):
         import subprocess
-        from demo_util import LOAD
+        from support.demo_util import LOAD
         return subprocess.run([LOAD, *args], capture_output=True, text=True, timeout=120 * SLACK)
 
     def test_counts_csv_and_summary(self):

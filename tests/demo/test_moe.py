@@ -19,15 +19,13 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
 
-from demo_util import CLI, SANITIZE, SLACK, SMALL_MODEL, Server
+from support.demo_util import CLI, SANITIZE, SLACK, SMALL_MODEL, Server
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
 try:
-    import cdp  # noqa: E402  (needs aiohttp; the browser check is skipped without it)
+    from support import cdp  # noqa: E402  (needs aiohttp; the browser check is skipped without it)
 except ImportError:
     cdp = None
 
@@ -206,7 +204,7 @@ class Balanced(unittest.TestCase):
 
 class BadOptions(unittest.TestCase):
     def test_refused(self):
-        from demo_util import SERVER
+        from support.demo_util import SERVER
         for args, word in ((["--moe", "8,2"], "--moe"), (["--moe", "6,2,4"], "multiple"),
                            (["--moe", "8,9,4"], "K <= E"), (["--moe", "8,2,4", "--moe-skew", "9"], "expert 9"),
                            (["--moe-skew", "1"], "need --moe"), (["--moe", "8,2,4", "--moe-skew", "1@x"], "bias")):

@@ -13,13 +13,11 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from demo_util import BUILD, CLI, SLACK  # noqa: E402
+from support.demo_util import BUILD, CLI, SLACK  # noqa: E402
 
 PD = os.path.join(BUILD, "bin", "tiny-llm-pd")
 N_REQ = 6

@@ -10,12 +10,10 @@ and every parsed TTFT fits inside the client's.
 """
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from demo_util import BUILD, CLI, SLACK  # noqa: E402
+from support.demo_util import BUILD, CLI, SLACK  # noqa: E402
 from test_pd import Proc, generate, profiled_env, read_csv  # noqa: E402
 
 SHIM = os.path.join(BUILD, "tests", "demo", "clockshift.so")

@@ -13,11 +13,9 @@ import csv
 import glob
 import os
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T  # noqa: E402
 
 NATIVE = os.environ.get("SP_DROPIN_NATIVE", "")
 CLIENT = os.environ.get("SP_DROPIN_CLIENT", "")
@@ -27,7 +25,7 @@ CLI = os.environ.get("SERVPROF_BIN", "")
 def record(test, args, tag, level="DETAILED", env=None):
     """Runs args with collection on in a fresh folder; returns the one store."""
     d = T.tmpdir(test, prefix="servprof-dropin-")
-    cfg = T.write_config(d, enable=1, profiler_level=level)
+    cfg = T.make_config(d, enable=1, profiler_level=level)
     e = {"SERVICE_PROF_CONFIG_PATH": cfg}
     e.update(env or {})
     T.run(args, env=e)

@@ -42,7 +42,7 @@ class CxxClient(unittest.TestCase):
 
     def test_off_records_nothing(self):
         d = D.T.tmpdir(self, prefix="servprof-dropin-")
-        cfg = D.T.write_config(d, enable=0)
+        cfg = D.T.make_config(d, enable=0)
         D.T.run([D.CLIENT, "scenario"], env={"SERVICE_PROF_CONFIG_PATH": cfg})
         self.assertEqual(D.T.stores(d), [])
 

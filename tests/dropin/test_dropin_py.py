@@ -76,7 +76,7 @@ write(0); wait(2)
 print(json.dumps(seen))
 '''
         d = D.T.tmpdir(self, prefix="servprof-dropin-")
-        cfg = D.T.write_config(d, enable=0)
+        cfg = D.T.make_config(d, enable=0)
         prof = os.path.join(d, "prof")
         out = D.T.run([sys.executable, "-B", "-c", code],
                       env={"SERVICE_PROF_CONFIG_PATH": cfg, "PROF": prof})
@@ -109,7 +109,7 @@ assert servprof.store_path() is None, "still collecting after StopServerProfiler
 print(path)
 '''
         d = D.T.tmpdir(self, prefix="servprof-dropin-")
-        cfg = D.T.write_config(d, enable=0)
+        cfg = D.T.make_config(d, enable=0)
         out = D.T.run([sys.executable, "-B", "-c", code], env={"SERVICE_PROF_CONFIG_PATH": cfg})
         stores = D.T.stores(d)
         self.assertEqual(len(stores), 1, stores)

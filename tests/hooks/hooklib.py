@@ -1,16 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """hooklib.py — what the hook engine's tests share (on top of
-tests/python/sp_testlib.py): running a program under `python -m servprof
+tests/support/sp_testlib.py): running a program under `python -m servprof
 run`, and reading the records of a folder of stores."""
 
 import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 
 try:

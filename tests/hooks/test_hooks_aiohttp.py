@@ -80,7 +80,7 @@ class AiohttpApp(unittest.TestCase):
         H.write(d, "app.py", APP)
         H.write(d, "handlers.py", HANDLERS)
         hooks = H.write(d, "hooks.yaml", HOOKS)
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         e = dict(os.environ, **H.env(d, cfg))
         p = subprocess.Popen(H.run_cmd([hooks], H.PY, os.path.join(d, "app.py")), env=e, cwd=d,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

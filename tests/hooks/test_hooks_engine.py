@@ -120,12 +120,12 @@ class HookedEngine(unittest.TestCase):
     def test_same_requests_as_the_hand_instrumented_engine(self):
         hand_d, hook_d = T.tmpdir(self), T.tmpdir(self)
         hand, hand_rows, _ = self.serve(
-            hand_d, [H.PY, "-B", ENGINE], {"SERVICE_PROF_CONFIG_PATH": T.write_config(hand_d, enable=1)},
+            hand_d, [H.PY, "-B", ENGINE], {"SERVICE_PROF_CONFIG_PATH": T.make_config(hand_d, enable=1)},
             hand_d)
         launch = uninstrumented_copy(hook_d)
         hooked, rows, err = self.serve(
             hook_d, H.run_cmd([HOOKS], H.PY, "-B", launch),
-            H.env(hook_d, T.write_config(hook_d, enable=1)), hook_d)
+            H.env(hook_d, T.make_config(hook_d, enable=1)), hook_d)
         self.assertRegex(err, r"engine_hooks.yaml: 8 hooks: 0 bound, 8 waiting")
         self.assertNotIn("WARNING", err)
 

@@ -181,7 +181,7 @@ class Sets(unittest.TestCase):
         # JSON: the venv need not have PyYAML.
         hooks = H.write(d, "h.json", '[{"symbol": "target_mod:work", "name": "viaPth"}]')
         H.write(d, "prog.py", "import target_mod\nprint(target_mod.work(1))\n")
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         p = T.run([py, os.path.join(d, "prog.py")], cwd=d, env=dict(
             SERVPROF_HOOKS=hooks, SERVICE_PROF_CONFIG_PATH=cfg, PYTHONPATH=d), timeout=60)
         self.assertEqual(p.stdout.strip(), "2")

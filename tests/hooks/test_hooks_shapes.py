@@ -278,7 +278,7 @@ class Expressions(unittest.TestCase):
 class Shapes(unittest.TestCase):
 
     def run_driver(self, d, hooks):
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         p = T.run(H.run_cmd([hooks], H.PY, os.path.join(d, "driver.py")),
                   env=H.env(d, cfg), cwd=d, timeout=120)
         return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
@@ -368,7 +368,7 @@ class Shapes(unittest.TestCase):
     def test_module_imported_before_install(self):
         d = T.tmpdir(self)
         hooks = make_pkg(d)
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         H.write(d, "late.py", "import pkgx.core as c\nimport servprof.hooks\n"
                 "servprof.hooks.install([%r])\nprint(c.Sched().schedule([1, 2])[0].input_ids)\n"
                 % hooks)
@@ -387,7 +387,7 @@ class Shapes(unittest.TestCase):
                                    {"BatchSchedule", "fromEnv"})]:
             with self.subTest(var=var):
                 e = T.tmpdir(self)
-                cfg = T.write_config(e, enable=1)
+                cfg = T.make_config(e, enable=1)
                 p = T.run([H.PY, "-m", "servprof", "run", "--", H.PY, os.path.join(d, "driver.py")],
                           env=H.env(d, cfg, **{var: value}), cwd=d)
                 self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]), EXPECTED)
@@ -400,7 +400,7 @@ class Shapes(unittest.TestCase):
         # finds the servprof copy it belongs to.
         d = T.tmpdir(self)
         hooks = make_pkg(d)
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         code = ("import sys; sys.path.insert(0, %r); from servprof._run import run_main; "
                 "sys.exit(run_main(['--hooks', %r, '--', %r, %r]))"
                 % (T.PYDIR, hooks, H.PY, os.path.join(d, "driver.py")))
@@ -415,7 +415,7 @@ class Shapes(unittest.TestCase):
         # for its engine core and workers): the hooks come with PYTHONPATH.
         d = T.tmpdir(self)
         hooks = make_pkg(d)
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         H.write(d, "spawner.py", "import multiprocessing as mp\n"
                 "def child(q):\n    import pkgx.core as c\n    q.put(c.helper(5))\n"
                 "if __name__ == '__main__':\n    ctx = mp.get_context('spawn')\n"

@@ -115,7 +115,7 @@ class Toggle(unittest.TestCase):
         H.write(d, "work_mod.py", WORK)
         hooks = H.write(d, "hooks.yaml", HOOKS)
         drv = H.write(d, "driver.py", DRIVER)
-        cfg = T.write_config(d, enable=0)
+        cfg = T.make_config(d, enable=0)
         out = os.path.join(d, "results.json")
         p = T.run([H.PY, drv, hooks, out], env=H.env(d, cfg), cwd=d, timeout=540)
         with open(out) as f:

@@ -9,13 +9,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demo"))
-from demo_util import CLI, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support.demo_util import CLI, SLACK, SMALL_MODEL, Server  # noqa: E402
 
 
 def run(*args, **kw):

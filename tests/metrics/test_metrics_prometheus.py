@@ -22,15 +22,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demo"))
-from demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support.demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server  # noqa: E402
 
 SOURCE = os.environ.get("SERVPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 DASHBOARD = os.path.join(SOURCE, "dashboards", "grafana-live-metrics.json")

@@ -16,12 +16,10 @@ missing (the engine needs both).
 """
 
 import os
-import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T  # noqa: E402
 # The engine as a child process, and the skip when torch/aiohttp is missing:
 # the same as the engine's own test.
 from test_py_engine import NEEDS, Server  # noqa: E402
@@ -73,7 +71,7 @@ class PythonEngine(unittest.TestCase):
     def test_engine_metrics(self):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")
-        cfg = T.write_config(d, enable=0, metric_enable=1)
+        cfg = T.make_config(d, enable=0, metric_enable=1)
         engine = Server(self, cfg)
         summary = engine.load("--requests", str(REQUESTS), "--rate", "40", "--seed", "7")
         sent = summary["ok"]

@@ -17,7 +17,6 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 try:
     from otlp_receiver import Receiver, Unavailable  # noqa: F401
 except Exception as e:  # protoc or python3-protobuf missing: skip (ctest 77)

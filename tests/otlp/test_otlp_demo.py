@@ -19,15 +19,12 @@ import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "demo"))
 try:
     from otlp_receiver import Receiver
 except Exception as e:
     print("SKIP: %s" % e)
     sys.exit(77)
-from demo_util import BUILD, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support.demo_util import BUILD, SLACK, SMALL_MODEL, Server  # noqa: E402
 
 PD = os.path.join(BUILD, "bin", "tiny-llm-pd")
 

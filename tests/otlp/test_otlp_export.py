@@ -18,8 +18,6 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 try:
     from otlp_receiver import Receiver
 except Exception as e:

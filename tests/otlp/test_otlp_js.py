@@ -15,7 +15,6 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 if not shutil.which("node") or not os.path.isdir(
         os.path.join(HERE, "node_modules", "@opentelemetry", "exporter-trace-otlp-proto")):
     print("SKIP: node or tests/otlp/node_modules missing (run scripts/install-deps.sh)")

@@ -13,7 +13,6 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 try:
     from otlp_receiver import Receiver
 except Exception as e:

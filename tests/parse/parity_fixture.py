@@ -27,8 +27,8 @@ import json
 import os
 import sqlite3
 
-from fixtures import T0, Store, ns
-from scenario import q
+from support.fixtures import T0, Store, ns
+from support.scenario import q
 
 
 def steps(*entries):

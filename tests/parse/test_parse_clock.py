@@ -7,12 +7,10 @@ backwards; --clock-offset overrides the estimate.
 """
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, read_csv, run_parse  # noqa: E402
+from support.fixtures import Store, read_csv, run_parse  # noqa: E402
 
 D_SHIFT_MS = -7000.0  # d's clock reads 7 s behind
 P_SHIFT_MS = 3.0

@@ -25,13 +25,11 @@ steps) gets the suffix ` execution rows`.
 import json
 import os
 import re
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import parity_fixture  # noqa: E402
-from fixtures import read_csv, run_parse  # noqa: E402
+from support.fixtures import read_csv, run_parse  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPAT_MD = os.path.join(HERE, "..", "..", "docs", "compat.md")

@@ -15,8 +15,7 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, ns, run_parse  # noqa: E402
+from support.fixtures import Store, ns, run_parse  # noqa: E402
 
 
 def rid_list(first, n):

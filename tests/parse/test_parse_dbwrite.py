@@ -11,12 +11,10 @@ import resource
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, run_parse  # noqa: E402
+from support.fixtures import Store, run_parse  # noqa: E402
 
 
 def make_input(inp, n):

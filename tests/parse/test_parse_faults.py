@@ -13,12 +13,10 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
+from support.fixtures import Store, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
 
 BIN = os.environ.get("SERVPROF_BIN", "servprof")
 

@@ -11,14 +11,12 @@ by accident: four panels compared a text column `time` with numbers, which
 holds for those two bounds only.)"""
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import servelike  # noqa: E402
-from dashqueries import check_our_dashboard, our_targets, with_range  # noqa: E402
-from fixtures import run_parse  # noqa: E402
+from support import servelike  # noqa: E402
+from support.dashqueries import check_our_dashboard, our_targets, with_range  # noqa: E402
+from support.fixtures import run_parse  # noqa: E402
 
 
 class Grafana(unittest.TestCase):

@@ -7,11 +7,9 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, T0, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
+from support.fixtures import Store, T0, TempCase, ns, read_csv, run_parse, simple_request  # noqa: E402
 
 
 class Inputs(TempCase):

@@ -10,11 +10,9 @@ docs/benchmarks.md, measured with bench_parse, not asserted here.)"""
 import json
 import os
 import sqlite3
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, TempCase, run_parse  # noqa: E402
+from support.fixtures import Store, TempCase, run_parse  # noqa: E402
 
 ARGS_MAX = 1 << 20
 RIDS_MAX = 16384

@@ -18,12 +18,10 @@ import csv
 import math
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, ns, run_parse  # noqa: E402
+from support.fixtures import Store, ns, run_parse  # noqa: E402
 
 
 def table(path):

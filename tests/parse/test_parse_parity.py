@@ -11,13 +11,11 @@ in the legacy Mstx layout. The reasoning for each figure is beside it.
 """
 import csv
 import os
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import parity_fixture  # noqa: E402
-from fixtures import run_parse  # noqa: E402
+from support.fixtures import run_parse  # noqa: E402
 
 D = "2023-11-14 22:13:20."   # datetime prefix of every record (all within that second)
 E = "1700000000"             # epoch ms prefix: T0 = 1700000000000 ms
@@ -166,7 +164,7 @@ class MsRounding(unittest.TestCase):
     zero), not from a double of epoch ms (whose ulp is 0.24 µs)."""
 
     def test_rounding_from_integer_ns(self):
-        from fixtures import Store, T0
+        from support.fixtures import Store, T0
         with tempfile.TemporaryDirectory() as tmp:
             st = Store(os.path.join(tmp, "in", "ms_service_h-1.db"), "h", 1)
             # 1000.0005 ms after T0: exactly half a µs -> up; 2000.000499 ms -> down;
@@ -191,7 +189,7 @@ class LinkAfterEnd(unittest.TestCase):
     (the ASan build checks the latter)."""
 
     def test_link_to_a_finished_request(self):
-        from fixtures import Store
+        from support.fixtures import Store
         with tempfile.TemporaryDirectory() as tmp:
             st = Store(os.path.join(tmp, "in", "ms_service_h-1.db"), "h", 1)
             st.event("httpReq", 0, "Request", rid="front")

@@ -9,12 +9,10 @@ value is worked out by hand from the times (ms after T0) in the comments.
 """
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fixtures import Store, ns, read_csv, run_parse  # noqa: E402
+from support.fixtures import Store, ns, read_csv, run_parse  # noqa: E402
 
 P_ADDR, D_ADDR = "10.0.0.1:1025", "10.0.0.2:1025"
 

@@ -6,13 +6,11 @@ the scan over to SQLite half-way and a store with WAL frames (SQLite path).
 The DEBUG log says which path each store took."""
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import scenario  # noqa: E402
-from fixtures import Store, run_parse  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import Store, run_parse  # noqa: E402
 
 
 def outputs(out):

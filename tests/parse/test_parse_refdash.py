@@ -14,15 +14,13 @@ import json
 import os
 import sqlite3
 import statistics
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import servelike  # noqa: E402
-from dashqueries import (BATCH_PANEL, ISO_FROM_TIMESTAMP, LATENCY_TABLES, STATUS_PANEL,  # noqa: E402
+from support import servelike  # noqa: E402
+from support.dashqueries import (BATCH_PANEL, ISO_FROM_TIMESTAMP, LATENCY_TABLES, STATUS_PANEL,  # noqa: E402
                          check_reference_dashboard, utc)
-from fixtures import run_parse  # noqa: E402
+from support.fixtures import run_parse  # noqa: E402
 
 # What the reference's system tests look for (columns by table), and its views.
 REFERENCE_COLUMNS = {

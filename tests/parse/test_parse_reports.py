@@ -6,13 +6,11 @@ after T0) in the comment beside it.
 """
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import scenario  # noqa: E402
-from fixtures import read_csv, run_parse  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import read_csv, run_parse  # noqa: E402
 
 
 class Reports(unittest.TestCase):

@@ -6,13 +6,11 @@ counters exist per device, device activity gets lanes of its own."""
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import scenario  # noqa: E402
-from fixtures import T0, ns, run_parse  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import T0, ns, run_parse  # noqa: E402
 
 
 def activity_store(path):
@@ -167,7 +165,7 @@ class Timeline(unittest.TestCase):
     def test_overlapping_spans_of_one_thread_get_sub_lanes(self):
         # an asyncio loop: two requests' spans interleave on one thread
         tmp = tempfile.TemporaryDirectory()
-        from fixtures import Store
+        from support.fixtures import Store
         s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1)
         s.span("tokenize", 0, 10, "Request", rid="a")
         s.span("tokenize", 5, 15, "Request", rid="b")   # overlaps the first without nesting
@@ -191,7 +189,7 @@ class Timeline(unittest.TestCase):
         # program named itself (servprof_set_process_name: Meta process_name) keeps that
         # name in the timeline over its role (`forward`).
         tmp = tempfile.TemporaryDirectory()
-        from fixtures import Store
+        from support.fixtures import Store
         s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1, meta={"process_name": "fakellm"})
         s.span("forward", 0, 1, "ModelExecute")
         s.close()
@@ -212,7 +210,7 @@ class Timeline(unittest.TestCase):
     def test_invalid_args_are_kept_as_text(self):
         # a writer that did not escape a quote: the timeline must stay JSON
         tmp = tempfile.TemporaryDirectory()
-        from fixtures import Store
+        from support.fixtures import Store
         s = Store(os.path.join(tmp.name, "in", "ms_service_x-1.db"), "x", 1)
         s.raw("httpReq", ns(0), 0, "Request", '{"type": 0, "rid": "a"b"}')
         # invalid UTF-8 in a name and in args (bytes, as a C writer could leave them)

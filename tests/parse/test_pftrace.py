@@ -16,15 +16,13 @@ import collections
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import pftrace_check as C  # noqa: E402
-import scenario  # noqa: E402
-import servelike  # noqa: E402
-from fixtures import run_parse  # noqa: E402
+from support import scenario  # noqa: E402
+from support import servelike  # noqa: E402
+from support.fixtures import run_parse  # noqa: E402
 from test_parse_pdsplit import build as build_pd  # noqa: E402
 from test_parse_timeline import activity_store  # noqa: E402
 
@@ -130,7 +128,7 @@ TORCH = ('{"schemaVersion":1,"baseTimeNanoseconds":%d,"traceEvents":['
 class Timeline(Base, unittest.TestCase):
     @staticmethod
     def build(inp):
-        from fixtures import T0
+        from support.fixtures import T0
         scenario.build(inp)
         activity_store(os.path.join(inp, "hostA", "Trace_Service", "ascend_service_profiler_hostA-200.db"))
         with open(os.path.join(inp, "hostA", "Trace_Service", "torch_prof_hostA-200.json"), "w") as f:
@@ -218,7 +216,7 @@ class OddArgs(unittest.TestCase):
     def test_odd_args(self):
         if P is None:
             self.skipTest(WHY)
-        from fixtures import Store
+        from support.fixtures import Store
         deep = {"a": 1}
         for _ in range(11):
             deep = {"d": deep}
@@ -257,7 +255,7 @@ class OddArgs(unittest.TestCase):
 
 
 def ns_at(ms):
-    from fixtures import ns
+    from support.fixtures import ns
     return ns(ms)
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 TMP = None
 
@@ -24,7 +24,7 @@ def setUpModule():
     global TMP, servprof, Level, Profiler
     import tempfile
     TMP = tempfile.mkdtemp(prefix="servprof-py-api-")
-    os.environ["SERVICE_PROF_CONFIG_PATH"] = T.write_config(TMP, profiler_level="INFO",
+    os.environ["SERVICE_PROF_CONFIG_PATH"] = T.make_config(TMP, profiler_level="INFO",
                                                           profiler_step_num=2)
     import servprof as sp
     servprof, Level, Profiler = sp, sp.Level, sp.Profiler
@@ -60,7 +60,7 @@ class Equivalence(unittest.TestCase):
 
     def record(self, args, tag):
         d = T.tmpdir(self)
-        cfg = T.write_config(d, enable=1, profiler_level="DETAILED")
+        cfg = T.make_config(d, enable=1, profiler_level="DETAILED")
         T.run(args, env={"SERVICE_PROF_CONFIG_PATH": cfg})
         found = T.stores(d)
         self.assertEqual(len(found), 1, "%s: stores under %s: %s" % (tag, d, found))

@@ -22,7 +22,7 @@ import time
 import unittest
 import urllib.request
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 ENGINE = os.path.join(T.SOURCE, "examples", "python-engine", "engine.py")
 LOAD = os.path.join(os.path.dirname(os.environ.get("SERVPROF_BIN", "")), "servprof-load")
@@ -97,7 +97,7 @@ class Engine(unittest.TestCase):
     def test_served_and_parsed(self):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         s = Server(self, cfg)
         summary = s.load("--requests", "24", "--rate", "40", "--seed", "3")
         self.assertEqual(summary["ok"], 24, summary)
@@ -144,7 +144,7 @@ class Engine(unittest.TestCase):
     def test_torch_ops_on_the_service_timeline(self):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")
-        cfg = T.write_config(d, enable=1, acl_task_time=3, torch_prof_step_num=5)
+        cfg = T.make_config(d, enable=1, acl_task_time=3, torch_prof_step_num=5)
         s = Server(self, cfg)
         self.assertEqual(s.load("--requests", "12", "--rate", "40")["ok"], 12)
         rc, _, err = s.stop()
@@ -173,7 +173,7 @@ class Engine(unittest.TestCase):
     def test_live_enable_disable_while_serving(self):
         d = T.tmpdir(self)
         prof = os.path.join(d, "prof")
-        cfg = T.write_config(d, enable=0, acl_task_time=3, torch_prof_step_num=0)
+        cfg = T.make_config(d, enable=0, acl_task_time=3, torch_prof_step_num=0)
         s = Server(self, cfg)
         # A light load: the legacy (non-kineto) torch profiler's stop costs
         # about 150 µs per recorded op on the project's VM, so the profiled

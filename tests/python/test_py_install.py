@@ -13,7 +13,7 @@ import sys
 import unittest
 import zipfile
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 OFFLINE = {
     "PIP_NO_INDEX": "1",

@@ -10,7 +10,7 @@ import os
 import sys
 import unittest
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 PROBE = r"""
 import warnings, servprof

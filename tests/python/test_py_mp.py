@@ -14,13 +14,13 @@ import tempfile
 import time
 import unittest
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 # Set up at import, so that spawn children (which import this file as
 # __mp_main__) find the same config and the package under test.
 if "SP_MP_TMP" not in os.environ:
     os.environ["SP_MP_TMP"] = tempfile.mkdtemp(prefix="servprof-py-mp-")
-    T.write_config(os.environ["SP_MP_TMP"], enable=1)
+    T.make_config(os.environ["SP_MP_TMP"], enable=1)
 TMP = os.environ["SP_MP_TMP"]
 os.environ["SERVICE_PROF_CONFIG_PATH"] = os.path.join(TMP, "config.json")
 
@@ -125,7 +125,7 @@ class Workers(unittest.TestCase):
         """fork_stress.py in its own process and prof_dir; checks every
         child's store."""
         d = T.tmpdir(self)
-        cfg = T.write_config(d, enable=1)
+        cfg = T.make_config(d, enable=1)
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fork_stress.py")
         p = T.run([sys.executable, "-B", script, *flags, "10", str(N)],
                   env={"SERVICE_PROF_CONFIG_PATH": cfg}, timeout=120, check=False)

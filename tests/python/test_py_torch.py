@@ -19,7 +19,7 @@ import sqlite3
 import sys
 import unittest
 
-import sp_testlib as T
+from support import sp_testlib as T
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = os.path.join(HERE, "torch_steps.py")
@@ -41,8 +41,8 @@ NEEDS_TORCH = unittest.skipUnless(
 class Torch(unittest.TestCase):
 
     def child(self, d, mode, n, **keys):
-        cfg = T.write_config(d, acl_task_time=3, **keys)
-        env = {"SERVICE_PROF_CONFIG_PATH": cfg, "PYTHONPATH": HERE}
+        cfg = T.make_config(d, acl_task_time=3, **keys)
+        env = {"SERVICE_PROF_CONFIG_PATH": cfg, "PYTHONPATH": T.TESTS}
         p = T.run([sys.executable, "-B", STEPS, mode, str(n)], env=env, timeout=150)
         return p, json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -183,9 +183,9 @@ class Torch(unittest.TestCase):
         os.mkdir(hide)
         with open(os.path.join(hide, "torch.py"), "w") as f:
             f.write("raise ImportError('torch hidden by the test')\n")
-        cfg = T.write_config(d, acl_task_time=3, torch_prof_step_num=2)
+        cfg = T.make_config(d, acl_task_time=3, torch_prof_step_num=2)
         p = T.run([sys.executable, "-B", STEPS, "api", "4"],
-                  env={"SERVICE_PROF_CONFIG_PATH": cfg, "PYTHONPATH": hide + os.pathsep + HERE},
+                  env={"SERVICE_PROF_CONFIG_PATH": cfg, "PYTHONPATH": hide + os.pathsep + T.TESTS},
                   timeout=60)
         self.assertEqual(p.stderr.count("torch cannot be imported"), 1, p.stderr)
         self.assertIn("torch hidden by the test", p.stderr)

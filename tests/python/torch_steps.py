@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-import sp_testlib  # noqa: F401  (the checkout's python/ first on sys.path)
+from support import sp_testlib  # noqa: F401  (the checkout's python/ first on sys.path)
 import servprof
 
 try:

@@ -5,7 +5,7 @@ Two short real demo runs (tiny-llm-server under Poisson load from
 servprof-load, collection and the host sampler on): run A with the default
 scheduler, run B with --max-num-seqs 2 (smaller batches, more queueing).
 Then `servprof report` of A alone, and of A with --compare B, each opened
-from disk in Debian's headless Chromium (tests/report/cdp.py; nothing is
+from disk in Debian's headless Chromium (tests/support/cdp.py; nothing is
 installed at run time). For each page:
 
   - no console error, no uncaught exception, no failed load, and no request
@@ -27,16 +27,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "demo"))
-import cdp  # noqa: E402
-from demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support import cdp  # noqa: E402
+from support.demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server  # noqa: E402
 
 BUILD = os.environ.get("SERVPROF_BUILD", "build")
 OUT = os.path.join(BUILD, "test-output", "report")
@@ -218,8 +214,7 @@ class ReportInBrowser(unittest.TestCase):
         """The parse tests' hand-made scenario: three requests, two engine
         processes, one GPU memory sample per device: sparse series are drawn as
         points, the device charts are there."""
-        sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-        import scenario
+        from support import scenario
         root = tempfile.mkdtemp(prefix="sp-report-scenario-")
         try:
             scenario.build(os.path.join(root, "raw"))

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_report_cli.py — `servprof report` on hand-made raw stores (the parse
-tests' scenario, tests/parse/scenario.py), without a browser:
+tests' scenario, tests/support/scenario.py), without a browser:
 
   - the CLI conventions: -h, --opt=value, one stderr line and exit 2 for every
     bad option or value, exit 2 for a missing input;
@@ -26,16 +26,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-sys.path.insert(0, HERE)
 import fixture  # noqa: E402
-import scenario  # noqa: E402
-from fixtures import Store  # noqa: E402
+from support import scenario  # noqa: E402
+from support.fixtures import Store  # noqa: E402
 
 CLI = os.environ.get("SERVPROF_BIN", "build/bin/servprof")
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_report_layout.py — the --compare page laid out at 1,000 and 1,400 px,
-in Debian's headless Chromium (tests/report/cdp.py), on the parse tests'
+in Debian's headless Chromium (tests/support/cdp.py), on the parse tests'
 hand-made scenario (no demo server needed):
 
   - no headline tile clips its text (in compare mode a tile holds "A → B"):
@@ -14,15 +14,11 @@ hand-made scenario (no demo server needed):
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-import cdp  # noqa: E402
-import scenario  # noqa: E402
+from support import cdp  # noqa: E402
+from support import scenario  # noqa: E402
 
 CLI = os.environ.get("SERVPROF_BIN", "build/bin/servprof")
 

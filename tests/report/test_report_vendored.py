@@ -16,13 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "parse"))
-import scenario  # noqa: E402
+from support import scenario  # noqa: E402
 
 CLI = os.environ.get("SERVPROF_BIN", "build/bin/servprof")
 SOURCE = os.environ.get("SERVPROF_SOURCE", os.path.join(HERE, "..", ".."))

@@ -5,7 +5,7 @@ import os
 import stat
 import unittest
 
-from rtlib import RuntimeCase, cli
+from support.rtlib import RuntimeCase, cli
 
 
 class Cli(RuntimeCase):

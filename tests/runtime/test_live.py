@@ -10,7 +10,7 @@ import stat
 import time
 import unittest
 
-from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
+from support.rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
 
 
 class Live(RuntimeCase):

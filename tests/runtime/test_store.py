@@ -8,7 +8,7 @@ import sqlite3
 import time
 import unittest
 
-from rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
+from support.rtlib import ASAN_FORK_SKIP, RuntimeCase, bound, cli, sessions, wait_until, write_config
 
 
 def rows(store, where="", args=()):

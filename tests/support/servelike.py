@@ -16,7 +16,7 @@ time range, the first and last instant any record covers.
 """
 import os
 
-from fixtures import Store, ns
+from support.fixtures import Store, ns
 
 START_MS = 1234.567  # after fixtures.T0
 STEP_MS = 10.0

@@ -10,7 +10,7 @@ out in test_parse_reports.py next to each assertion.
 """
 import os
 
-from fixtures import Store
+from support.fixtures import Store
 
 
 def q(name, size):

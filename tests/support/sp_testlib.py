@@ -14,10 +14,13 @@ import subprocess
 import sys
 import tempfile
 
+from support.configfile import make_config  # noqa: F401  (re-exported)
+
 SOURCE = os.environ.get("SERVPROF_SOURCE") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SERVPROF_BUILD", "")
 PYDIR = os.path.join(SOURCE, "python")
+TESTS = os.path.join(SOURCE, "tests")  # where `support` lives, for a child env that sets PYTHONPATH
 SANITIZE = os.environ.get("SERVPROF_SANITIZE", "")
 # Wall-clock bounds get 10x slack under sanitizers.
 SLACK = 10 if SANITIZE else 1
@@ -25,17 +28,6 @@ SLACK = 10 if SANITIZE else 1
 if PYDIR not in sys.path:
     sys.path.insert(0, PYDIR)
 
-
-def write_config(folder, **keys):
-    """A config file in folder with collection into folder/prof; returns
-    its path. keys override (enable defaults to 0)."""
-    cfg = {"enable": 0, "prof_dir": os.path.join(folder, "prof"), "profiler_level": "INFO"}
-    cfg.update(keys)
-    path = os.path.join(folder, "config.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(cfg, f)
-    os.replace(path + ".tmp", path)
-    return path
 
 
 def stores(folder):

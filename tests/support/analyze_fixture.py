@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""fixture.py — a hand-made raw store for the analyze tests, small enough
+"""analyze_fixture.py — a hand-made raw store for the analyze tests, small enough
 that every figure can be worked out by hand (test_analyze_figures.py does,
 next to each assertion). One engine process, times in ms after T0:
 
@@ -20,10 +20,8 @@ KV usage after the steps: 0.4, 0.6, 0.6, 0.3, 0.2. Each first token is
 the end of the request's prefill step (detokenize at the same instant).
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parse"))
-from fixtures import T0, Store  # noqa: E402,F401
+from support.fixtures import T0, Store  # noqa: F401
 
 
 def q(size):

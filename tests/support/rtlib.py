@@ -11,6 +11,8 @@ import threading
 import time
 import unittest
 
+from support.configfile import write_config  # noqa: F401  (re-exported for the runtime tests)
+
 BUILD = os.environ.get("SERVPROF_BUILD", "")
 BIN = os.environ.get("SERVPROF_BIN", os.path.join(BUILD, "bin", "servprof"))
 PROBE = os.path.join(BUILD, "tests", "rt_probe")
@@ -147,16 +149,6 @@ class Probe:
         self._err.close()
 
 
-def write_config(path, obj=None, text=None, atomic=True):
-    data = text if text is not None else json.dumps(obj, indent=4) + "\n"
-    if atomic:
-        tmp = path + ".edit~"
-        with open(tmp, "w") as f:
-            f.write(data)
-        os.rename(tmp, path)
-    else:
-        with open(path, "w") as f:
-            f.write(data)
 
 
 def cli(*args):
