@@ -15,7 +15,7 @@ import os
 import subprocess
 
 
-from support import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T
 
 NATIVE = os.environ.get("SP_DROPIN_NATIVE", "")
 CLIENT = os.environ.get("SP_DROPIN_CLIENT", "")

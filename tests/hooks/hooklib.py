@@ -7,8 +7,9 @@ import os
 import sys
 import unittest
 
-from support import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 
 try:
