@@ -19,10 +19,10 @@ import os
 import time
 import unittest
 
-from support import sp_testlib as T  # noqa: E402
+from support import sp_testlib as T
 # The engine as a child process, and the skip when torch/aiohttp is missing:
 # the same as the engine's own test.
-from test_py_engine import NEEDS, Server  # noqa: E402
+from support.py_engine import NEEDS, Server
 
 CLI = os.environ["SERVPROF_BIN"]
 # The labels the engine records: servprof.set_process_name("python-engine")

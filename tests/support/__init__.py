@@ -23,6 +23,10 @@ that folder (Python puts a script's own folder first on sys.path).
                   by hand (analyze/, clickhouse/)
   demo_util       starting and stopping the demo servers, HTTP load
                   (demo/, metrics/, otlp/, report/, analyze/, clickhouse/)
+  py_engine       the PyTorch example server as a child process, and the
+                  skip when torch/aiohttp is missing (python/, metrics/)
+  pd_stores       hand-built disaggregated-serving stores (analyze/,
+                  clickhouse/)
   cdp             a headless browser over the Chrome DevTools Protocol
                   (report/, demo/)
 """
