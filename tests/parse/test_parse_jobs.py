@@ -18,16 +18,14 @@ import filecmp
 import os
 import random
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import parity_fixture  # noqa: E402
-import scenario  # noqa: E402
+from support import scenario
 import test_parse_clock  # noqa: E402
 import test_parse_pdsplit  # noqa: E402
-from fixtures import Store, run_parse  # noqa: E402
+from support.fixtures import Store, run_parse
 
 FORMATS = ("--format", "csv", "--format", "json", "--format", "db", "--format", "perfetto")
 
