@@ -10,9 +10,15 @@ class, function, and every parameter its expressions name. The check
 itself must catch a renamed method and a renamed parameter (it is run on a
 doctored manifest). Then each set is bound for real, against stand-in
 modules generated from the manifest (the same classes, functions and
-signatures, with a dist-info saying the framework's version): `hooks
-check` must bind every entry; and `builtin:` picks no set, saying why,
-when the framework is not installed. Last, the wheel: it carries the sets,
+signatures, with a dist-info saying the framework's version), for the
+oldest, a middle and the newest release of its manifest: `hooks check` must
+bind every entry whose range admits that release and say "version outside
+range" of the others; and `builtin:` picks no set, saying why, when the
+framework is not installed. The manifests themselves must be per release
+(one source per release, each with the commit it was read at), and
+manifest.py must make them from a git mirror's refs and days (a releases
+file) and from folders of copied files — shown on a small git repository
+made by the test, whose second "release" renames a parameter. Last, the wheel: it carries the sets,
 the bootstrap and the entry points, and installed into a venv its
 servprof-hooks.pth makes SERVPROF_HOOKS work for a plain `python prog.py`.
 """
@@ -20,6 +26,8 @@ servprof-hooks.pth makes SERVPROF_HOOKS work for a plain `python prog.py`.
 import copy
 import json
 import os
+import shutil
+import subprocess
 import sys
 import unittest
 
@@ -36,6 +44,7 @@ from servprof.hooks import builtin, spec  # noqa: E402
 
 PAIRS = [("vllm_v1.yaml", "vllm_v1.json", "vllm", "0.10.1"),
          ("sglang.yaml", "sglang.json", "sglang", "0.5.6")]
+MANIFEST = os.path.join(T.PYDIR, "servprof", "hooks", "tools", "manifest.py")
 
 
 def load(name):
@@ -44,8 +53,9 @@ def load(name):
 
 
 def stand_in(folder, man, dist, ver):
-    """Modules with the manifest's classes and signatures (first source)."""
-    src = man["sources"][0]
+    """Modules with the classes and signatures of the manifest's source for
+    release ver, and a dist-info saying ver."""
+    src = next(s for s in man["sources"] if s["version"] == ver)
     for mod, rec in src["modules"].items():
         parts = mod.split(".")
         for i in range(1, len(parts)):
@@ -114,15 +124,130 @@ class Sets(unittest.TestCase):
         self.assertTrue(any("module vllm.v1.worker.gpu_worker is not in source" in p
                             for p in manifest.check(os.path.join(SETS, "vllm_v1.yaml"), gone)))
 
+    def test_the_check_catches_a_renamed_self_attribute(self):
+        # Expressions read self.waiting / self.kv_cache_manager: a release
+        # that renames the attribute is found by reading too.
+        man = copy.deepcopy(load("vllm_v1.json"))
+        cls = man["sources"][-1]["modules"]["vllm.v1.core.sched.scheduler"]["classes"]["Scheduler"]
+        cls["attrs"] = [a for a in cls["attrs"] if a != "waiting"] + ["waiting_queue"]
+        problems = manifest.check(os.path.join(SETS, "vllm_v1.yaml"), man)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("reads self.waiting, which Scheduler has not in source %s"
+                      % man["sources"][-1]["label"], problems[0])
+
+    def test_a_planted_rename_in_a_copy_of_a_set_fails(self):
+        # The set as shipped, with one symbol renamed: every release of the
+        # manifest in its range says so, and the command exits 1.
+        d = T.tmpdir(self)
+        with open(os.path.join(SETS, "sglang.yaml")) as f:
+            text = f.read()
+        self.assertIn("Scheduler.run_batch\n", text)
+        bad = H.write(d, "sglang.yaml", text.replace("Scheduler.run_batch\n",
+                                                     "Scheduler.run_batch_v2\n"))
+        p = T.run([H.PY, MANIFEST, "check", "--set", bad,
+                   "--manifest", os.path.join(SETS, "sglang.json")], check=False, cwd=d)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        n = len(load("sglang.json")["sources"])
+        self.assertEqual(p.stdout.count("has no Scheduler.run_batch_v2 in source"), n, p.stdout)
+        self.assertIn("sglang.yaml: %d problems" % n, p.stdout)
+
+    def test_manifests_are_per_release(self):
+        for _, js, _, _ in PAIRS:
+            man = load(js)
+            versions = [s["version"] for s in man["sources"]]
+            self.assertGreaterEqual(len(versions), 10, js)
+            self.assertEqual(len(set(versions)), len(versions), js)
+            for s in man["sources"]:
+                self.assertRegex(s.get("commit", ""), r"^[0-9a-f]{40}$", (js, s["label"]))
+                self.assertRegex(s.get("date", ""), r"^\d{4}-\d{2}-\d{2}$", (js, s["label"]))
+        self.assertEqual(load("vllm_v1.json")["sources"][0]["version"], "0.9.0")
+        self.assertEqual(load("sglang.json")["sources"][0]["version"], "0.4.6")
+
     def test_sets_bind_on_stand_ins_of_their_sources(self):
-        for yml, js, dist, ver in PAIRS:
-            d = T.tmpdir(self)
-            stand_in(d, load(js), dist, ver)
-            p = T.run([H.PY, "-m", "servprof", "hooks", "check", "--set", dist], env=H.env(d),
-                      cwd=d, check=False, timeout=60)
-            n = len(spec.load(os.path.join(SETS, yml)))
-            self.assertIn("%d of %d hooks bind" % (n, n), p.stdout, p.stdout + p.stderr)
-            self.assertEqual(p.returncode, 0)
+        from servprof.hooks import version
+        for yml, js, dist, _ in PAIRS:
+            man = load(js)
+            hooks = spec.load(os.path.join(SETS, yml))
+            srcs = man["sources"]
+            for src in (srcs[0], srcs[len(srcs) // 2], srcs[-1]):
+                ver = src["version"]
+                d = T.tmpdir(self)
+                stand_in(d, man, dist, ver)
+                p = T.run([H.PY, "-m", "servprof", "hooks", "check", "--set", dist],
+                          env=H.env(d), cwd=d, check=False, timeout=60)
+                k = sum(version.in_range(ver, h.min_version, h.max_version) for h in hooks)
+                self.assertIn("%d of %d hooks bind" % (k, len(hooks)), p.stdout,
+                              ver + "\n" + p.stdout + p.stderr)
+                self.assertEqual(p.stdout.count("version outside range"), len(hooks) - k, p.stdout)
+
+    def test_make_from_a_mirror_and_from_folders(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is needed")
+        d = T.tmpdir(self)
+        git = os.path.join(d, "fw")
+        os.makedirs(os.path.join(git, "fw"))
+        genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                    GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+
+        def commit(text, day):
+            H.write(os.path.join(git, "fw"), "core.py", text)
+            e = dict(genv, GIT_AUTHOR_DATE=day + "T12:00:00+0000",
+                     GIT_COMMITTER_DATE=day + "T12:00:00+0000")
+            for c in (["add", "-A"], ["commit", "-q", "-m", day]):
+                subprocess.run(["git", "-C", git] + c, env=e, check=True)
+        subprocess.run(["git", "init", "-q", git], check=True)
+        commit("class Engine:\n    def step(self, batch):\n        self.queue = []\n", "2025-01-10")
+        subprocess.run(["git", "-C", git, "tag", "v1.0"], check=True)
+        commit("class Engine:\n    def step(self, work):\n        self.queue = []\n", "2025-02-10")
+        hooks = H.write(d, "fw.yaml", '- {symbol: "fw.core:Engine.step", name: s, '
+                        'attributes: {n: "batch | len", q: "self.queue | len"}, '
+                        'max_version: "1.0"}\n'
+                        '- {symbol: "fw.core:Engine.step", name: t, '
+                        'attributes: {n: "work | len"}, min_version: "2.0"}\n')
+        rel = H.write(d, "fw.releases", "# comment\n1.0 v1.0  # the tag\n"
+                      "2.0 2025-02-11  # main that day\n")
+        out = os.path.join(d, "m.json")
+        p = T.run([H.PY, MANIFEST, "make", "--set", hooks, "--git", git, "--releases", rel,
+                   "-o", out], cwd=d)
+        self.assertIn("1.0 (", p.stdout)
+        with open(out) as f:
+            man = json.load(f)
+        self.assertEqual([s["version"] for s in man["sources"]], ["1.0", "2.0"])
+        self.assertEqual(man["sources"][1]["date"], "2025-02-10")
+        self.assertEqual(man["sources"][1]["mapped"], "main that day")
+        self.assertEqual(manifest.check(hooks, man), [])
+        # Without the ranges, each entry fails in the release it was not
+        # written for.
+        with open(hooks) as f:
+            text = f.read()
+        wide = H.write(d, "wide.yaml", text.replace('max_version: "1.0"', 'x: 1')
+                       .replace('min_version: "2.0"', 'y: 1'))
+        problems = manifest.check(wide, man)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("names 'batch', which fw.core:Engine.step(self, work) does not have in "
+                      "source 2.0", problems[0])
+        self.assertIn("names 'work'", problems[1])
+        self.assertIn("source 1.0", problems[1])
+        # Folders of copied files, one per release, named by version.
+        for ver, ref in (("1.0", "v1.0"), ("2.0", "HEAD")):
+            os.makedirs(os.path.join(d, "copies", ver, "fw"))
+            H.write(os.path.join(d, "copies", ver, "fw"), "core.py", subprocess.run(
+                ["git", "-C", git, "show", ref + ":fw/core.py"], capture_output=True,
+                text=True, check=True).stdout)
+        out2 = os.path.join(d, "m2.json")
+        T.run([H.PY, MANIFEST, "make", "--set", hooks, "--sources-dir",
+               os.path.join(d, "copies"), "-o", out2], cwd=d)
+        with open(out2) as f:
+            man2 = json.load(f)
+        self.assertEqual([s["version"] for s in man2["sources"]], ["1.0", "2.0"])
+        self.assertEqual(manifest.check(wide, man2), problems)
+        # A bad releases file says which line is wrong.
+        bad = H.write(d, "bad.releases", "1.0 v1.0\nnot-a-version 2025-02-11\n")
+        p = T.run([H.PY, MANIFEST, "make", "--set", hooks, "--git", git, "--releases", bad,
+                   "-o", out], cwd=d, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("bad.releases:2:", p.stderr)
+        self.assertIn("'not-a-version' is not a version", p.stderr)
 
     def test_builtin_without_the_framework(self):
         files, notes = builtin.choose("vllm")

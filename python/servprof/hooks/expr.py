@@ -6,8 +6,11 @@ small expressions over the hooked call — ``len(input_ids)``,
 ``len(return) | str``, ``args[1] | len``, ``return[0] | attr input_ids``,
 ``kwargs['k']``, ``self.waiting | len`` — the reference's documented forms
 (which its eval()-based engine only partly accepts), with nothing that can
-call user code except ``len``/``str``/``int``/``float``/``bool`` and
-attribute reads.
+call user code except ``len``/``str``/``int``/``float``/``bool``,
+attribute reads, and ``| call NAME``: a method of the value, called with no
+argument — what a framework offers where its state is a method, not an
+attribute (SGLang's ``allocator.available_size()``). The hook file's author
+names the method; nothing of the file is evaluated as Python.
 
 Design: two stages. parse() turns the text into a small tree of tuples when
 the hook file is read, so a syntax error is reported at start with the
@@ -21,7 +24,7 @@ Grammar (| binds loosest):
 
     pipeline := term ( "|" op )*
     op       := len | str | int | float | bool | keys | values | sum | list
-              | attr NAME | each NAME
+              | attr NAME | each NAME | call NAME
     term     := primary ( "[" pipeline "]" | "." NAME )*
     primary  := NAME | return | args | kwargs | self | this | item
               | NUMBER | STRING | None | True | False
@@ -105,11 +108,14 @@ class _Parser:
             if name in ("attr", "each"):
                 _, an, _ = self.take("name")
                 node = (name, node, an)
+            elif name == "call":
+                _, an, _ = self.take("name")
+                node = ("method", node, an)
             elif name in _OPS:
                 node = ("call", _OPS[name], name, node)
             else:
                 raise ExprError(self.text, pos, "unknown pipe operation %r (known: %s, attr NAME, "
-                                "each NAME)" % (name, ", ".join(sorted(_OPS))))
+                                "each NAME, call NAME)" % (name, ", ".join(sorted(_OPS))))
         return node
 
     def term(self):
@@ -286,6 +292,13 @@ def bind(node, params):
     if k == "attr":
         inner, an = bind(node[1], params), node[2]
         return lambda a, kw, r, it: _getattr(inner(a, kw, r, it), an)
+    if k == "method":
+        inner, an = bind(node[1], params), node[2]
+
+        def method(a, kw, r, it):
+            v = inner(a, kw, r, it)
+            return None if v is None else getattr(v, an)()
+        return method
     if k == "each":
         inner, an = bind(node[1], params), node[2]
 
