@@ -180,6 +180,57 @@ class Sets(unittest.TestCase):
                               ver + "\n" + p.stdout + p.stderr)
                 self.assertEqual(p.stdout.count("version outside range"), len(hooks) - k, p.stdout)
 
+    def test_sglang_kv_status_reaches_kvcache_csv(self):
+        # The SGLang set's KVCacheStatus, on a stand-in Scheduler with the
+        # state the set reads (max_total_num_tokens, the allocator's
+        # available_size(), the tree cache's evictable_size()): one event per
+        # process_batch_result, which parse turns into kvcache.csv rows.
+        d = T.tmpdir(self)
+        pkg = os.path.join(d, "sglang", "srt", "managers")
+        os.makedirs(pkg)
+        for p in ("sglang", "sglang/srt", "sglang/srt/managers"):
+            H.write(os.path.join(d, p), "__init__.py", "")
+        H.write(pkg, "scheduler.py", """
+class Allocator:
+    def __init__(self):
+        self.free = 1000
+    def available_size(self):
+        return self.free
+class RadixCache:
+    def evictable_size(self):
+        return 40
+class Scheduler:
+    def __init__(self):
+        self.max_total_num_tokens = 1000
+        self.token_to_kv_pool_allocator = Allocator()
+        self.tree_cache = RadixCache()
+    def process_batch_result(self, batch, result):
+        self.token_to_kv_pool_allocator.free -= 100
+        return None
+""")
+        di = os.path.join(d, "sglang-0.5.6.dist-info")
+        os.makedirs(di)
+        H.write(di, "METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.6\n")
+        H.write(d, "prog.py", "from sglang.srt.managers.scheduler import Scheduler\n"
+                "s = Scheduler()\nfor _ in range(3):\n    s.process_batch_result(None, None)\n")
+        cfg = T.make_config(d, enable=1)
+        p = T.run([H.PY, "-m", "servprof", "run", "--set", "sglang", "--", H.PY,
+                   os.path.join(d, "prog.py")], env=H.env(d, cfg), cwd=d, timeout=60)
+        self.assertIn("sglang.yaml", p.stderr)
+        kv = [r for r in H.records(os.path.join(d, "prof")) if r["name"] == "KVCacheStatus"]
+        self.assertEqual(len(kv), 3, p.stderr)
+        self.assertEqual([r["a"].get("FreeBlocks=") for r in kv], [900, 800, 700], kv[0]["a"])
+        self.assertEqual(kv[0]["a"].get("TotalBlocks="), 1000, kv[0]["a"])
+        self.assertEqual(kv[0]["a"].get("EvictableBlocks="), 40, kv[0]["a"])
+        out = os.path.join(d, "out")
+        T.run([os.environ["SERVPROF_BIN"], "parse", "-i", os.path.join(d, "prof"), "-o", out],
+              timeout=120)
+        rows = T.read_csv(os.path.join(out, "kvcache.csv"))
+        self.assertEqual(len(rows), 3, rows)
+        self.assertEqual([(r["total_blocks"], r["free_blocks"], r["used_blocks"]) for r in rows],
+                         [("1000", "900", "100"), ("1000", "800", "200"), ("1000", "700", "300")])
+        self.assertEqual(float(rows[2]["kvcache_usage_rate"]), 0.3)
+
     def test_make_from_a_mirror_and_from_folders(self):
         if shutil.which("git") is None:
             self.skipTest("git is needed")

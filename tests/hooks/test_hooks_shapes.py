@@ -229,6 +229,23 @@ class Expressions(unittest.TestCase):
         self.assertEqual(self.ev("return.input_ids[-1] | float", ret=O()), 3.0)
         self.assertIsNone(self.ev("return | len | str", ret=None))  # None flows through
 
+    def test_call_pipe(self):
+        # `| call NAME`: a zero-argument method (SGLang's available_size());
+        # its value flows on like any other, None passes, a missing method
+        # raises (counted by the wrapper, never into the server).
+        class Pool:
+            def available_size(self):
+                return 12
+        class Sched:
+            pool = Pool()
+        self.assertEqual(self.ev("return.pool | call available_size", ret=Sched()), 12)
+        self.assertEqual(self.ev("return | call available_size | str", ret=Pool()), "12")
+        self.assertIsNone(self.ev("return | call available_size", ret=None))
+        with self.assertRaises(AttributeError):
+            self.ev("return | call gone", ret=Pool())
+        with self.assertRaisesRegex(expr.ExprError, "expected name"):
+            expr.parse("return | call")
+
     def test_parameter_names_by_signature(self):
         import inspect
 
