@@ -108,7 +108,8 @@ class Bench(unittest.TestCase):
             per[k] = [statistics.median(durs[i * n:(i + 1) * n]) / 1e6 for i in range(self.rounds)]
             marks[k] = n
         self.assertEqual(marks["hand"], marks["hook"], "the same requests make the same steps")
-        print("round  hand fwd p50 ms  hook fwd p50 ms  ratio   hand CPU ms/req  hook CPU ms/req  ratio")
+        print("round  hand fwd p50 ms  hook fwd p50 ms  ratio   "
+              "hand CPU ms/req  hook CPU ms/req  ratio")
         for i in range(self.rounds):
             print("%5d  %15.3f  %15.3f  %5.2f   %15.2f  %15.2f  %5.2f" % (
                 i, per["hand"][i], per["hook"][i], per["hook"][i] / per["hand"][i],

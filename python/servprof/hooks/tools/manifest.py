@@ -104,7 +104,8 @@ def _self_attrs(cls):
                 targets(e)
         elif isinstance(t, ast.Starred):
             targets(t.value)
-        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+        elif (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+              and t.value.id == "self"):
             names.add(t.attr)
     for node in cls.body:
         if isinstance(node, ast.Assign):
