@@ -82,8 +82,9 @@ static sample step_sample(const sa_profile *p, int kind, int what)
 
 static sample span_sample(const sa_span *sp)
 {
-    sample s = {malloc((size_t)(sp->n + 1) * sizeof(double)), sp->n};
-    for (long long i = 0; i < sp->n; i++)
+    /* a pre-aggregated span (analyze --from a database) has no durations */
+    sample s = {malloc((size_t)(sp->n + 1) * sizeof(double)), sp->agg ? 0 : sp->n};
+    for (long long i = 0; i < s.n; i++)
         s.v[i] = sp->dur_ms[i];
     return s;
 }

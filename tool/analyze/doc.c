@@ -316,11 +316,14 @@ static json_t *spans_json(const sa_profile *p)
     json_t *a = json_array();
     for (int i = 0; i < p->nspan; i++) {
         const sa_span *s = order[i];
-        double *v = malloc((size_t)(s->n + 1) * sizeof *v);
-        for (long long k = 0; k < s->n; k++)
-            v[k] = s->dur_ms[k];
-        sa_pct d = sa_pct_of(v, s->n);
-        free(v);
+        sa_pct d = s->dur;
+        if (!s->agg) {
+            double *v = malloc((size_t)(s->n + 1) * sizeof *v);
+            for (long long k = 0; k < s->n; k++)
+                v[k] = s->dur_ms[k];
+            d = sa_pct_of(v, s->n);
+            free(v);
+        }
         json_t *x = json_object();
         json_object_set_new(x, "name", json_string(s->name));
         json_object_set_new(x, "count", json_integer(s->n));

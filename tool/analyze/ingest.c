@@ -17,6 +17,11 @@
  * so a column added later (request.complete) is read where present and an
  * older file without it still works (every request then counts as
  * complete when it has an end).
+ *
+ * Any other source of the same rows (a database they were exported to:
+ * tool/export/chprofile.c) feeds them through sa_ingest_row(), and may hand
+ * a span name's figures in already aggregated (sa_ingest_span_agg) instead
+ * of every duration.
  */
 #include <errno.h>
 #include <math.h>
@@ -65,11 +70,12 @@ static const char *const co_names[CO_N] = {PRS_CO_START_DT, PRS_CO_PREFILL_START
  * servprof report, which reads the same rows. */
 typedef prs_colmap colmap;
 
-typedef struct ingest {
+typedef struct sa_ingest {
     sa_profile *p;
     colmap rq, bt, fw, pc, pk, co, mr, el;
     const prs_tap *also; /* sa_opts.also: handed every row and record too */
-} ingest;
+} sa_ingest;
+typedef sa_ingest ingest;
 
 static void map_cols(colmap *m, const prs_col *cols, int ncols, const char *const *names, int n)
 {
@@ -592,6 +598,57 @@ static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+sa_ingest *sa_ingest_new(const char *input)
+{
+    sa_ingest *g = calloc(1, sizeof *g);
+    g->p = calloc(1, sizeof *g->p);
+    g->p->input = input;
+    return g;
+}
+
+void sa_ingest_row(sa_ingest *g, const char *key, const prs_col *cols, int ncols, const prs_val *v)
+{
+    ingest_row(g, key, cols, ncols, v);
+}
+
+void sa_ingest_span_agg(sa_ingest *g, const char *name, long long n, double total_ms, double max_ms,
+                        int64_t max_ts, const sa_pct *dur)
+{
+    sa_profile *p = g->p;
+    int len = (int)strlen(name);
+    if (sa_strmap_get(&p->span_names, name, len) >= 0)
+        return; /* one row per name: a second is a caller's bug, not data */
+    GROW(p->span, p->nspan, p->capspan);
+    sa_span *s = &p->span[p->nspan];
+    memset(s, 0, sizeof *s);
+    s->name = strdup(name);
+    s->n = n;
+    s->total_ms = total_ms;
+    s->max_ms = max_ms;
+    s->max_ts = max_ts;
+    s->agg = 1;
+    s->dur = *dur;
+    sa_strmap_put(&p->span_names, name, len, p->nspan++);
+}
+
+sa_profile *sa_ingest_profile(sa_ingest *g) { return g->p; }
+
+sa_profile *sa_ingest_finish(sa_ingest *g)
+{
+    sa_profile *p = g->p;
+    finish(p);
+    free(g);
+    return p;
+}
+
+void sa_ingest_free(sa_ingest *g)
+{
+    if (!g)
+        return;
+    sa_profile_free(g->p);
+    free(g);
 }
 
 sa_profile *sa_profile_load(const sa_opts *o, char *err, size_t errcap)

@@ -39,6 +39,8 @@ void sa_strmap_put(sa_strmap *m, const char *key, int len, int val);
 void sa_strmap_free(sa_strmap *m);
 
 /* -------------------------------------------------------------- data */
+/* A percentile object (pct.c). */
+typedef struct sa_pct { long long n; double mean, min, p50, p90, p99, max; } sa_pct;
 enum { SA_PREFILL = 0, SA_DECODE = 1, SA_MIXED = 2, SA_NKINDS = 3 };
 /* Where steps come from, most device-like first. */
 enum { SA_SRC_FORWARD = 0, SA_SRC_EXEC = 1, SA_SRC_BATCH = 2, SA_NSRC = 3 };
@@ -83,10 +85,14 @@ typedef struct sa_kvpoint { int64_t ts; double usage; int proc; } sa_kvpoint;
 
 typedef struct sa_span {
     char *name;
-    float *dur_ms;                  /* every duration (for percentiles) */
+    float *dur_ms;                  /* every duration (for percentiles); NULL when pre-aggregated */
     long long n, cap;
     double total_ms;
     double max_ms; int64_t max_ts;  /* the longest one, for examples */
+    /* pre-aggregated (a database computed the percentiles, chspans.c):
+     * dur is used instead of dur_ms, which stays empty */
+    int agg;
+    sa_pct dur;
 } sa_span;
 
 /* One row of pd_split_communication: the hand-off moments (ns, 0 unknown)
@@ -151,6 +157,26 @@ typedef struct sa_profile {
 /* ingest.c: loads o->input. NULL with the reason in err. */
 sa_profile *sa_profile_load(const sa_opts *o, char *err, size_t errcap);
 void sa_profile_free(sa_profile *p);
+
+/* Filling a profile from another source of the same report rows (a
+ * database the reports were exported to: tool/export/chprofile.c): rows go
+ * through the very row handler the parse's tap and profiler.db use, so the
+ * profile, and every figure computed from it, is the same. */
+typedef struct sa_ingest sa_ingest;
+/* An empty profile for input (kept by pointer) and its row feeder. */
+sa_ingest *sa_ingest_new(const char *input);
+/* One row of report table `key` (PRS_T_REQUEST, PRS_T_BATCH, ...); other keys are ignored. */
+void sa_ingest_row(sa_ingest *g, const char *key, const prs_col *cols, int ncols, const prs_val *v);
+/* A span name's figures computed elsewhere: count, total, the longest
+ * (and its ts) and the percentile object of its durations (ms, as float). */
+void sa_ingest_span_agg(sa_ingest *g, const char *name, long long n, double total_ms, double max_ms,
+                        int64_t max_ts, const sa_pct *dur);
+/* Sorts, picks the step sources and the extent, and hands the profile over
+ * (g is freed). */
+sa_profile *sa_ingest_finish(sa_ingest *g);
+/* The profile being filled (to set records, the data-quality counts). */
+sa_profile *sa_ingest_profile(sa_ingest *g);
+void sa_ingest_free(sa_ingest *g);
 /* The request's row joined with its steps: TTFT parts (ms; NAN unknown). */
 typedef struct sa_ttft_parts { double queue, schedule, prefill, first_decode_wait; } sa_ttft_parts;
 sa_ttft_parts sa_ttft_split(const sa_profile *p, const sa_req *r);
@@ -158,7 +184,6 @@ sa_ttft_parts sa_ttft_split(const sa_profile *p, const sa_req *r);
 int sa_req_info(const sa_profile *p, const sa_req *r);
 
 /* -------------------------------------------------------------- pct.c */
-typedef struct sa_pct { long long n; double mean, min, p50, p90, p99, max; } sa_pct;
 /* Percentiles of v[0..n) (sorted in place; NANs dropped). */
 sa_pct sa_pct_of(double *v, long long n);
 /* Percentile p (0..100) of sorted v, numpy's linear rule; NAN if n == 0. */

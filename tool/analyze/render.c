@@ -117,8 +117,9 @@ void sa_render_text(json_t *doc, FILE *f)
 {
     json_t *run = json_object_get(doc, "run"), *h = json_object_get(doc, "headline");
     long long t0 = (long long)json_integer_value(json_object_get(run, "start_ns"));
+    const char *src = json_string_value(json_object_get(doc, "source"));
     fprintf(f, "servprof analyze: %s (%s", json_string_value(json_object_get(doc, "input")),
-            !strcmp(json_string_value(json_object_get(doc, "source")), "raw") ? "raw stores" : "profiler.db");
+            !strcmp(src, "raw") ? "raw stores" : !strcmp(src, "clickhouse") ? "ClickHouse" : "profiler.db");
     if (json_is_integer(json_object_get(run, "records")))
         fprintf(f, ", %lld records", (long long)json_integer_value(json_object_get(run, "records")));
     fprintf(f, ", %zu process(es))\n", json_array_size(json_object_get(run, "processes")));

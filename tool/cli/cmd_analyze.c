@@ -39,7 +39,7 @@ static const cli_opt opts[] = {
      "read at most N requests, 0 for all"},
     {OPT_FINDINGS_ONLY, "findings-only", 0, CLI_FLAG, NULL, NULL, "print only the ranked findings"},
     {OPT_FROM, "from", 0, CLI_VALUE, "URL", NULL,
-     "instead of DIR: compute the run and headline in ClickHouse (clickhouse://HOST:PORT/DB)"},
+     "instead of DIR: analyze what `servprof export` wrote to ClickHouse (clickhouse://HOST:PORT/DB)"},
     {OPT_SESSION, "session", 's', CLI_VALUE, "NAME", NULL, "with --from: only the exports of that session"},
     {OPT_HOST, "host", 0, CLI_VALUE, "HOST", NULL, "with --from: only that host's requests, steps and records"},
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
@@ -60,8 +60,8 @@ static const char *about(void)
              "windows.csv, ttft_breakdown.csv and analyze.json.\n"
              "Thresholds: %s.\n"
              "Exit status: 0 done, 1 the input could not be analyzed or an output not written,\n"
-             "2 usage. --from clickhouse://HOST:PORT/DB instead of DIR: the run and headline computed\n"
-             "in ClickHouse over what `servprof export` wrote (docs/fleet.md). See docs/analyze.md.",
+             "2 usage. --from clickhouse://HOST:PORT/DB instead of DIR: the same document from what\n"
+             "`servprof export` wrote to ClickHouse (docs/fleet.md). See docs/analyze.md.",
              sa_threshold_names());
     return buf;
 }
@@ -101,31 +101,44 @@ static int take(const cli_parser *p, int id, sa_opts *o)
     return 0;
 }
 
-/* --from clickhouse://...: the figures chanalyze.c computes in ClickHouse. */
-static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *host,
-                        const char *input,
-                        const char *out, const char *format, int findings_only)
+/* Writes doc as the options ask (-o files, findings only, json, csv, text). */
+static int emit(json_t *doc, const char *out, const char *format, int findings_only)
 {
-    if (input)
+    char err[512];
+    int rc = 0;
+    if (out && sa_render_files(doc, out, err, sizeof err) != 0) {
+        fprintf(stderr, "servprof analyze: %s\n", err);
+        rc = 1;
+    }
+    if (findings_only)
+        sa_render_findings(doc, stdout);
+    else if (!strcmp(format, "json")) {
+        json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+        putchar('\n');
+    } else if (!strcmp(format, "csv"))
+        sa_render_csv(doc, stdout);
+    else
+        sa_render_text(doc, stdout);
+    return rc;
+}
+
+/* --from clickhouse://...: the same document, from the exported tables (chanalyze.c). */
+static int analyze_from(const cli_verb *verb, const char *from, const char *session, const char *host,
+                        const sa_opts *o, const char *out, const char *format, int findings_only)
+{
+    if (o->input)
         return cli_error(verb, "give DIR or --from URL, not both");
     if (strncmp(from, "clickhouse://", 13) != 0)
         return cli_error(verb, "--from %s: expected clickhouse://HOST:PORT/DATABASE", from);
-    if (out || findings_only || !strcmp(format, "csv"))
-        return cli_error(verb, "--from computes the run and headline only: -o, --findings-only and --format csv "
-                               "need a local DIR");
     char err[1024];
-    json_t *doc = sa_analyze_clickhouse(from, session, host, err, sizeof err);
+    json_t *doc = sa_analyze_clickhouse(from, session, host, o, err, sizeof err);
     if (!doc) {
         fprintf(stderr, "servprof analyze: %s\n", err);
         return 1;
     }
-    if (!strcmp(format, "json")) {
-        json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-        putchar('\n');
-    } else
-        sa_render_clickhouse_text(doc, stdout);
+    int rc = emit(doc, out, format, findings_only);
     json_decref(doc);
-    return 0;
+    return rc;
 }
 
 int cmd_analyze(int argc, char **argv)
@@ -170,7 +183,7 @@ int cmd_analyze(int argc, char **argv)
             return 2;
     }
     if (from)
-        return analyze_from(&verb, from, session, host, o.input, out, format, findings_only);
+        return analyze_from(&verb, from, session, host, &o, out, format, findings_only);
     if (session || host)
         return cli_error(&verb, "--session and --host go with --from URL (a local DIR is analyzed whole)");
     if (!o.input)
@@ -184,20 +197,7 @@ int cmd_analyze(int argc, char **argv)
         fprintf(stderr, "servprof analyze: %s\n", err);
         return 1;
     }
-    int rc = 0;
-    if (out && sa_render_files(doc, out, err, sizeof err) != 0) {
-        fprintf(stderr, "servprof analyze: %s\n", err);
-        rc = 1;
-    }
-    if (findings_only)
-        sa_render_findings(doc, stdout);
-    else if (!strcmp(format, "json")) {
-        json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-        putchar('\n');
-    } else if (!strcmp(format, "csv"))
-        sa_render_csv(doc, stdout);
-    else
-        sa_render_text(doc, stdout);
+    int rc = emit(doc, out, format, findings_only);
     json_decref(doc);
     return rc;
 }

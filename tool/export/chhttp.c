@@ -157,7 +157,16 @@ static void describe(ch_conn *c, CURLcode cc, const char *what, char *err, size_
              code, text, advice);
 }
 
+static CURLcode perform_to(ch_conn *c, const char *url, const void *body, size_t n, int gz,
+                           size_t (*fn)(char *, size_t, size_t, void *), void *ud);
+
 static CURLcode perform(ch_conn *c, const char *url, const void *body, size_t n, int gz)
+{
+    return perform_to(c, url, body, n, gz, on_body, c);
+}
+
+static CURLcode perform_to(ch_conn *c, const char *url, const void *body, size_t n, int gz,
+                           size_t (*fn)(char *, size_t, size_t, void *), void *ud)
 {
     CURL *h = c->curl;
     curl_easy_reset(h);
@@ -170,8 +179,8 @@ static CURLcode perform(ch_conn *c, const char *url, const void *body, size_t n,
     curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
     curl_easy_setopt(h, CURLOPT_PASSWORD, c->password);
     curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fn);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, ud);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -221,6 +230,60 @@ int ch_query(ch_conn *c, const char *sql, char *err, size_t cap)
         describe(c, cc, "query", err, cap);
         return -1;
     }
+    return 0;
+}
+
+/* ch_query_lines' state: c->resp holds the partial last line (or, when the
+ * answer is not a 200, the server's error text, as for any query). */
+typedef struct lines {
+    ch_conn *c;
+    int (*line)(void *, char *, size_t);
+    void *ctx;
+    int checked, ok, stopped;
+} lines;
+
+static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
+{
+    lines *L = ud;
+    ch_conn *c = L->c;
+    if (!L->checked) {
+        long st = 0;
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st);
+        L->ok = st == 200;
+        L->checked = 1;
+    }
+    size_t n = on_body(p, sz, nm, c);
+    if (n != sz * nm || !L->ok)
+        return n;
+    char *s = c->resp, *e = c->resp + c->nresp, *nl;
+    while ((nl = memchr(s, '\n', (size_t)(e - s))) != NULL) {
+        *nl = 0;
+        if (L->line(L->ctx, s, (size_t)(nl - s)) != 0) {
+            L->stopped = 1;
+            return 0; /* libcurl stops the transfer */
+        }
+        s = nl + 1;
+    }
+    c->nresp = (size_t)(e - s);
+    memmove(c->resp, s, c->nresp);
+    c->resp[c->nresp] = 0;
+    return n;
+}
+
+int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
+                   char *err, size_t cap)
+{
+    lines L = {c, line, ctx, 0, 0, 0};
+    CURLcode cc = perform_to(c, c->base, sql, strlen(sql), 0, on_lines, &L);
+    if (L.stopped)
+        return -1;
+    if (cc != CURLE_OK || c->status != 200) {
+        describe(c, cc, "query", err, cap);
+        return -1;
+    }
+    if (c->nresp && line(ctx, c->resp, c->nresp) != 0) /* a last line without its newline */
+        return -1;
+    c->nresp = 0;
     return 0;
 }
 

@@ -33,6 +33,12 @@ int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const
 int ch_ping(ch_conn *c, char *err, size_t cap);
 /* Runs sql (the POST body). 0 with the result in c->resp, or -1 with one line in err. */
 int ch_query(ch_conn *c, const char *sql, char *err, size_t cap);
+/* Runs sql and hands each line of the answer (without its '\n', NUL-terminated,
+ * writable) to line as it arrives: only one network block and one partial line
+ * are held, never the whole answer. line returns 0 to go on, non-zero to stop
+ * (then this returns -1 with err left as line set it). 0, or -1 with one line in err. */
+int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
+                   char *err, size_t cap);
 /* INSERT: `insert` is the query ("INSERT INTO t FORMAT RowBinary"), body its data. */
 int ch_insert(ch_conn *c, const char *insert, const void *body, size_t n, char *err, size_t cap);
 /* Quotes s as a ClickHouse string literal into out ('...' with \\ and \' escaped). */
