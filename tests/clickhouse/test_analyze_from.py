@@ -190,6 +190,26 @@ class AnalyzeFrom(unittest.TestCase):
         build_unbalanced(inp)
         self.check(inp, "pd")
 
+    def test_moe_run(self):
+        """Expert-parallel ranks, one hot: the moe_rank and expert_load rows make the same finding."""
+        from support.fixtures import Store
+        inp = os.path.join(self.tmp, "moe")
+        st = Store(os.path.join(inp, "h", "Trace_Service", "ms_service_h-100.db"), "h", 100)
+
+        def layer(step, lay, t, rank, d, c, k, experts, tokens):
+            a = {"step": step, "layer": lay, "tokens": sum(tokens), "rank": rank}
+            st.span("MoeDistributeDispatch", t, t + d, "MoE", **a)
+            st.span("GroupedMatmul", t + d, t + d + c, "MoE", expert_ids=experts, expert_tokens=tokens, **a)
+            st.span("MoeDistributeCombine", t + d + c, t + d + c + k, "MoE", **a)
+        for step in range(1, 6):
+            t0 = step * 40
+            st.span("forward", t0, t0 + 30, "ModelExecute", rid=[{"rid": "a"}])
+            layer(step, 0, t0 + 1, 0, 1, 2, 6, [0, 1], [1, 1])
+            layer(step, 0, t0 + 1, 1, 1, 6, 2, [2, 3], [8, 2])
+        st.close()
+        got = self.check(inp, "moe")
+        self.assertIn("expert_imbalance", [f["id"] for f in got["findings"]])
+
     def test_session(self):
         root = os.path.join(self.tmp, "sessions")
         servelike.build(os.path.join(root, "1201-1000"))

@@ -73,6 +73,7 @@ typedef struct stream {      /* one store's rows of one table, or one report's *
 typedef struct ctab {   /* a table: its blocks being filled, one per node */
     char *name;              /* ClickHouse table name (without _local) */
     const prs_table *src;    /* report tables: the parse's table */
+    char *key;               /* report tables: its key when first seen (owned) */
     int ncols;
     int *kind;               /* report tables: K_* per column */
     rb_buf buf[MAX_NODES];
@@ -652,10 +653,13 @@ static int kind_of(const char *sqltype)
 
 static ctab *report_table(chx *x, const prs_table *src)
 {
+    /* by pointer and key: the MoE reports (moeset.c) fill one prs_table
+     * for moe_rank, expert_load and eplb_balance in turn */
     for (int i = 0; i < x->nrep; i++)
-        if (x->rep[i]->src == src)
+        if (x->rep[i]->src == src && !strcmp(x->rep[i]->key, src->key))
             return x->rep[i];
     ctab *t = calloc(1, sizeof *t);
+    t->key = strdup(src->key);
     char name[256];
     table_name(src->key, name, sizeof name);
     t->name = strdup(name);
@@ -946,6 +950,7 @@ static void free_tab(ctab *t)
     for (int i = 0; i < MAX_NODES; i++)
         free(t->buf[i].p);
     free(t->name);
+    free(t->key);
     free(t->kind);
     free(t->report.key);
 }
