@@ -13,6 +13,15 @@ export wall and CPU (the servprof child), records/s, `analyze --from`
 wall, local `servprof analyze` wall and CPU.
 
   python3 bench/bench_fleet.py [--requests-per-host N] [--dir D] [--bin build/bin/servprof]
+
+--per-request: the cost of `analyze --from` per request on one host of
+~1 M records (222,000 requests): its wall time, client CPU, ClickHouse's
+CPU (both servers, from /proc), the bytes of answers it received
+(SERVPROF_CH_STATS) and the report rows, each per request, against local
+analyze of the same stores; rounds alternate (--rounds, median taken).
+Goal (issue 30): analyze --from within 2x of local analyze's wall time.
+
+  python3 bench/bench_fleet.py --per-request [--rounds 3]
 """
 import argparse
 import json
@@ -26,9 +35,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "clickhouse"))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "parse"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import chlib  # noqa: E402
-from fixtures import SCHEMA, T0  # noqa: E402
+from support.fixtures import SCHEMA, T0  # noqa: E402
 
 MS = 1_000_000
 
@@ -87,7 +96,54 @@ def timed(cmd, env=None):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit("failed: %s\n%s" % (" ".join(cmd), p.stderr))
+    timed.last_stderr = p.stderr
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def server_cpu(c):
+    """CPU seconds (user + system) the cluster's server processes have used so far."""
+    tot = 0.0
+    for n in c.nodes:
+        with open("/proc/%d/stat" % n.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tot += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return tot
+
+
+def per_request(a, env):
+    """analyze --from's cost per request on ~1 M records, against local analyze."""
+    import re
+    import statistics
+    nreq = 222000
+    inp, nrec = build(a.dir, 1, nreq)
+    tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
+    with chlib.Cluster(2, "two", tmp) as c:
+        url = c.nodes[0].url("perreq")
+        timed([a.bin, "export", inp, "--to", url, "--create", "--cluster", "two", "--nodes",
+               c.node_urls("perreq"), "--no-progress"], env)
+        fw, fc, sc, lw, lc = [], [], [], [], []
+        stats = ""
+        for _ in range(a.rounds):
+            s0 = server_cpu(c)
+            w, cpu = timed([a.bin, "analyze", "--from", url, "--format", "json"], dict(env, SERVPROF_CH_STATS="1"))
+            sc.append(server_cpu(c) - s0)
+            fw.append(w)
+            fc.append(cpu)
+            stats = timed.last_stderr
+            w, cpu = timed([a.bin, "analyze", inp, "--format", "json"])
+            lw.append(w)
+            lc.append(cpu)
+    m = re.search(r"(\d+) report rows, (\d+) bytes", stats)
+    rows, nbytes = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    med = statistics.median
+    print("records %d, requests %d, rounds %d (medians)" % (nrec, nreq, a.rounds))
+    print("analyze --from: wall %.2f s (%.2f us/request), client CPU %.2f s, server CPU %.2f s (%.2f us/request)"
+          % (med(fw), med(fw) / nreq * 1e6, med(fc), med(sc), med(sc) / nreq * 1e6))
+    print("  answers: %d bytes (%.1f B/request), %d report rows (%.2f/request)"
+          % (nbytes, nbytes / nreq, rows, rows / nreq))
+    print("local analyze:  wall %.2f s (%.2f us/request), CPU %.2f s" % (med(lw), med(lw) / nreq * 1e6, med(lc)))
+    ratio = med(fw) / med(lw)
+    print("ratio from/local wall %.2f (goal <= 2: %s)" % (ratio, "met" if ratio <= 2 else "NOT met"))
 
 
 def main():
@@ -96,10 +152,14 @@ def main():
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "sp-bench-fleet"))
     ap.add_argument("--bin", default=os.path.join("build", "bin", "servprof"))
     ap.add_argument("--hosts", default="1,4,16")
+    ap.add_argument("--per-request", action="store_true", help="analyze --from's cost per request (1 M records)")
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     if not chlib.available():
         raise SystemExit("clickhouse-server is not installed (scripts/install-deps.sh)")
     env = dict(os.environ, SERVPROF_CLICKHOUSE_PASSWORD=chlib.PASSWORD)
+    if a.per_request:
+        return per_request(a, env)
     tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
     print("hosts  records   export_s  export_cpu_s  records/s  analyze_from_s  local_analyze_s  local_cpu_s")
     with chlib.Cluster(2, "two", tmp) as c:

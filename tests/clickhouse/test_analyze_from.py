@@ -225,6 +225,38 @@ class AnalyzeFrom(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no export of session '0000-0000'", p.stderr)
 
+    def test_older_export_and_foreign_table(self):
+        """An export without the later `complete` column reads as profiler.db reads an older file
+        (with a note); a request table without the request id is refused, naming the column."""
+        inp = os.path.join(self.tmp, "older")
+        build_fleet(inp)
+        self.put(inp, "older")
+        for n in self.cluster.nodes:
+            n.query("ALTER TABLE older.request_local DROP COLUMN complete")
+        self.cluster.nodes[0].query("ALTER TABLE older.request DROP COLUMN complete")
+        p = from_analyze(self.url("older"))
+        self.assertIn("no column `complete`", p.stderr)
+        self.assertEqual(diff(json.loads(p.stdout), local_analyze(inp)), [])  # every request is complete there
+        n0 = self.cluster.nodes[0]
+        n0.query("CREATE DATABASE IF NOT EXISTS foreign_db")
+        n0.query("CREATE TABLE foreign_db.request (export_id String, seq UInt64, `start_time(ms)` Float64) "
+                 "ENGINE = MergeTree() ORDER BY seq")
+        p = from_analyze(self.url("foreign_db"), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("has no column `http_rid`", p.stderr)
+
+    def test_unreachable_server(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        p = from_analyze("clickhouse://127.0.0.1:%d/db" % port, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("127.0.0.1:%d" % port, p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        self.assertEqual(p.stdout, "")
+
     def test_empty_database_and_usage(self):
         p = from_analyze(self.url("nothing"), check=False)
         self.assertEqual(p.returncode, 1)

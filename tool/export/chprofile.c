@@ -139,6 +139,36 @@ static int list_columns(ch_src *x, feed *f, const char *t)
     return 0;
 }
 
+static int has_col(const feed *f, const char *name)
+{
+    for (int i = 0; i < f->ncols; i++)
+        if (!strcmp(f->names[i], name))
+            return 1;
+    return 0;
+}
+
+/* The columns without which a table's rows mean nothing (an error), and
+ * the one a later release added (a note: read as profiler.db reads an
+ * older file without it). */
+static int check_columns(ch_src *x, const feed *f, const char *t)
+{
+    static const char *const need_rq[] = {PRS_RQ_HTTP_RID, PRS_RQ_START_MS, NULL};
+    static const char *const need_st[] = {PRS_BT_START_MS, PRS_BT_END_MS, NULL};
+    const char *const *need = !strcmp(t, PRS_T_REQUEST) ? need_rq
+                              : !strcmp(t, PRS_T_BATCH) || !strcmp(t, PRS_T_FORWARD) ? need_st : NULL;
+    for (int i = 0; need && need[i]; i++)
+        if (!has_col(f, need[i])) {
+            snprintf(x->err, sizeof x->err,
+                     "%s: table %s.%s has no column `%s`: not the request/step report servprof export writes "
+                     "(export the run again into a new database)", x->c.label, x->dbname, t, need[i]);
+            return -1;
+        }
+    if (!strcmp(t, PRS_T_REQUEST) && !has_col(f, PRS_RQ_COMPLETE))
+        fprintf(stderr, "servprof analyze: note: table %s.request has no column `complete` (an export by an older "
+                "servprof): every request with an end counts as complete\n", x->dbname);
+    return 0;
+}
+
 static int fill_table(ch_src *x, sa_ingest *g, const char *t, int by)
 {
     if (!chs_table_exists(x, t))
@@ -148,6 +178,8 @@ static int fill_table(ch_src *x, sa_ingest *g, const char *t, int by)
     f->g = g;
     f->key = t;
     int rc = list_columns(x, f, t);
+    if (rc == 0)
+        rc = check_columns(x, f, t);
     if (rc == 0 && f->ncols > 0) {
         size_t cap = 16384 + (size_t)f->ncols * 300;
         char *sql = malloc(cap), *wbuf = malloc(12000);
