@@ -115,7 +115,7 @@ def per_request(a, env):
     import re
     import statistics
     nreq = 222000
-    inp, nrec = build(a.dir, 1, nreq)
+    inp, nrec = build(os.path.join(a.dir, "perreq"), 1, nreq)
     tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
     with chlib.Cluster(2, "two", tmp) as c:
         url = c.nodes[0].url("perreq")
