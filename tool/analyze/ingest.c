@@ -608,6 +608,22 @@ sa_ingest *sa_ingest_new(const char *input)
     return g;
 }
 
+const char *const *sa_ingest_columns(const char *key, int *n)
+{
+    static const struct { const char *key; const char *const *names; int n; } t[] = {
+        {PRS_T_REQUEST, rq_names, RQ_N},      {PRS_T_BATCH, st_names, ST_N},
+        {PRS_T_FORWARD, st_names, ST_N},      {PRS_T_PD_COMM, pc_names, PC_N},
+        {PRS_T_PD_KV, pk_names, PK_N},        {PRS_T_COORDINATOR, co_names, CO_N},
+        {PRS_T_MOE_RANK, sa_moe_rank_cols, MR_N}, {PRS_T_EXPERT_LOAD, sa_moe_load_cols, EL_N}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (!strcmp(key, t[i].key)) {
+            *n = t[i].n;
+            return t[i].names;
+        }
+    *n = 0;
+    return NULL;
+}
+
 void sa_ingest_row(sa_ingest *g, const char *key, const prs_col *cols, int ncols, const prs_val *v)
 {
     ingest_row(g, key, cols, ncols, v);

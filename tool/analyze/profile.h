@@ -167,6 +167,9 @@ typedef struct sa_ingest sa_ingest;
 sa_ingest *sa_ingest_new(const char *input);
 /* One row of report table `key` (PRS_T_REQUEST, PRS_T_BATCH, ...); other keys are ignored. */
 void sa_ingest_row(sa_ingest *g, const char *key, const prs_col *cols, int ncols, const prs_val *v);
+/* The columns the row handler reads of table key (n of them), or NULL
+ * for a table it does not read: a source may fetch only these. */
+const char *const *sa_ingest_columns(const char *key, int *n);
 /* A span name's figures computed elsewhere: count, total, the longest
  * (and its ts) and the percentile object of its durations (ms, as float). */
 void sa_ingest_span_agg(sa_ingest *g, const char *name, long long n, double total_ms, double max_ms,

@@ -12,7 +12,8 @@
  * step (batch and forward rows), one per PD hand-off or KV pull — report
  * rows, orders of magnitude fewer than records. The busy/stalled/idle
  * sweeps and the findings walk ordered steps, which SQL on 18.16 (no
- * window functions) cannot do. The rows come as TabSeparated, which
+ * window functions) cannot do. Only the columns the row handler reads are
+ * fetched (sa_ingest_columns). The rows come as TabSeparated, which
  * ClickHouse writes with the shortest text that reads back to the same
  * double, in (export_id, seq) order — the parse's own order — and are
  * handed over line by line as they arrive (ch_query_lines): nothing holds
@@ -109,7 +110,18 @@ static int on_row(void *ctx, char *s, size_t n)
     return 0;
 }
 
-/* The columns of table t (all but export_id and seq) with their kinds. */
+/* 1 when analyze's row handler reads column col of table t. */
+static int wanted(const char *t, const char *col)
+{
+    int n;
+    const char *const *names = sa_ingest_columns(t, &n);
+    for (int i = 0; names && i < n; i++)
+        if (!strcmp(names[i], col))
+            return 1;
+    return 0;
+}
+
+/* The columns of table t that analyze reads, with their kinds. */
 static int list_columns(ch_src *x, feed *f, const char *t)
 {
     char sql[1024], a[300], b[300];
@@ -131,6 +143,8 @@ static int list_columns(ch_src *x, feed *f, const char *t)
         size_t nl = unescape(line, strlen(line));
         line[nl] = 0;
         const char *type = tab + 1;
+        if (!wanted(t, line))
+            continue; /* a column analyze does not read: not fetched */
         int k = f->ncols++;
         f->names[k] = strdup(line);
         f->cols[k].name = f->names[k];
