@@ -125,6 +125,9 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
  * before they are encoded. */
 #define ARGS_CACHE_MIN 256
 #define ARGS_RECENT 4
+/* The key cache by position (put_key): slots, and the longest key it keeps. */
+#define KEY_SLOTS 1024
+#define KEY_MAXLEN 40
 
 typedef struct islot {
     uint64_t h;
@@ -143,6 +146,14 @@ typedef struct track {
     int64_t *ends;   /* thread: the open spans' ends, innermost last */
     int nends, capends;
 } track;
+
+/* A key met at one position of one args shape, and its name id. */
+typedef struct kslot {
+    uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
+    int len;
+    uint64_t iid;
+    char s[KEY_MAXLEN];
+} kslot;
 
 typedef struct pend { int64_t end; uint64_t order, uuid; } pend;
 
@@ -175,6 +186,8 @@ struct prs_pft {
     /* the last long args texts and their encoded annotations (annotations_cached) */
     struct args_enc { char *text; unsigned char *enc; int len; size_t nenc, captext, capenc; uint32_t seq; } enc[ARGS_RECENT];
     int enc_next;
+    kslot *keys;                /* KEY_SLOTS: the key cache by position */
+    uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
 };
 
@@ -677,26 +690,59 @@ static void str_value(prs_pft *p, prs_pb *m, const char *s, int n)
         pb_bytes(m, DA_STRING, s, (size_t)n);
 }
 
-/* The name of annotation m (n bytes, clean): interned, or as is. */
-static void annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
+/* The name of annotation m (n bytes, clean): interned, or as is. Returns
+ * its iid (0: sent as is). */
+static uint64_t annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
 {
     uint64_t kid = intern(p, IN_ANNOT, key, kn);
     if (kid)
         pb_uint(m, DA_NAME_IID, kid);
     else
         pb_bytes(m, DA_NAME, key, (size_t)kn);
+    return kid;
+}
+
+/* A position in an args shape: ctx (the enclosing value's position, or
+ * the event's name) and the index of a key within its object. */
+static uint64_t shape_at(uint64_t ctx, uint64_t i)
+{
+    uint64_t h = (ctx ^ (i + 1)) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 31);
 }
 
 /* s at a string's opening quote: its name fields (a key) into m; returns
- * the byte after the closing quote. */
-static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e)
+ * the byte after the closing quote. `at` is the key's position in its
+ * args shape (shape_at).
+ *
+ * Records of one name carry the same keys in the same order (and the
+ * dicts of one array the same keys as each other), so the key met last
+ * time at this position is compared with the text first, without finding
+ * its end, hashing or looking it up: a cached key is plain ASCII without
+ * '"' or '\\', so its bytes followed by '"' are exactly this key. Its id
+ * stays defined for the whole sequence, evicted from the interning
+ * cache or not (the slot remembers the sequence). */
+static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, uint64_t at)
 {
+    kslot *c = &p->keys[(at >> 40) & (KEY_SLOTS - 1)];
+    if (c->seq == p->seq && e - (s + 1) > c->len && memcmp(s + 1, c->s, (size_t)c->len) == 0 &&
+        s[1 + c->len] == '"') {
+        pb_uint(m, DA_NAME_IID, c->iid);
+        p->st.key_hits++;
+        return s + 2 + c->len;
+    }
     /* the common key, plain ASCII without escapes, found and checked in one pass */
     const char *q = s + 1;
     while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
         q++;
     if (q < e && *q == '"') {
-        annot_name(p, m, s + 1, (int)(q - (s + 1)));
+        int kn = (int)(q - (s + 1));
+        uint64_t kid = annot_name(p, m, s + 1, kn);
+        if (kid && kn < KEY_MAXLEN) {
+            c->seq = p->seq;
+            c->len = kn;
+            c->iid = kid;
+            memcpy(c->s, s + 1, (size_t)kn);
+        }
         return q + 1;
     }
     int esc = 0;
@@ -706,21 +752,23 @@ static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e)
     return k1;
 }
 
-static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth);
+static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t at);
 
-/* Object v..e (v at '{') as dict_entries of m, each an annotation written
- * in place; returns the byte after its '}'. */
-static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
+/* Object v..e (v at '{', at its position in the args shape) as
+ * dict_entries of m, each an annotation written in place; returns the
+ * byte after its '}'. */
+static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
 {
     const char *s = ws(v + 1, e);
-    while (s < e && *s == '"') {
+    for (uint64_t i = 0; s < e && *s == '"'; i++) {
         size_t at = pb_open(m, DA_DICT);
-        s = ws(put_key(p, m, s, e), e);
+        uint64_t kat = shape_at(pos, i);
+        s = ws(put_key(p, m, s, e, kat), e);
         if (s >= e || *s != ':') {
             pb_close(m, at);
             return e;
         }
-        s = put_value(p, m, ws(s + 1, e), e, depth + 1);
+        s = put_value(p, m, ws(s + 1, e), e, depth + 1, kat);
         pb_close(m, at);
         s = ws(s, e);
         if (s < e && *s == ',')
@@ -729,13 +777,16 @@ static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *
     return s < e ? s + 1 : e;
 }
 
-/* Array v..e (v at '[') as array_values of m; returns the byte after ']'. */
-static const char *put_array(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
+/* Array v..e (v at '[') as array_values of m; returns the byte after ']'.
+ * Its elements share one position in the args shape (a list of dicts
+ * repeats one set of keys). */
+static const char *put_array(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
 {
     const char *s = ws(v + 1, e);
+    uint64_t el = shape_at(pos, 0xA77A);
     while (s < e && *s != ']') {
         size_t at = pb_open(m, DA_ARRAY);
-        const char *v1 = put_value(p, m, s, e, depth + 1);
+        const char *v1 = put_value(p, m, s, e, depth + 1, el);
         pb_close(m, at);
         if (v1 == s)
             return e; /* not a value: malformed (valid said otherwise) */
@@ -765,7 +816,7 @@ static int64_t digits(const char *v, int n)
 
 /* The JSON value at v (within e) as the value fields of annotation m, in
  * one pass; returns the byte after it. */
-static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth)
+static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t at)
 {
     if (v >= e)
         return e;
@@ -784,7 +835,7 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
         return ve;
     }
     if ((*v == '{' || *v == '[') && depth < MAX_DEPTH && !empty(v, e))
-        return *v == '{' ? put_object(p, m, v, e, depth) : put_array(p, m, v, e, depth);
+        return *v == '{' ? put_object(p, m, v, e, depth, at) : put_array(p, m, v, e, depth, at);
     if ((*v >= '0' && *v <= '9') || *v == '-') {
         /* an integer that fits int64 in one pass (19 digits cannot overflow
          * the uint64 accumulator); anything else below */
@@ -851,14 +902,15 @@ static void annotations(prs_pft *p, const char *args, int len, int valid)
     if (s >= e || *s != '{')
         return;
     s = ws(s + 1, e);
-    while (s < e && *s == '"') {
+    for (uint64_t i = 0; s < e && *s == '"'; i++) {
         size_t at = pb_open(m, TE_ANNOT);
-        s = ws(put_key(p, m, s, e), e);
+        uint64_t kat = shape_at(p->shape, i);
+        s = ws(put_key(p, m, s, e, kat), e);
         if (s >= e || *s != ':') {
             pb_close(m, at);
             return;
         }
-        s = put_value(p, m, ws(s + 1, e), e, 0);
+        s = put_value(p, m, ws(s + 1, e), e, 0, kat);
         pb_close(m, at);
         s = ws(s, e);
         if (s < e && *s == ',')
@@ -928,6 +980,7 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
     for (int k = 0; k < IN_KINDS; k++)
         p->in[k] = prs_xmalloc(in_slots[k] * sizeof *p->in[k]);
     reset_interning(p);
+    p->keys = prs_xcalloc(KEY_SLOTS, sizeof *p->keys);
     p->tslots = 256;
     p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
     p->next_uuid = 1;
@@ -953,6 +1006,7 @@ static void name_cat(prs_pft *p, const char *name, const char *cat)
 {
     int n = (int)strlen(name);
     uint64_t iid = intern(p, IN_NAME, name, n);
+    p->shape = shape_at(0x243F6A8885A308D3ULL, iid); /* args keys are cached per event name */
     if (iid)
         pb_uint(&p->te, TE_NAME_IID, iid);
     else
@@ -1093,6 +1147,7 @@ static void release(prs_pft *p)
         free(p->tracks[i].name);
         free(p->tracks[i].ends);
     }
+    free(p->keys);
     free(p->tracks);
     free(p->thash);
     free(p->heap);
