@@ -254,6 +254,59 @@ class OddArgs(unittest.TestCase):
             db.close()
 
 
+class KeyCache(unittest.TestCase):
+    """The key cache by position (a key compared with the one met last at the
+    same place of the same event name's args) never gives a key the wrong
+    name: keys that change order, that are prefixes of each other, escaped
+    spellings of a cached key, lists whose dicts differ, and, on a new
+    sequence (the torch trace comes after the records, earlier in time),
+    a key at a cached position whose id belongs to the old sequence."""
+
+    def test_key_positions(self):
+        if P is None:
+            self.skipTest(WHY)
+        from support.fixtures import Store, T0
+        cases = [
+            {"a": 0, "b": 0, "k": 1},
+            {"b": 1, "a": 2},
+            {"ab": 1, "a": 2},
+            {"a": 1, "ab": 2},
+            {"a": 3, "abc": 4, "": 5},
+            {"l": [{"x": 1, "y": 2}, {"y": 3, "x": 4}, {"x": 5}, {"xy": 6, "y": {"x": 7}}]},
+            {"l": [{"x": 8}, 9, [{"x": 10}]]},
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            s = Store(os.path.join(inp, "ms_service_hostK-700.db"), "hostK", 700)
+            for i, a in enumerate(cases):
+                s.event("same", i, cat="Keys", **a)
+            # escaped spellings of cached keys, at their positions
+            s.raw("same", ns_at(len(cases)), 0, "Keys", '{"type": 0, "\\u0062": 1, "a\\"": 2}')
+            s.raw("same", ns_at(len(cases) + 1), 0, "Keys", '{"type": 0, "b": 1, "a": 2}')
+            s.event("other", len(cases) + 2, cat="Keys", b=1, a=2)
+            s.event("same", 20, cat="Keys", a=0, b=0, k=1)  # cached at position 3: "k"
+            s.close()
+            # torch ops come after the records but earlier: a new sequence,
+            # whose first event name gets the first event name id again and
+            # whose key at position 3 is the cached one of sequence 1
+            with open(os.path.join(inp, "torch_prof_hostK-700.json"), "w") as f:
+                f.write('{"schemaVersion":1,"baseTimeNanoseconds":%d,"traceEvents":['
+                        '{"ph":"X","name":"op1","ts":1000,"dur":300,"cat":"cpu_op","tid":1,'
+                        '"args":{"x":0,"y":0,"z":0,"k":2}}]}' % T0)
+            path, db = parse_both(inp, out)
+            d = C.decode(path, P)  # raises on an id used outside its sequence
+            self.assertGreater(len(d.sequences), 1)
+            got = sorted((ts, n, json.dumps(a, sort_keys=True)) for _, n, _, ts, a in d.instants)
+            want = sorted((ts, n, json.dumps(json.loads(a), sort_keys=True)) for ts, n, a in db.execute(
+                "SELECT timestamp, name, args FROM slice WHERE cat = 'Keys'"))
+            self.assertEqual(got, want)
+            self.assertIn({"type": 0, "b": 1, "a\"": 2}, [json.loads(g[2]) for g in got])
+            ops = [a for _, n, _, _, _, a in d.slices if n == "op1"]
+            self.assertEqual(len(ops), 1)
+            self.assertEqual(ops[0].get("k"), 2, ops[0])
+            db.close()
+
+
 def ns_at(ms):
     from support.fixtures import ns
     return ns(ms)

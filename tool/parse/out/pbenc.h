@@ -48,22 +48,33 @@ static inline int pb_varint_len(uint64_t v)
     return n;
 }
 
+/* A varint into room already reserved (10 bytes at most). */
+static inline void pb_varint_in(prs_pb *e, uint64_t v)
+{
+    unsigned char *q = e->b + e->n;
+    while (v >= 0x80) {
+        *q++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    e->n = (size_t)(q - e->b);
+}
+
 static inline void pb_varint(prs_pb *e, uint64_t v)
 {
     pb_reserve(e, 10);
-    while (v >= 0x80) {
-        e->b[e->n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    e->b[e->n++] = (unsigned char)v;
+    pb_varint_in(e, v);
 }
 
 static inline void pb_tag(prs_pb *e, unsigned field, unsigned wt) { pb_varint(e, (uint64_t)field << 3 | wt); }
 
+/* One reservation per field, not one per varint: the fields are written
+ * by the hundred per event. */
 static inline void pb_uint(prs_pb *e, unsigned field, uint64_t v)
 {
-    pb_tag(e, field, PB_VARINT);
-    pb_varint(e, v);
+    pb_reserve(e, 20);
+    pb_varint_in(e, (uint64_t)field << 3 | PB_VARINT);
+    pb_varint_in(e, v);
 }
 
 static inline void pb_fixed64(prs_pb *e, unsigned field, uint64_t v)
@@ -83,9 +94,9 @@ static inline void pb_double(prs_pb *e, unsigned field, double d)
 
 static inline void pb_bytes(prs_pb *e, unsigned field, const void *p, size_t n)
 {
-    pb_tag(e, field, PB_LEN);
-    pb_varint(e, n);
-    pb_reserve(e, n);
+    pb_reserve(e, 20 + n);
+    pb_varint_in(e, (uint64_t)field << 3 | PB_LEN);
+    pb_varint_in(e, n);
     memcpy(e->b + e->n, p, n);
     e->n += n;
 }
@@ -99,8 +110,8 @@ static inline void pb_msg(prs_pb *e, unsigned field, const prs_pb *m) { pb_bytes
  * its content, for pb_close. */
 static inline size_t pb_open(prs_pb *e, unsigned field)
 {
-    pb_tag(e, field, PB_LEN);
-    pb_reserve(e, 1);
+    pb_reserve(e, 11);
+    pb_varint_in(e, (uint64_t)field << 3 | PB_LEN);
     e->b[e->n++] = 0;
     return e->n;
 }

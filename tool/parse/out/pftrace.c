@@ -128,6 +128,10 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 /* The key cache by position (put_key): slots, and the longest key it keeps. */
 #define KEY_SLOTS 1024
 #define KEY_MAXLEN 40
+/* Thread tracks remembered by (pid, tid) (thread_track). */
+#define TCACHE 64
+/* Event names and categories remembered by their text's address (name_cat). */
+#define NAME_SLOTS 256
 
 typedef struct islot {
     uint64_t h;
@@ -176,17 +180,19 @@ struct prs_pft {
     int ntracks, captracks;
     int *thash;
     unsigned tslots;
+    struct tcache { int pid, idx; long long tid; } tcache[TCACHE]; /* idx: track + 1; 0 empty */
     uint64_t next_uuid;
     /* ends not yet written: a binary min-heap */
     pend *heap;
     int nheap, capheap;
     uint64_t order;
     /* scratch encoders: the event, its interned data, one annotation, text */
-    prs_pb te, id, txt, un, isc;
+    prs_pb te, id, txt, un, isc, hd;
     /* the last long args texts and their encoded annotations (annotations_cached) */
     struct args_enc { char *text; unsigned char *enc; int len; size_t nenc, captext, capenc; uint32_t seq; } enc[ARGS_RECENT];
     int enc_next;
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
+    kslot names[NAME_SLOTS];    /* event names, then categories, by address (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
 };
@@ -500,14 +506,22 @@ static void thread_descriptor(prs_pft *p, uint64_t uuid, int pid, long long tid,
     pb_free(&th);
 }
 
-/* The thread track of (pid, tid); valid until the next track is made. */
+/* The thread track of (pid, tid); valid until the next track is made.
+ * A direct-mapped cache of (pid, tid) -> track spares the hashing of the
+ * three keys on every event (a few lanes take nearly all of them). */
 static track *thread_track(prs_pft *p, int pid, long long tid, const char *name)
 {
+    struct tcache *c = &p->tcache[((unsigned)pid * 0x9E3779B1u ^ (unsigned)tid * 0x85EBCA77u) >> 24 & (TCACHE - 1)];
+    if (!name && c->idx && c->pid == pid && c->tid == tid)
+        return &p->tracks[c->idx - 1];
     process_uuid(p, pid);
     int created;
     track *t = track_of(p, 1, pid, tid, NULL, &created);
     if (created || name)
         thread_descriptor(p, t->uuid, pid, tid, name);
+    c->pid = pid;
+    c->tid = tid;
+    c->idx = (int)(t - p->tracks) + 1;
     return t;
 }
 
@@ -555,16 +569,14 @@ static pend heap_pop(prs_pft *p)
 /* Writes the ends at or before ts (all of them: INT64_MAX). */
 static void flush_ends(prs_pft *p, int64_t ts)
 {
-    prs_pb head = {0};
     while (p->nheap && p->heap[0].end <= ts) {
         pend e = heap_pop(p);
-        event_head(p, &head, e.end);
+        event_head(p, &p->hd, e.end);
         p->te.n = 0;
         pb_uint(&p->te, TE_TYPE, T_END);
         pb_uint(&p->te, TE_TRACK, e.uuid);
-        packet(p, &head, NULL, TP_TRACK_EVENT, &p->te);
+        packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
     }
-    pb_free(&head);
 }
 
 /* Makes ts writable on the current sequence: ends before it first; a new
@@ -582,6 +594,8 @@ static void advance(prs_pft *p, int64_t ts)
 
 static const char *ws(const char *s, const char *e)
 {
+    if (s < e && (unsigned char)*s > ' ')
+        return s; /* the usual case: compact JSON */
     while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
         s++;
     return s;
@@ -1001,19 +1015,42 @@ void prs_pft_thread(prs_pft *p, int pid, long long tid, const char *name)
         thread_track(p, pid, tid, name);
 }
 
+/* The iid of name or category s (kind k), 0: not interned (*n: its
+ * length then). The texts come from the parser's tables, so the same name
+ * usually sits at the same address: a slot per address remembers its text
+ * and iid, and a match of the text (compared, never trusted by address)
+ * spares strlen, hashing and the lookup. */
+static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
+{
+    uintptr_t a = (uintptr_t)s;
+    kslot *c = &p->names[(k == IN_CAT ? NAME_SLOTS / 2 : 0) + ((a ^ a >> 9) & (NAME_SLOTS / 2 - 1))];
+    if (c->seq == p->seq && strcmp(s, c->s) == 0) {
+        *n = c->len;
+        return c->iid;
+    }
+    *n = (int)strlen(s);
+    uint64_t iid = intern(p, k, s, *n);
+    if (iid && *n < KEY_MAXLEN) {
+        c->seq = p->seq;
+        c->len = *n;
+        c->iid = iid;
+        memcpy(c->s, s, (size_t)*n + 1);
+    }
+    return iid;
+}
+
 /* Name and category of the event being built, interned or literal. */
 static void name_cat(prs_pft *p, const char *name, const char *cat)
 {
-    int n = (int)strlen(name);
-    uint64_t iid = intern(p, IN_NAME, name, n);
+    int n;
+    uint64_t iid = intern_named(p, IN_NAME, name, &n);
     p->shape = shape_at(0x243F6A8885A308D3ULL, iid); /* args keys are cached per event name */
     if (iid)
         pb_uint(&p->te, TE_NAME_IID, iid);
     else
         pb_bytes(&p->te, TE_NAME, name, (size_t)n);
     if (cat && *cat) {
-        n = (int)strlen(cat);
-        iid = intern(p, IN_CAT, cat, n);
+        iid = intern_named(p, IN_CAT, cat, &n);
         if (iid)
             pb_uint(&p->te, TE_CATEGORY_IIDS, iid);
         else
@@ -1041,10 +1078,8 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
         pb_fixed64(&p->te, TE_FLOWS, flows[i]);
     for (int i = 0; i < nterm; i++)
         pb_fixed64(&p->te, TE_TERM_FLOWS, term[i]);
-    prs_pb head = {0};
-    event_head(p, &head, ts);
-    packet(p, &head, &p->id, TP_TRACK_EVENT, &p->te);
-    pb_free(&head);
+    event_head(p, &p->hd, ts);
+    packet(p, &p->hd, &p->id, TP_TRACK_EVENT, &p->te);
     if (dur > 0) {
         while (t->nends && t->ends[t->nends - 1] <= ts)
             t->nends--; /* ended (advance wrote them) */
@@ -1124,10 +1159,8 @@ void prs_pft_counter(prs_pft *p, int pid, const char *name, int64_t ts, const ch
             pb_double(&p->te, TE_EXTRA_DVALUES, v);
         }
     }
-    prs_pb head = {0};
-    event_head(p, &head, ts);
-    packet(p, &head, NULL, TP_TRACK_EVENT, &p->te);
-    pb_free(&head);
+    event_head(p, &p->hd, ts);
+    packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
     p->st.counters += k;
 }
 
@@ -1154,6 +1187,7 @@ static void release(prs_pft *p)
     pb_free(&p->te);
     pb_free(&p->id);
     pb_free(&p->isc);
+    pb_free(&p->hd);
     for (int i = 0; i < ARGS_RECENT; i++) {
         free(p->enc[i].text);
         free(p->enc[i].enc);
