@@ -284,6 +284,9 @@ class KeyCache(unittest.TestCase):
             s.raw("same", ns_at(len(cases)), 0, "Keys", '{"type": 0, "\\u0062": 1, "a\\"": 2}')
             s.raw("same", ns_at(len(cases) + 1), 0, "Keys", '{"type": 0, "b": 1, "a": 2}')
             s.event("other", len(cases) + 2, cat="Keys", b=1, a=2)
+            # the torch op's args text exactly: its encoding is reused on
+            # sequence 1 only (ids are per sequence)
+            s.raw("same", ns_at(len(cases) + 3), 0, "Keys", '{"x":0,"y":0,"z":0,"k":2}')
             s.event("same", 20, cat="Keys", a=0, b=0, k=1)  # cached at position 3: "k"
             s.close()
             # torch ops come after the records but earlier: a new sequence,

@@ -125,6 +125,10 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
  * before they are encoded. */
 #define ARGS_CACHE_MIN 256
 #define ARGS_RECENT 4
+/* Shorter args texts are kept with their encodings in a table by hash,
+ * SMALL_SLOTS entries of at most SMALL_ENC encoded bytes. */
+#define SMALL_SLOTS 512
+#define SMALL_ENC 384
 /* The key cache by position (put_key): slots, and the longest key it keeps. */
 #define KEY_SLOTS 1024
 #define KEY_MAXLEN 40
@@ -191,6 +195,9 @@ struct prs_pft {
     /* the last long args texts and their encoded annotations (annotations_cached) */
     struct args_enc { char *text; unsigned char *enc; int len; size_t nenc, captext, capenc; uint32_t seq; } enc[ARGS_RECENT];
     int enc_next;
+    /* short args texts and their encodings, by hash (annotations_cached) */
+    struct small_enc { uint64_t h; uint32_t seq; short len, nenc; char text[ARGS_CACHE_MIN]; unsigned char enc[SMALL_ENC]; } *small;
+    unsigned long long literals; /* string values sent as text so far */
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
     kslot names[NAME_SLOTS];    /* event names, then categories, by address (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
@@ -219,6 +226,11 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 static void put(prs_pft *p, const void *src, size_t n)
 {
     const char *s = src;
+    if (n <= PRS_DW_BUF - p->n) { /* the usual case: room in the buffer */
+        memcpy(p->b + p->n, s, n);
+        p->n += n;
+        return;
+    }
     while (n > PRS_DW_BUF - p->n) {
         size_t k = PRS_DW_BUF - p->n;
         memcpy(p->b + p->n, s, k);
@@ -253,17 +265,30 @@ static void packet(prs_pft *p, const prs_pb *head, const prs_pb *interned, unsig
         n += 1 + (size_t)pb_varint_len(interned->n) + interned->n;
     if (ev)
         n += (size_t)pb_varint_len((uint64_t)ev_field << 3 | PB_LEN) + (size_t)pb_varint_len(ev->n) + ev->n;
-    put_varint(p, TRACE_PACKET << 3 | PB_LEN);
-    put_varint(p, n);
-    put(p, head->b, head->n);
+    /* the packet's tag and length and its head in one copy (heads are a
+     * few varints; a descriptor's is written the long way) */
+    unsigned char hb[64];
+    prs_pb h = {hb, 0, sizeof hb};
+    pb_varint_in(&h, TRACE_PACKET << 3 | PB_LEN);
+    pb_varint_in(&h, n);
+    if (head->n <= sizeof hb - h.n) {
+        memcpy(hb + h.n, head->b, head->n);
+        h.n += head->n;
+        put(p, hb, h.n);
+    } else {
+        put(p, hb, h.n);
+        put(p, head->b, head->n);
+    }
     if (interned && interned->n) {
         put_varint(p, TP_INTERNED << 3 | PB_LEN);
         put_varint(p, interned->n);
         put(p, interned->b, interned->n);
     }
     if (ev) {
-        put_varint(p, (uint64_t)ev_field << 3 | PB_LEN);
-        put_varint(p, ev->n);
+        h.n = 0;
+        pb_varint_in(&h, (uint64_t)ev_field << 3 | PB_LEN);
+        pb_varint_in(&h, ev->n);
+        put(p, hb, h.n);
         put(p, ev->b, ev->n);
     }
     p->st.packets++;
@@ -698,10 +723,12 @@ static int clean_text(prs_pft *p, const char *s, int n, int esc, const char **ou
 static void str_value(prs_pft *p, prs_pb *m, const char *s, int n)
 {
     uint64_t iid = n >= LONG_STR ? intern_long(p, s, n) : intern(p, IN_STR, s, n);
-    if (iid)
+    if (iid) {
         pb_uint(m, DA_STRING_IID, iid);
-    else
+    } else {
         pb_bytes(m, DA_STRING, s, (size_t)n);
+        p->literals++; /* this encoding is not worth keeping (annotations_cached) */
+    }
 }
 
 /* The name of annotation m (n bytes, clean): interned, or as is. Returns
@@ -735,10 +762,27 @@ static uint64_t shape_at(uint64_t ctx, uint64_t i)
  * '"' or '\\', so its bytes followed by '"' are exactly this key. Its id
  * stays defined for the whole sequence, evicted from the interning
  * cache or not (the slot remembers the sequence). */
+/* Whether the n bytes at a and b are equal: keys are short, and a call
+ * to memcmp cost more than the comparison. */
+static int same(const char *a, const char *b, int n)
+{
+    uint64_t x, y;
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+    }
+    while (n-- > 0)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
+}
+
 static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, uint64_t at)
 {
     kslot *c = &p->keys[(at >> 40) & (KEY_SLOTS - 1)];
-    if (c->seq == p->seq && e - (s + 1) > c->len && memcmp(s + 1, c->s, (size_t)c->len) == 0 &&
+    if (c->seq == p->seq && e - (s + 1) > c->len && same(s + 1, c->s, c->len) &&
         s[1 + c->len] == '"') {
         pb_uint(m, DA_NAME_IID, c->iid);
         p->st.key_hits++;
@@ -939,8 +983,38 @@ static void annotations(prs_pft *p, const char *args, int len, int valid)
  * every interned entry; only our caches forget). */
 static void annotations_cached(prs_pft *p, const char *args, int len, int valid)
 {
-    if (len < ARGS_CACHE_MIN || !valid) {
+    if (!valid) {
         annotations(p, args, len, valid);
+        return;
+    }
+    if (len < ARGS_CACHE_MIN) {
+        /* Short texts recur by the thousand (a request's per-token events
+         * carry the same text every token): a table by hash keeps each
+         * text's encoding while its ids are defined, i.e. on this sequence.
+         * Only an encoding that sent no string value as text is kept: the
+         * next sight of such a string interns it, and the encoding with
+         * the id is the smaller one. */
+        uint64_t h = hash_bytes(0x452821E638D01377ULL, args, (size_t)len);
+        struct small_enc *c = &p->small[h >> 32 & (SMALL_SLOTS - 1)];
+        if (c->seq == p->seq && c->h == h && c->len == len && memcmp(c->text, args, (size_t)len) == 0) {
+            pb_reserve(&p->te, (size_t)c->nenc);
+            memcpy(p->te.b + p->te.n, c->enc, (size_t)c->nenc);
+            p->te.n += (size_t)c->nenc;
+            p->st.args_hits++;
+            return;
+        }
+        size_t at = p->te.n;
+        unsigned long long lit = p->literals;
+        annotations(p, args, len, valid);
+        size_t nenc = p->te.n - at;
+        if (p->literals == lit && nenc <= SMALL_ENC) {
+            c->h = h;
+            c->seq = p->seq;
+            c->len = (short)len;
+            c->nenc = (short)nenc;
+            memcpy(c->text, args, (size_t)len);
+            memcpy(c->enc, p->te.b + at, nenc);
+        }
         return;
     }
     for (int i = 0; i < ARGS_RECENT; i++) {
@@ -995,6 +1069,7 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
         p->in[k] = prs_xmalloc(in_slots[k] * sizeof *p->in[k]);
     reset_interning(p);
     p->keys = prs_xcalloc(KEY_SLOTS, sizeof *p->keys);
+    p->small = prs_xcalloc(SMALL_SLOTS, sizeof *p->small);
     p->tslots = 256;
     p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
     p->next_uuid = 1;
@@ -1181,6 +1256,7 @@ static void release(prs_pft *p)
         free(p->tracks[i].ends);
     }
     free(p->keys);
+    free(p->small);
     free(p->tracks);
     free(p->thash);
     free(p->heap);

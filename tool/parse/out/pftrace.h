@@ -39,7 +39,8 @@ void prs_pft_counter(prs_pft *p, int pid, const char *name, int64_t ts, const ch
 /* What was written so far, for the summary and the tests' notes. */
 typedef struct prs_pft_stats {
     long long packets, slices, instants, counters, sequences, unnested;
-    long long key_hits; /* args keys found by the key cache by position */
+    long long key_hits;  /* args keys found by the key cache by position */
+    long long args_hits; /* short args texts whose encoding was reused */
     unsigned long long bytes;
 } prs_pft_stats;
 prs_pft_stats prs_pft_stats_of(const prs_pft *p);
