@@ -134,7 +134,7 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 #define KEY_MAXLEN 40
 /* Thread tracks remembered by (pid, tid) (thread_track). */
 #define TCACHE 64
-/* Event names and categories remembered by their text's address (name_cat). */
+/* Event names and categories remembered by their first bytes (name_cat). */
 #define NAME_SLOTS 256
 
 typedef struct islot {
@@ -199,7 +199,7 @@ struct prs_pft {
     struct small_enc { uint64_t h; uint32_t seq; short len, nenc; char text[ARGS_CACHE_MIN]; unsigned char enc[SMALL_ENC]; } *small;
     unsigned long long literals; /* string values sent as text so far */
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
-    kslot names[NAME_SLOTS];    /* event names, then categories, by address (intern_named) */
+    kslot names[NAME_SLOTS];    /* event names, then categories, by first bytes (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
 };
@@ -1091,14 +1091,18 @@ void prs_pft_thread(prs_pft *p, int pid, long long tid, const char *name)
 }
 
 /* The iid of name or category s (kind k), 0: not interned (*n: its
- * length then). The texts come from the parser's tables, so the same name
- * usually sits at the same address: a slot per address remembers its text
- * and iid, and a match of the text (compared, never trusted by address)
- * spares strlen, hashing and the lookup. */
+ * length then). A run has a few dozen names: a slot chosen by the first
+ * (up to) 8 bytes remembers the name's text and iid, and a match of the
+ * whole text spares strlen, hashing and the set lookup. (The text's
+ * address would be cheaper still, but the readers copy each record into
+ * a slot of their own, so one name comes at many addresses.) */
 static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
 {
-    uintptr_t a = (uintptr_t)s;
-    kslot *c = &p->names[(k == IN_CAT ? NAME_SLOTS / 2 : 0) + ((a ^ a >> 9) & (NAME_SLOTS / 2 - 1))];
+    uint64_t w = (uint64_t)k;
+    for (int i = 0; i < 8 && s[i]; i++)
+        w ^= (uint64_t)(unsigned char)s[i] << (8 * i);
+    w *= 0x9E3779B97F4A7C15ULL;
+    kslot *c = &p->names[(k == IN_CAT ? NAME_SLOTS / 2 : 0) + (w >> 40 & (NAME_SLOTS / 2 - 1))];
     if (c->seq == p->seq && strcmp(s, c->s) == 0) {
         *n = c->len;
         return c->iid;
