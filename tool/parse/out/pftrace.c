@@ -49,7 +49,17 @@
  * ones, the JSON text (legacy_json_value). null is legacy_json "null".
  * An args text equal to one of the last four long ones (a step's three
  * spans carry the same text) reuses its encoded annotations: the ids in
- * them stay defined for the whole sequence.
+ * them stay defined for the whole sequence. So does a short text found in
+ * a table by hash (a request's per-token events carry one text every
+ * token), kept only when its encoding sent no string value as text.
+ *
+ * The write cost is the args' JSON parsed (the JSON writer copies it), so
+ * what the stream repeats is not redone: an args key is compared with the
+ * key met last at the same position of the same event name's args (the
+ * dicts of one array share a position; put_key), event names with the
+ * last one under the same first bytes (intern_named), thread tracks by
+ * (pid, tid) (thread_track). Every such cache remembers the sequence its
+ * ids belong to. None of them changes the output.
  *
  * Interning is by 4-way set-associative caches per kind (a set per hash,
  * the least recently used entry making room): memory is fixed, a name
