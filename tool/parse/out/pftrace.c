@@ -836,7 +836,18 @@ static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *
             pb_close(m, at);
             return e;
         }
-        s = put_value(p, m, ws(s + 1, e), e, depth + 1, kat);
+        const char *val = ws(s + 1, e), *q = val;
+        /* The usual value in a dict, a small non-negative integer, without
+         * the call (put_value writes the same for it). */
+        uint64_t u = 0;
+        while (q < e && (unsigned char)(*q - '0') < 10 && q - val < 18)
+            u = u * 10 + (uint64_t)(*q++ - '0');
+        if (q > val && q < e && (*q == ',' || *q == '}')) {
+            pb_uint(m, DA_INT, u);
+            s = q;
+        } else {
+            s = put_value(p, m, val, e, depth + 1, kat);
+        }
         pb_close(m, at);
         s = ws(s, e);
         if (s < e && *s == ',')
