@@ -274,6 +274,10 @@ class KeyCache(unittest.TestCase):
             {"a": 3, "abc": 4, "": 5},
             {"l": [{"x": 1, "y": 2}, {"y": 3, "x": 4}, {"x": 5}, {"xy": 6, "y": {"x": 7}}]},
             {"l": [{"x": 8}, 9, [{"x": 10}]]},
+            # long keys differing in their last byte only, at the same positions
+            {"abcdefgh": 1, "abcdefghijkl": 2, "num_scheduled_tokens": 3},
+            {"abcdefgX": 1, "abcdefghijkX": 2, "num_scheduled_tokenX": 3},
+            {"abcdefgh": 1, "abcdefghijkl": 2, "num_scheduled_tokens": 3},
             # numbers inside a dict (a fast path there for small integers)
             {"n": {"z": 0, "x18": 123456789012345678, "x19": 1234567890123456789, "max": 2 ** 63 - 1,
                    "min": -2 ** 63, "d": 1.5, "e": 1e-7, "neg": -3, "last": 7}},

@@ -777,11 +777,18 @@ static uint64_t shape_at(uint64_t ctx, uint64_t i)
 static int same(const char *a, const char *b, int n)
 {
     uint64_t x, y;
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return 0;
+    if (n >= 8) {
+        /* whole words, the last one overlapping the one before */
+        for (int i = 0;; i += 8) {
+            if (i > n - 8)
+                i = n - 8;
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+            if (i == n - 8)
+                return 1;
+        }
     }
     while (n-- > 0)
         if (*a++ != *b++)
