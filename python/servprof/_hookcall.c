@@ -15,7 +15,10 @@
  *   argument array untouched to the wrapped function: no tuple, no dict,
  *   no Python frame of its own. The level is read with a relaxed load, as
  *   servprof_is_enabled() does in C.
- * - On, a hook with no expressions (kind span or event, nothing to
+ * - On, a HookCall made with `on` (a generator or coroutine function, a
+ *   caller filter, a custom handler: shapes whose record is made by a
+ *   Python wrapper) hands the call to that wrapper as it came; otherwise
+ *   a hook with no expressions (kind span or event, nothing to
  *   evaluate) is recorded entirely here with direct calls into
  *   libservprof. A hook with expressions packs the arguments once, calls
  *   the Binding's Python record() (which evaluates the expressions) and
@@ -30,7 +33,10 @@
  *   staticmethod made around it (bind.py) work as around a function. It
  *   has a __dict__ so functools.update_wrapper() gives it __wrapped__ and
  *   the names, which inspect.signature() follows; attributes it lacks
- *   (__code__, __defaults__ ...) are read from the wrapped function.
+ *   (__code__, __defaults__ ...) are read from the wrapped function, so
+ *   inspect.iscoroutinefunction() and isgeneratorfunction() answer as for
+ *   it. Off, a coroutine or generator function's call returns the
+ *   original's coroutine or generator: awaited or iterated, the same.
  *
  * RULES kept from wrap.py: the wrapped function's result or exception is
  * never changed; an error of the hook itself never raises into the caller
@@ -481,6 +487,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *fn;        /* the wrapped callable */
     PyObject *record;    /* Binding.record, or NULL: nothing to evaluate */
+    PyObject *on;        /* a Python wrapper that makes the whole call when
+                          * on (generators, coroutines, caller filters,
+                          * handlers), or NULL */
     PyObject *name;      /* bytes */
     PyObject *domain;    /* bytes, or NULL */
     PyObject *dict;      /* __dict__: __wrapped__, __name__, hook marks */
@@ -559,6 +568,8 @@ static int call_record(HookCall *h, PyObject *a, PyObject *kw, PyObject *ret, in
 static PyObject *hc_on(HookCall *h, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     int at_call = h->flags & HC_AT_CALL;
+    if (h->on)
+        return PyObject_Vectorcall(h->on, args, nargsf, kwnames);
     if (!h->record) {
         if (at_call) {
             simple_record(h, NULL, -1, 0);
@@ -619,18 +630,20 @@ static PyObject *hc_vectorcall(PyObject *self, PyObject *const *args, size_t nar
 
 static PyObject *hc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fn", "level", "record", "name", "domain", "span", "at_call", NULL};
-    PyObject *fn, *record, *name, *domain;
+    static char *kwlist[] = {"fn", "level", "record", "name", "domain", "span", "at_call", "on",
+                             NULL};
+    PyObject *fn, *record, *name, *domain, *on = Py_None;
     int level, span, at_call;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OiOSOpp:HookCall", kwlist, &fn, &level,
-                                     &record, &name, &domain, &span, &at_call))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OiOSOpp|O:HookCall", kwlist, &fn, &level,
+                                     &record, &name, &domain, &span, &at_call, &on))
         return NULL;
     if (!level_p) {
         PyErr_SetString(PyExc_RuntimeError, "servprof._hookcall: setup() was not called");
         return NULL;
     }
-    if (!PyCallable_Check(fn) || (record != Py_None && !PyCallable_Check(record))) {
-        PyErr_SetString(PyExc_TypeError, "HookCall: fn and record must be callable");
+    if (!PyCallable_Check(fn) || (record != Py_None && !PyCallable_Check(record)) ||
+        (on != Py_None && !PyCallable_Check(on))) {
+        PyErr_SetString(PyExc_TypeError, "HookCall: fn, record and on must be callable");
         return NULL;
     }
     if (domain != Py_None && !PyBytes_Check(domain)) {
@@ -642,6 +655,7 @@ static PyObject *hc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     h->fn = Py_NewRef(fn);
     h->record = record == Py_None ? NULL : Py_NewRef(record);
+    h->on = on == Py_None ? NULL : Py_NewRef(on);
     h->name = Py_NewRef(name);
     h->domain = domain == Py_None ? NULL : Py_NewRef(domain);
     h->level = level;
@@ -654,6 +668,7 @@ static int hc_traverse(HookCall *h, visitproc visit, void *arg)
 {
     Py_VISIT(h->fn);
     Py_VISIT(h->record);
+    Py_VISIT(h->on);
     Py_VISIT(h->dict);
     return 0;
 }
@@ -662,6 +677,7 @@ static int hc_clear(HookCall *h)
 {
     Py_CLEAR(h->fn);
     Py_CLEAR(h->record);
+    Py_CLEAR(h->on);
     Py_CLEAR(h->name);
     Py_CLEAR(h->domain);
     Py_CLEAR(h->dict);
@@ -726,7 +742,8 @@ static PyTypeObject HookCallType = {
     .tp_setattro = PyObject_GenericSetAttr,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "HookCall(fn, level, record, name, domain, span, at_call): fn wrapped by a hook.",
+    .tp_doc = "HookCall(fn, level, record, name, domain, span, at_call, on=None): fn wrapped by "
+              "a hook.",
     .tp_traverse = (traverseproc)hc_traverse,
     .tp_clear = (inquiry)hc_clear,
     .tp_weaklistoffset = offsetof(HookCall, weaklist),

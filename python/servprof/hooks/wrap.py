@@ -401,7 +401,24 @@ def _normal_rid(v):
 # ---------------------------------------------------------------- wrappers
 
 def make(fn, bd):
-    """The wrapper of fn for Binding bd (same shape as fn)."""
+    """The wrapper of fn for Binding bd (same shape as fn): a C HookCall
+    when the extension is there — recording itself for a plain function,
+    handing the call to the Python wrapper below when on for every other
+    shape — else the Python wrapper."""
+    w = _make_py(fn, bd)
+    hc = c_ext()
+    if hc is None:
+        return w
+    plain = w.__code__ is _PLAIN_CODE and bd.caller is None
+    on = None if plain else w
+    h = hc.HookCall(fn, bd.level, None if (bd.simple or not plain) else bd.record, bd.name,
+                    bd.domain, bd.kind == "span", bd.hook.when == "call" and bd.kind != "span",
+                    on)
+    return functools.update_wrapper(h, fn)
+
+
+def _make_py(fn, bd):
+    """The pure-Python wrapper of fn for Binding bd."""
     lv = state.level
     L = bd.level
     kind = bd.kind
@@ -492,12 +509,6 @@ def make(fn, bd):
             return ret
         return async_wrapper
 
-    hc = c_ext()
-    if hc is not None and not caller:
-        w = hc.HookCall(fn, L, None if bd.simple else record, bd.name, bd.domain,
-                        kind == "span", at_call)
-        return functools.update_wrapper(w, fn)
-
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         if L > lv.value or (caller and bd.skip_caller(2)):
@@ -560,5 +571,9 @@ def _with_handler(fn, bd, lv, L):
 
 # The code objects of the wrappers above (one per shape, shared by every
 # closure made from it), for skip_caller.
-_OWN_CODE = frozenset(c for fn in (make, _with_handler) for c in fn.__code__.co_consts
+_OWN_CODE = frozenset(c for fn in (_make_py, _with_handler) for c in fn.__code__.co_consts
                       if hasattr(c, "co_name"))
+# The plain shape's: without caller_filter or handler, the C wrapper does
+# its job itself.
+_PLAIN_CODE = next(c for c in _make_py.__code__.co_consts
+                   if getattr(c, "co_name", None) == "wrapper")
