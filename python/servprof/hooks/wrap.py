@@ -95,6 +95,8 @@ class Binding:
         # Nothing to evaluate: the C wrapper records it without Python.
         self.simple = not (self.attrs or self.metrics or self.rid is not None
                            or self.link is not None or self.scope is not None)
+        # One rid expression (the usual case): evaluated inline by _record_c.
+        self.rid1 = self.rid[0] if isinstance(self.rid, list) and len(self.rid) == 1 else None
         hc = c_ext()
         self._emit = hc.emit if hc is not None else None
         self.record = self._record_c if hc is not None else self._record_py
@@ -164,15 +166,27 @@ class Binding:
                 self._link(a, kw, ret)
             if self.kind == "link":
                 return
+            # The expressions are called inline (not through val()): a
+            # Python call less each, on the path the 2 us goal is about.
             rid = None
-            if self.rid is not None:
+            r1 = self.rid1
+            if r1 is not None:
+                try:
+                    rid = r1[0](a, kw, ret, None)
+                except Exception as e:
+                    self.fail(r1[1], e)
+            elif self.rid is not None:
                 v = self.rid_value(a, kw, ret, True)
                 if v is not _FAIL:
                     rid = v
             items = []
             for k, fn, what in self.attrs:
-                v = self.val(fn, what, a, kw, ret)
-                if v is not _FAIL and v is not None:
+                try:
+                    v = fn(a, kw, ret, None)
+                except Exception as e:
+                    self.fail(what, e)
+                    continue
+                if v is not None:
                     items.append((0, k, v if type(v) in _PLAIN_C else _cval(v)))
             for k, fn, inc, what, n in self.metrics:
                 v = self.val(fn, what, a, kw, ret)
