@@ -724,6 +724,19 @@ static PyObject *hc_get_fn(HookCall *h, void *c)
     return Py_NewRef(h->fn);
 }
 
+/* Pickled by name, as a function is: the module attribute it replaced is
+ * itself, so the name finds it again (multiprocessing, spawn). */
+static PyObject *hc_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef hc_methods[] = {
+    {"__reduce__", hc_reduce, METH_NOARGS, "pickled by qualified name, as a function"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef hc_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {"__servprof_fn__", (getter)hc_get_fn, NULL, "the wrapped callable", NULL},
@@ -747,6 +760,7 @@ static PyTypeObject HookCallType = {
     .tp_traverse = (traverseproc)hc_traverse,
     .tp_clear = (inquiry)hc_clear,
     .tp_weaklistoffset = offsetof(HookCall, weaklist),
+    .tp_methods = hc_methods,
     .tp_getset = hc_getset,
     .tp_descr_get = hc_descr_get,
     .tp_dictoffset = offsetof(HookCall, dict),

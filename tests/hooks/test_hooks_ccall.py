@@ -16,7 +16,8 @@ at call. What must hold:
 * the two runs return the same results and write the same rows (name,
   category, args), so the C record path encodes as the ctypes one does;
 * introspection answers as for the original (signature, __wrapped__,
-  names, iscoroutinefunction, isgeneratorfunction, __code__);
+  names, iscoroutinefunction, isgeneratorfunction, __code__), and it
+  pickles by name as a function does;
 * with the C wrapper: its type is HookCall, and calls on and off leave no
   reference behind (sys.getrefcount of the arguments and the exception).
 
@@ -172,7 +173,7 @@ HOOKS = '''
 '''
 
 DRIVER = r'''
-import asyncio, inspect, json, sys
+import asyncio, inspect, json, pickle, sys
 import servprof, servprof.hooks
 servprof.hooks.install([sys.argv[1]], with_env=False)
 import cmod
@@ -281,6 +282,7 @@ out["intro"] = {
     "agen": inspect.isasyncgenfunction(K.agen), "coro_plain": inspect.iscoroutinefunction(K.m),
     "ismethod": inspect.ismethod(k.m), "code": cmod.plain.__code__.co_name,
     "classm": inspect.ismethod(K.c), "hooks": len(cmod.simple.__servprof_hooks__),
+    "pickled": [pickle.loads(pickle.dumps(f)) is f for f in (cmod.simple, K.m, K.__dict__["gen"])],
 }
 out["wrapper"] = type(cmod.simple).__name__
 out["shapes"] = sorted({type(getattr(K, n)).__name__ for n in ("m", "gen", "co", "agen", "s")})
@@ -365,7 +367,7 @@ class CWrapper(unittest.TestCase):
             "sig_plain": "(x, *rest, scale=2, **opts)", "wrapped": "simple", "name": "simple",
             "qualname": "K.m", "doc": "Returns x.", "module": "cmod", "coro": True, "gen": True,
             "agen": True, "coro_plain": False, "ismethod": True, "code": "plain",
-            "classm": True, "hooks": 1})
+            "classm": True, "hooks": 1, "pickled": [True, True, True]})
 
     def test_the_c_wrapper_is_used_and_leaks_nothing(self):
         if not c_built():
