@@ -9,8 +9,9 @@ collected: the wrapper's flag check) and on (a session running: the
 record written with its expressions evaluated). Best of several repeats.
 
 Issue #28's goals, printed beside each figure: off, at most "one attribute
-load and a branch" more than unhooked (taken here as <= 30 ns); on, the
-wrapper's own cost <= 2000 ns per call.
+load and a branch" more than unhooked — measured in the same run as the
+cost of that check written into an unhooked twin (`if L > lv.value:`), the
+"yardstick" row; on, the wrapper's own cost <= 2000 ns per call.
 
 The clock is the calling thread's CPU time (time.thread_time_ns) unless
 --clock wall: on a shared machine the time other processes take the CPU
@@ -43,7 +44,7 @@ import sys
 import tempfile
 import time
 
-OFF_GOAL_NS, ON_GOAL_NS = 30, 2000
+ON_GOAL_NS = 2000
 HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__" and "--child" not in sys.argv:
     # The parent only runs one child per wrapper (below): no library use.
@@ -75,6 +76,10 @@ class Sched:
 def f(x):
     return x
 def f_twin(x):
+    return x
+def f_checked(x):
+    if _L > _lv.value:
+        return x
     return x
 
 async def af(x):
@@ -126,6 +131,9 @@ else:
 
     servprof.hooks.install([os.path.join(TMP, "hooks.yaml")], with_env=False)
     import benchmod  # noqa: E402
+    # The issue's yardstick: the check alone (an attribute load and a
+    # branch, as a call site of the binding makes it) inside the function.
+    benchmod._lv, benchmod._L = servprof._core.state.level, int(servprof.Level.INFO)
 
 S = benchmod.Sched() if benchmod else None
 BATCH = ["r1", "r2", "r3", "r4"]
@@ -210,12 +218,14 @@ def main():
             args = [x for x in sys.argv[1:] if x not in ("both", "c", "python", "--wrapper")]
             rc |= subprocess.call([sys.executable, os.path.abspath(__file__), "--child",
                                    "--wrapper", k] + args)
-        print("goals (issue #28): off +ns <= %d (a load and a branch), on +ns <= %d"
-              % (OFF_GOAL_NS, ON_GOAL_NS))
+        print("goals (issue #28): off +ns <= the yardstick (an attribute load and a branch), "
+              "on +ns <= %d" % ON_GOAL_NS)
         return rc
     if a.clock == "wall":
         CLOCK = time.perf_counter_ns
     servprof.is_enabled()  # initializes the library: the level is real from now on
+    clean = best_ns(loop_plain(benchmod.f_twin), a.calls, a.repeats)
+    yard = best_ns(loop_plain(benchmod.f_checked), a.calls, a.repeats) - clean
     rows = []
     for name, hooked, twin in CASES:
         clean = best_ns(twin, a.calls, a.repeats)
@@ -233,9 +243,10 @@ def main():
     print("wrapper: %s; clock: %s time, best of %d" % (wrapper_kind(), a.clock, a.repeats))
     print("%-40s %8s %9s %4s %9s %4s" % ("hooked function", "own ns", "off +ns", "met", "on +ns",
                                          "met"))
+    print("%-40s %8s %9.0f" % ("yardstick: the check alone, no wrapper", "", yard))
     for name, clean, off, on in rows:
         print("%-40s %8.0f %9.0f %4s %9.0f %4s" % (name, clean, off,
-                                                   "yes" if off <= OFF_GOAL_NS else "no", on,
+                                                   "yes" if off <= yard else "no", on,
                                                    "yes" if on <= ON_GOAL_NS else "no"))
     if not a.no_verify:
         stores = glob.glob(os.path.join(TMP, "prof", "**", "ms_service_*.db"), recursive=True)
@@ -247,6 +258,7 @@ def main():
         st = servprof.stats()
         print("verify: %d records in the store for %d hooked calls (dropped: %s)"
               % (got, made, st.get("dropped", "?")))
+    servprof.shutdown()  # before its config file goes
     if not os.environ.get("KEEP_TMP"):
         shutil.rmtree(TMP, True)
 
