@@ -514,12 +514,16 @@ static void simple_record(HookCall *h, PyObject *exc_type, int64_t start, int64_
         event(r, PyBytes_AS_STRING(h->name));
 }
 
+/* The kwargs of a call made without keywords: one empty dict shared by
+ * every such call (the expressions only read it). */
+static PyObject *no_kwargs;
+
 /* The arguments as record() wants them: a tuple and a dict. */
 static int pack(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a,
                 PyObject **kw)
 {
     *a = PyTuple_New(nargs);
-    *kw = PyDict_New();
+    *kw = kwnames ? PyDict_New() : Py_NewRef(no_kwargs);
     if (!*a || !*kw)
         goto fail;
     for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -549,8 +553,11 @@ static int call_record(HookCall *h, PyObject *a, PyObject *kw, PyObject *ret, in
     PyObject *en = start >= 0 ? PyLong_FromLongLong(end) : PyLong_FromLong(0);
     PyObject *out = NULL;
     if (st && en) {
-        PyObject *argv[6] = {a, kw, ret ? ret : Py_None, st, exc_type ? exc_type : Py_None, en};
-        out = PyObject_Vectorcall(h->record, argv, 6, NULL);
+        /* argv[0] is spare (PY_VECTORCALL_ARGUMENTS_OFFSET): the bound
+         * method puts its self there instead of copying the array. */
+        PyObject *argv[7] = {NULL, a, kw, ret ? ret : Py_None, st,
+                             exc_type ? exc_type : Py_None, en};
+        out = PyObject_Vectorcall(h->record, argv + 1, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
     Py_XDECREF(st);
     Py_XDECREF(en);
@@ -873,6 +880,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__hookcall(void)
 {
     if (PyType_Ready(&HookCallType) < 0)
+        return NULL;
+    if (!no_kwargs && !(no_kwargs = PyDict_New()))
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
