@@ -210,6 +210,9 @@ def main():
     ap.add_argument("--wrapper", choices=("both", "c", "python"), default="both")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    # --one CASE,off|on,hooked|twin: make just those calls (bench_hooks_ir.py
+    # counts their instructions under callgrind).
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if _PARENT:
         kinds = ("c", "python") if a.wrapper == "both" else (a.wrapper,)
@@ -223,7 +226,15 @@ def main():
         return rc
     if a.clock == "wall":
         CLOCK = time.perf_counter_ns
-    servprof.is_enabled()  # initializes the library: the level is real from now on
+    servprof.is_enabled()
+    if a.one:
+        case, phase, which = a.one.split(",")
+        if phase == "on":
+            servprof.start()
+        CASES[int(case)][1 if which == "hooked" else 2](a.calls)
+        servprof.shutdown()
+        shutil.rmtree(TMP, True)
+        return 0  # initializes the library: the level is real from now on
     clean = best_ns(loop_plain(benchmod.f_twin), a.calls, a.repeats)
     yard = best_ns(loop_plain(benchmod.f_checked), a.calls, a.repeats) - clean
     rows = []
