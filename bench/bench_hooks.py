@@ -4,7 +4,7 @@
 
 For each shape of hooked function, the ns per call of the hooked function
 minus the ns per call of an identical unhooked twin (so the function's own
-time is subtracted), with collection off (servprof loaded, the level not
+time is subtracted; the two measured alternately, round by round), with collection off (servprof loaded, the level not
 collected: the wrapper's flag check) and on (a session running: the
 record written with its expressions evaluated). Best of several repeats.
 
@@ -186,14 +186,21 @@ CASES = [] if benchmod is None else [
 CLOCK = time.thread_time_ns
 
 
-def best_ns(fn, n, repeats):
-    best = None
+def best_pair(hooked, twin, n, repeats):
+    """(best ns of twin, best ns of hooked), measured alternately round by
+    round, so a drift of the machine's speed hits both alike."""
+    bt = bh = None
     for _ in range(repeats):
-        t0 = CLOCK()
-        fn(n)
-        dt = (CLOCK() - t0) / n
-        best = dt if best is None else min(best, dt)
-    return best
+        for which in (0, 1):
+            fn = twin if which == 0 else hooked
+            t0 = CLOCK()
+            fn(n)
+            dt = (CLOCK() - t0) / n
+            if which == 0:
+                bt = dt if bt is None else min(bt, dt)
+            else:
+                bh = dt if bh is None else min(bh, dt)
+    return bt, bh
 
 
 def wrapper_kind():
@@ -235,19 +242,18 @@ def main():
         servprof.shutdown()
         shutil.rmtree(TMP, True)
         return 0  # initializes the library: the level is real from now on
-    clean = best_ns(loop_plain(benchmod.f_twin), a.calls, a.repeats)
-    yard = best_ns(loop_plain(benchmod.f_checked), a.calls, a.repeats) - clean
+    clean, checked = best_pair(loop_plain(benchmod.f_checked), loop_plain(benchmod.f_twin),
+                               a.calls, 2 * a.repeats)
+    yard = checked - clean
     rows = []
     for name, hooked, twin in CASES:
-        clean = best_ns(twin, a.calls, a.repeats)
-        off = best_ns(hooked, a.calls, a.repeats)
+        clean, off = best_pair(hooked, twin, a.calls, a.repeats)
         rows.append([name, clean, off - clean])
     servprof.start()
     made = 0
     for row, (name, hooked, twin) in zip(rows, CASES):
         n = max(1, a.calls // 5)
-        clean = best_ns(twin, n, a.repeats)
-        on = best_ns(hooked, n, a.repeats)
+        clean, on = best_pair(hooked, twin, n, a.repeats)
         made += n * a.repeats
         row.append(on - clean)
     servprof.stop()
