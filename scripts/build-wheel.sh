@@ -26,17 +26,27 @@ if [ -n "$san" ]; then
   echo "build-wheel.sh: $BUILD is a '$san' sanitizer build; a wheel needs a plain one" >&2
   exit 2
 fi
+# The hook engine's C wrapper (servprof._hookcall) goes in when the build has
+# it (Python headers found); without it the wheel's hooks use the Python one.
+hookcall_target=
+if [ -d "$BUILD/python/CMakeFiles/servprof_hookcall.dir" ]; then
+  hookcall_target=servprof_hookcall
+fi
 if [ "${SERVPROF_WHEEL_PREBUILT:-0}" != 1 ]; then
-  cmake --build "$BUILD" -j2 --target servprof servprof_cli >/dev/null
+  cmake --build "$BUILD" -j2 --target servprof servprof_cli $hookcall_target >/dev/null
 fi
 lib=$(readlink -f "$BUILD/lib/libservprof.so.0")
 cli=$(readlink -f "$BUILD/bin/servprof")
+hookcall=$(ls "$BUILD"/lib/_hookcall.*.so 2>/dev/null | head -n 1 || true)
 mkdir -p "$OUT"
-"$PY" - "$OUT" "$lib" "$cli" <<'PYEOF'
+"$PY" - "$OUT" "$lib" "$cli" "$hookcall" <<'PYEOF'
 import os, sys
 sys.path.insert(0, os.path.join("python", "_backend"))
 import servprof_backend
-out, lib, cli = sys.argv[1:4]
-name = servprof_backend.build_wheel(out, {"servprof-lib": lib, "servprof-cli": cli})
+out, lib, cli, hookcall = sys.argv[1:5]
+settings = {"servprof-lib": lib, "servprof-cli": cli}
+if hookcall:
+    settings["servprof-hookcall"] = hookcall
+name = servprof_backend.build_wheel(out, settings)
 print(os.path.join(os.path.abspath(out), name))
 PYEOF

@@ -8,14 +8,15 @@ set -euo pipefail
 # runtime (libFuzzer targets, float-cast checks), Chromium (the HTML report in a real browser),
 # Prometheus + promtool (live metrics scraped for real), PyTorch and aiohttp (the Python
 # engine and the torch profiler path), pandas, gcovr (coverage), venv/wheel (the Python wheel),
-# PyYAML (hook files, servprof.hooks), protoc + python3-protobuf (trace.pftrace decoded with
+# PyYAML (hook files, servprof.hooks), python3-dev (servprof._hookcall, the hooks' C wrapper),
+# protoc + python3-protobuf (trace.pftrace decoded with
 # Perfetto's official .proto; the OTLP tests decode with opentelemetry-proto's the same way),
 # protobuf-c (bench_pbenc: the pftrace encoder against it).
 PKGS=(build-essential cmake pkg-config git libsqlite3-dev sqlite3 libjansson-dev
       libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev python3 python3-setuptools python3-pip
       clang libclang-rt-14-dev chromium chromium-driver fonts-dejavu-core prometheus
       python3-torch python3-aiohttp python3-pandas python3-numpy python3-venv python3-wheel
-      python3-yaml
+      python3-yaml python3-dev
       gcovr protobuf-compiler python3-protobuf protobuf-c-compiler libprotobuf-c-dev)
 missing=()
 # ClickHouse for the `servprof export` / `analyze --from` tests (tests/clickhouse start their own

@@ -16,8 +16,11 @@ environment variable SERVPROF_BUNDLE_LIB=PATH, the shared library is copied
 into the package as servprof/libservprof.so.0 — where the binding looks
 first after $SERVPROF_LIB — and the wheel is tagged for this platform; with
 servprof-cli=PATH / SERVPROF_BUNDLE_CLI=PATH the C tool goes in as
-servprof/bin/servprof, which the console command runs. scripts/build-wheel.sh
-passes both. Editable installs (pip install -e) add a .pth file pointing at
+servprof/bin/servprof, which the console command runs; with
+servprof-hookcall=PATH / SERVPROF_BUNDLE_HOOKCALL=PATH the hook engine's C
+wrapper (servprof._hookcall, a CPython extension) goes in under its own
+file name, and the wheel is tagged for that interpreter (cpXY-cpXY-plat).
+scripts/build-wheel.sh passes all three (the last when the build made it). Editable installs (pip install -e) add a .pth file pointing at
 the source folder.
 
 Paths: pip runs this backend from python/, not from where the user typed
@@ -97,10 +100,23 @@ def _bundled_cli(config_settings):
     return _bundled(config_settings, "servprof-cli", "SERVPROF_BUNDLE_CLI", "servprof tool")
 
 
-def _tag(bundled):
-    if not bundled:
+def _bundled_hookcall(config_settings):
+    return _bundled(config_settings, "servprof-hookcall", "SERVPROF_BUNDLE_HOOKCALL",
+                    "hook wrapper extension")
+
+
+def _tag(bundled, ext=None):
+    """The wheel's tag: pure, for this platform, or — with a CPython
+    extension inside — for the interpreter the extension was built for
+    (read from its file name, e.g. _hookcall.cpython-311-x86_64-linux-gnu.so)."""
+    if not bundled and not ext:
         return "py3-none-any"
-    return "py3-none-" + sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    if ext:
+        m = re.search(r"\.cpython-(\d+)", os.path.basename(ext))
+        py = "cp" + (m.group(1) if m else sysconfig.get_config_var("py_version_nodot"))
+        return "%s-%s-%s" % (py, py, plat)
+    return "py3-none-" + plat
 
 
 def _record_line(arcname, data):
@@ -132,7 +148,7 @@ def _write_wheel(wheel_directory, files, tag):
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:
         for arcname, data in files:
             info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
-            exe = arcname.endswith(".so.0") or arcname.endswith("/" + CLI)
+            exe = arcname.endswith((".so.0", ".so")) or arcname.endswith("/" + CLI)
             info.external_attr = (0o100000 | (0o755 if exe else 0o644)) << 16  # S_IFREG: pip wants it
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
@@ -201,7 +217,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if cli:
         with open(cli, "rb") as f:
             files.append(("%s/%s" % (NAME, CLI), f.read()))
-    return _write_wheel(wheel_directory, files, _tag(lib or cli))
+    ext = _bundled_hookcall(config_settings)
+    if ext:
+        with open(ext, "rb") as f:
+            files.append(("%s/%s" % (NAME, os.path.basename(ext)), f.read()))
+    return _write_wheel(wheel_directory, files, _tag(lib or cli, ext))
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):

@@ -14,6 +14,7 @@ SERVPROF_LIB and no build tree in sight:
     for collection ("enable": 1), a warning otherwise.
 """
 
+import glob
 import json
 import os
 import re
@@ -70,13 +71,17 @@ class Wheel(unittest.TestCase):
 
     def test_wheel_contents(self):
         self.assertRegex(os.path.basename(self.wheel),
-                         r"^servprof-%s-py3-none-linux_\w+\.whl$" % re.escape(self.version))
+                         r"^servprof-%s-(py3-none|cp\d+-cp\d+)-linux_\w+\.whl$"
+                         % re.escape(self.version))
         p = self.vpy("import servprof, os; d = os.path.dirname(servprof.__file__); "
                      "print(servprof.__version__); print(os.path.exists(os.path.join(d, 'py.typed')));"
                      "print(int(servprof.Level.DETAILED)); print(servprof.library_path())")
         version, typed, level, lib = p.stdout.split()
         self.assertEqual((version, typed, level), (self.version, "True", "30"))
         self.assertTrue(lib.startswith(self.venv), lib)
+        if glob.glob(os.path.join(BUILD, "lib", "_hookcall.*.so")):  # the hooks' C wrapper
+            p = self.vpy("import servprof._hookcall as h; print(h.__file__)")
+            self.assertTrue(p.stdout.strip().startswith(self.venv), p.stdout)
 
     def test_console_command_and_module(self):
         for cmd in ([os.path.join(self.bin, "servprof")],

@@ -233,7 +233,21 @@ class Params:
         return name in self.pos or name in self.kwonly or self.var_kw or \
             (self.var_pos is not None and self.var_pos[0] == name)
 
-    def accessor(self, name):
+    def accessor(self, name, full=False):
+        """fn(args, kwargs) reading the parameter; full: fn(args, kwargs,
+        ret, item), the shape bind() gives every node (one call less per
+        evaluation than wrapping the short one)."""
+        if full:
+            get = self.accessor(name)
+            if name in self.pos:
+                i, d = self.pos[name]
+                if d is _MISSING:
+                    def get_pos(args, kwargs, r, it):
+                        if len(args) > i:
+                            return args[i]
+                        return get(args, kwargs)
+                    return get_pos
+            return lambda a, kw, r, it: get(a, kw)
         if name in self.pos:
             i, d = self.pos[name]
 
@@ -287,8 +301,7 @@ def bind(node, params):
         n = node[1]
         if params is None or not params.has(n):
             raise LookupError("the function has no parameter %r" % n)
-        get = params.accessor(n)
-        return lambda a, kw, r, it: get(a, kw)
+        return params.accessor(n, True)
     if k == "attr":
         inner, an = bind(node[1], params), node[2]
         return lambda a, kw, r, it: _getattr(inner(a, kw, r, it), an)

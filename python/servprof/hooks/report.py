@@ -34,6 +34,12 @@ def say(line, warning=False):
             pass
 
 
+def debug(line):
+    """A line only for PROF_LOG_LEVEL=DEBUG (the library's own switch)."""
+    if os.environ.get("PROF_LOG_LEVEL", "").upper() == "DEBUG":
+        say(line)
+
+
 def not_bound(hook, why):
     say("%s: not bound: %s" % (hook.where(), why), warning=True)
 

@@ -29,13 +29,28 @@ forwards asend/athrow/aclose). A span of a generator runs from its first
 next() to its end. Introspection sees the original: functools.wraps sets
 __wrapped__, so inspect.signature() and iscoroutinefunction() answer as
 for the function itself.
+
+The C wrapper: when the optional extension servprof._hookcall is built
+(python/servprof/_hookcall.c) a plain function without caller_filter or
+handler is wrapped by a HookCall instead, whose off path forwards the
+caller's arguments with no packing and no Python frame (docs/hooks.md,
+"What a hook costs"); every shape then writes its record with ONE call,
+_hookcall.emit(), instead of a ctypes call per attribute. The extension is
+looked for in the package, then next to the libservprof the binding
+loaded (where the build puts it). SERVPROF_HOOKS_PURE=1 forces the
+pure-Python wrapper and the ctypes record path; a missing extension falls
+back to them too, said once at debug level (PROF_LOG_LEVEL=DEBUG).
 """
 
+import ctypes
 import functools
+import importlib.machinery
+import importlib.util
 import inspect
+import os
 import sys
 
-from .._core import state, b, bdomain, put, res, number, now_ns
+from .._core import state, b, bdomain, put, res, number, now_ns, json_text
 from . import expr as _expr
 from . import report
 
@@ -77,6 +92,20 @@ class Binding:
             n, v = hook.scope
             self.scope = (b(n), v)
         self.caller = hook.caller_filter
+        # Nothing to evaluate: the C wrapper records it without Python.
+        self.simple = not (self.attrs or self.metrics or self.rid is not None
+                           or self.link is not None or self.scope is not None)
+        # One rid expression (the usual case): evaluated inline by _record_c.
+        self.rid1 = self.rid[0] if isinstance(self.rid, list) and len(self.rid) == 1 else None
+        hc = c_ext()
+        self._emit = hc.emit if hc is not None else None
+        self.record = self._record_c if hc is not None else self._record_py
+        # What _record_c reads, in one tuple: one attribute load and an
+        # unpack instead of a dozen instance-attribute loads per call
+        # (~0.2 us of the 2 us an expression hook may cost).
+        self._c = (self.link, self.kind == "link", self.kind == "span", self.rid1, self.rid,
+                   tuple(self.attrs), tuple(self.metrics), self.scope, self._emit, self.level,
+                   self.domain, self.name)
 
     # ------------------------------------------------------------ values
 
@@ -96,7 +125,9 @@ class Binding:
             self.fail(what, e)
             return _FAIL
 
-    def rid_value(self, a, kw, ret):
+    def rid_value(self, a, kw, ret, raw=False):
+        """The resource id(s) of a call, or _FAIL. raw: a single value as
+        the expression gave it (emit() normalizes it as _normal_rid)."""
         if self.rid[0] == "each":
             _, seq_fn, what, fields = self.rid
             seq = self.val(seq_fn, what, a, kw, ret)
@@ -125,13 +156,76 @@ class Binding:
         if not vals:
             return _FAIL
         if len(vals) == 1:
-            return _normal_rid(vals[0])
+            return vals[0] if raw else _normal_rid(vals[0])
         return [{"rid": _scalar(v)} for v in vals]
 
     # ------------------------------------------------------------ records
 
-    def record(self, a, kw, ret, start, exc_type, end=0):
-        """Writes what this hook records for one call. start, end: the
+    def _record_c(self, a, kw, ret, start, exc_type, end=0):
+        """record() through the C extension: the expressions evaluated
+        here, every value handed to _hookcall.emit() in one call, in the
+        order _record_py writes them (so both write the same rows). A
+        session stopping meanwhile: emit() gets no record and writes
+        nothing."""
+        try:
+            (link, is_link, is_span, r1, rids, attrs, metrics, scope, emit, level, domain,
+             name) = self._c
+            if link is not None:
+                self._link(a, kw, ret)
+            if is_link:
+                return
+            # The expressions are called inline (not through val()): a
+            # Python call less each, on the path the 2 us goal is about.
+            rid = None
+            if r1 is not None:
+                try:
+                    rid = r1[0](a, kw, ret, None)
+                except Exception as e:
+                    self.fail(r1[1], e)
+            elif rids is not None:
+                v = self.rid_value(a, kw, ret, True)
+                if v is not _FAIL:
+                    rid = v
+            items = []
+            for k, fn, what in attrs:
+                try:
+                    v = fn(a, kw, ret, None)
+                except Exception as e:
+                    self.fail(what, e)
+                    continue
+                if v is not None:
+                    items.append((0, k, v if type(v) in _PLAIN_C else _cval(v)))
+            for k, fn, inc, what, n in metrics:
+                v = self.val(fn, what, a, kw, ret)
+                if v is _FAIL or v is None:
+                    continue
+                x = number(v)
+                if x is None:
+                    items.append((0, b(n + ("+" if inc else "=")), _cval(v)))
+                else:
+                    items.append((2 if inc else 1, k, x))
+            if scope is not None:
+                n, v = scope
+                if type(v) is str:
+                    items.append((3, n, v.encode("utf-8", "replace")))
+                else:
+                    items.append((0, b"scope#" + n, _cval(v)))
+            span = is_span and start is not None
+            emit(level, domain, name, start if span else None, (end or now_ns()) if span else 0,
+                 rid, items, None if exc_type is None else b(exc_type.__name__))
+        except Exception as e:
+            self.fail("recording", e)
+
+    def _link(self, a, kw, ret):
+        fr = self.val(self.link[0][0], self.link[0][1], a, kw, ret)
+        to = self.val(self.link[1][0], self.link[1][1], a, kw, ret)
+        if fr is not _FAIL and to is not _FAIL and fr is not None and to is not None:
+            state.f.servprof_link(str(fr).encode("utf-8", "replace"),
+                                  str(to).encode("utf-8", "replace"))
+
+    def _record_py(self, a, kw, ret, start, exc_type, end=0):
+        """Writes what this hook records for one call, one ctypes call per
+        C function (the fallback without the extension). start, end: the
         call's clock readings in ns (start None: an event), taken by the
         wrapper around the call itself so the record's own cost is not in
         the span."""
@@ -139,11 +233,7 @@ class Binding:
         r = None
         try:
             if self.link is not None:
-                fr = self.val(self.link[0][0], self.link[0][1], a, kw, ret)
-                to = self.val(self.link[1][0], self.link[1][1], a, kw, ret)
-                if fr is not _FAIL and to is not _FAIL and fr is not None and to is not None:
-                    f.servprof_link(str(fr).encode("utf-8", "replace"),
-                                    str(to).encode("utf-8", "replace"))
+                self._link(a, kw, ret)
             if self.kind == "link":
                 return
             r = f.servprof_rec_begin_slow(self.level, self.domain)
@@ -203,6 +293,112 @@ class Binding:
         return f is None or f.f_code.co_name != self.caller
 
 
+_PLAIN = (str, int, float, bool)
+# What emit() writes itself (a list/tuple/dict through json_text() unless
+# it is made of plain values).
+_PLAIN_C = (str, int, float, bool, list, tuple, dict, type(None))
+
+
+def _cval(v):
+    """v as emit() takes a value — str, int, float, bool, or bytes holding
+    JSON — typed the way _core.put() types it."""
+    if type(v) in _PLAIN_C:
+        return v
+    if isinstance(v, (list, tuple, dict)):
+        return json_text(v).encode()
+    if isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, int) or hasattr(v, "__index__"):  # IntEnum, numpy ints
+        return int(v.__index__())
+    if isinstance(v, float):
+        return float(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    return json_text(v).encode()
+
+
+# ---------------------------------------------------------------- the C extension
+
+_hc = None   # servprof._hookcall once set up; False once found unusable
+
+
+def c_ext():
+    """servprof._hookcall, set up for the library the binding loaded, or
+    None (SERVPROF_HOOKS_PURE set, not built, or no library loaded)."""
+    global _hc
+    if _hc is None:
+        if state.lib is None:
+            return None   # not decided yet: the library may load later
+        _hc = _load_c() or False
+    return _hc or None
+
+
+_FUNCS = ("servprof_now_ns", "servprof_rec_begin_slow", "servprof_rec_cancel", "servprof_span_at",
+          "servprof_event", "servprof_attr_bool", "servprof_attr_str", "servprof_attr_strn",
+          "servprof_attr_int", "servprof_attr_double", "servprof_attr_json", "servprof_res_str",
+          "servprof_res_int", "servprof_metric", "servprof_metric_inc", "servprof_metric_scope",
+          "servprof_attr_array_begin", "servprof_attr_object_begin", "servprof_attr_end")
+
+
+def _json_bytes(v):
+    return json_text(v).encode()
+
+
+def _rid_text(v):
+    """A rid value emit() did not write itself, as _core.res() would."""
+    v = _normal_rid(v)
+    return v if type(v) is str or type(v) is int else json_text(v).encode()
+
+
+def _load_c():
+    if os.environ.get("SERVPROF_HOOKS_PURE", "") not in ("", "0"):
+        report.debug("pure-Python hook wrapper: SERVPROF_HOOKS_PURE is set")
+        return None
+    mod = None
+    try:
+        from .. import _hookcall as mod
+    except ImportError:
+        mod = _load_beside(state.lib.path)
+    if mod is None:
+        report.debug("pure-Python hook wrapper: servprof._hookcall is not built (in the "
+                     "package or next to %s)" % state.lib.path)
+        return None
+    try:
+        f = state.f
+        mod.setup(ctypes.addressof(state.lib.level),
+                  {n: ctypes.cast(getattr(f, n), ctypes.c_void_p).value for n in _FUNCS},
+                  _json_bytes, _rid_text)
+    except Exception as e:
+        report.debug("pure-Python hook wrapper: servprof._hookcall unusable: %s: %s"
+                     % (type(e).__name__, e))
+        return None
+    report.debug("C hook wrapper: %s" % mod.__file__)
+    return mod
+
+
+def _load_beside(libpath):
+    """servprof._hookcall from the folder of the loaded libservprof."""
+    if os.sep not in libpath:
+        return None
+    d = os.path.dirname(os.path.realpath(libpath))
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(d, "_hookcall" + suffix)
+        if not os.path.exists(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("servprof._hookcall", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except (ImportError, OSError) as e:
+            report.debug("servprof._hookcall at %s did not load: %s" % (path, e))
+            return None
+        sys.modules["servprof._hookcall"] = mod
+        return mod
+    return None
+
+
 def _scalar(v):
     if type(v) in (str, int):
         return v
@@ -225,7 +421,24 @@ def _normal_rid(v):
 # ---------------------------------------------------------------- wrappers
 
 def make(fn, bd):
-    """The wrapper of fn for Binding bd (same shape as fn)."""
+    """The wrapper of fn for Binding bd (same shape as fn): a C HookCall
+    when the extension is there — recording itself for a plain function,
+    handing the call to the Python wrapper below when on for every other
+    shape — else the Python wrapper."""
+    w = _make_py(fn, bd)
+    hc = c_ext()
+    if hc is None:
+        return w
+    plain = w.__code__ is _PLAIN_CODE and bd.caller is None
+    on = None if plain else w
+    h = hc.HookCall(fn, bd.level, None if (bd.simple or not plain) else bd.record, bd.name,
+                    bd.domain, bd.kind == "span", bd.hook.when == "call" and bd.kind != "span",
+                    on)
+    return functools.update_wrapper(h, fn)
+
+
+def _make_py(fn, bd):
+    """The pure-Python wrapper of fn for Binding bd."""
     lv = state.level
     L = bd.level
     kind = bd.kind
@@ -378,5 +591,9 @@ def _with_handler(fn, bd, lv, L):
 
 # The code objects of the wrappers above (one per shape, shared by every
 # closure made from it), for skip_caller.
-_OWN_CODE = frozenset(c for fn in (make, _with_handler) for c in fn.__code__.co_consts
+_OWN_CODE = frozenset(c for fn in (_make_py, _with_handler) for c in fn.__code__.co_consts
                       if hasattr(c, "co_name"))
+# The plain shape's: without caller_filter or handler, the C wrapper does
+# its job itself.
+_PLAIN_CODE = next(c for c in _make_py.__code__.co_consts
+                   if getattr(c, "co_name", None) == "wrapper")
