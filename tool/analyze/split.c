@@ -50,8 +50,8 @@
 #include "split.h"
 
 #define SCHED_SQL "('BatchSchedule', 'batchFrameworkProcessing')"
-static const char *const kind_name[SS_NSEL] = {"Prefill", "Decode"};
-static const char *const file_name[SS_NSEL] = {"prefill.csv", "decode.csv"};
+static const char *const kind_name[SA_SPLIT_NSEL] = {"Prefill", "Decode"};
+static const char *const file_name[SA_SPLIT_NSEL] = {"prefill.csv", "decode.csv"};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -238,7 +238,7 @@ static void add_pick(split *s, const step *x, int kind, const char *rid)
 }
 
 /* Picks the steps of selection k. Returns how many. */
-static int choose(split *s, const ss_select *sel, int k, const sa_strmap *http)
+static int choose(split *s, const sa_split_select *sel, int k, const sa_strmap *http)
 {
     int got = 0;
     for (int i = 0; i < s->nsteps && got < sel->number; i++) {
@@ -255,12 +255,12 @@ static int choose(split *s, const ss_select *sel, int k, const sa_strmap *http)
                     who = sel->rid;
         } else if (x->bs == sel->batch_size && n > 0)
             who = rids[0];
-        else if (x->bs == sel->batch_size && k == SS_DECODE)
+        else if (x->bs == sel->batch_size && k == SA_SPLIT_DECODE)
             who = ""; /* a decode step needs no request of its own */
-        if (who && k == SS_PREFILL && sa_strmap_get(http, who, (int)strlen(who)) < 0)
+        if (who && k == SA_SPLIT_PREFILL && sa_strmap_get(http, who, (int)strlen(who)) < 0)
             who = NULL;
         if (who) {
-            add_pick(s, x, k, k == SS_PREFILL ? who : NULL);
+            add_pick(s, x, k, k == SA_SPLIT_PREFILL ? who : NULL);
             got++;
         }
         free(rids);
@@ -407,7 +407,7 @@ static void finish_pick(pick *p)
         const row *r = &p->rows[i];
         if (r->between)
             continue;
-        if (p->kind == SS_PREFILL ? !strcmp(r->name, "httpRes") : (!last || r->start >= last->start))
+        if (p->kind == SA_SPLIT_PREFILL ? !strcmp(r->name, "httpRes") : (!last || r->start >= last->start))
             last = r;
     }
     if (last) {
@@ -474,7 +474,7 @@ static int write_kind(split *s, int k, const char *outdir)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     fputs("name,during_time(ms),max,min,mean,std,pid,tid,start_time(ms),end_time(ms)", f);
-    fputs(k == SS_PREFILL ? ",rid\n" : "\n", f);
+    fputs(k == SA_SPLIT_PREFILL ? ",rid\n" : "\n", f);
     for (int j = 0; best && j < best->n; j++) {
         const row *r = &best->rows[j];
         const stat_acc *a = &acc[sa_strmap_get(&names, r->name, (int)strlen(r->name))];
@@ -489,7 +489,7 @@ static int write_kind(split *s, int k, const char *outdir)
         else
             fputc(',', f);
         fprintf(f, ",%lld,%lld", whole_ms(r->start), whole_ms(r->end));
-        if (k == SS_PREFILL) {
+        if (k == SA_SPLIT_PREFILL) {
             fputc(',', f);
             csv_field(f, r->rid);
         }
@@ -517,7 +517,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 }
 
 /* Raw stores or a session folder: parsed into tmp (profiler.db only). */
-static int parse_to(const ss_opts *o, const char *tmp)
+static int parse_to(const sa_split_opts *o, const char *tmp)
 {
     prs_opts po = {0};
     po.input = o->input;
@@ -562,7 +562,7 @@ static void split_free(split *s)
         sqlite3_close(s->db);
 }
 
-static int run_db(const ss_opts *o, const char *dbpath)
+static int run_db(const sa_split_opts *o, const char *dbpath)
 {
     split s = {0};
     char *uri = sqlite3_mprintf("file:%s?mode=ro", dbpath);
@@ -583,9 +583,9 @@ static int run_db(const ss_opts *o, const char *dbpath)
     }
     sa_strmap http = {0};
     load_http(&s, &http);
-    int want[SS_NSEL] = {0}, got[SS_NSEL] = {0}, status = 0;
-    for (int k = 0; k < SS_NSEL; k++) {
-        const ss_select *sel = &o->sel[k];
+    int want[SA_SPLIT_NSEL] = {0}, got[SA_SPLIT_NSEL] = {0}, status = 0;
+    for (int k = 0; k < SA_SPLIT_NSEL; k++) {
+        const sa_split_select *sel = &o->sel[k];
         want[k] = sel->batch_size > 0 || sel->rid;
         if (want[k])
             got[k] = choose(&s, sel, k, &http);
@@ -605,10 +605,10 @@ static int run_db(const ss_opts *o, const char *dbpath)
             return 1;
         }
     }
-    for (int k = 0; k < SS_NSEL; k++) {
+    for (int k = 0; k < SA_SPLIT_NSEL; k++) {
         if (!want[k])
             continue;
-        const ss_select *sel = &o->sel[k];
+        const sa_split_select *sel = &o->sel[k];
         if (got[k]) {
             status |= write_kind(&s, k, o->output);
             continue;
@@ -621,7 +621,7 @@ static int run_db(const ss_opts *o, const char *dbpath)
         else
             say("%s: no %s step of batch size %ld (followed by another step of its process%s); %s not written; "
                 "batch sizes of its %s steps: %s",
-                kind_name[k], kind_name[k], sel->batch_size, k == SS_PREFILL ? ", its request's httpReq seen" : "",
+                kind_name[k], kind_name[k], sel->batch_size, k == SA_SPLIT_PREFILL ? ", its request's httpReq seen" : "",
                 file_name[k], kind_name[k], sizes[0] ? sizes : "none (no such step)");
         status = 1;
     }
@@ -629,7 +629,7 @@ static int run_db(const ss_opts *o, const char *dbpath)
     return status;
 }
 
-int ss_run(const ss_opts *o)
+int sa_split_run(const sa_split_opts *o)
 {
     struct stat st;
     if (!o->input || stat(o->input, &st) != 0) {

@@ -63,13 +63,13 @@ static int rid_ok(const char *s)
 
 int cmd_split(int argc, char **argv)
 {
-    ss_opts o = {.output = "output", .progress = -1};
-    o.sel[SS_PREFILL].number = o.sel[SS_DECODE].number = 1;
+    sa_split_opts o = {.output = "output", .progress = -1};
+    o.sel[SA_SPLIT_PREFILL].number = o.sel[SA_SPLIT_DECODE].number = 1;
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
     for (int id; (id = cli_next(&p)) != CLI_END;) {
         long n;
-        ss_select *sel = id >= OPT_DBS && id <= OPT_DRID ? &o.sel[SS_DECODE] : &o.sel[SS_PREFILL];
+        sa_split_select *sel = id >= OPT_DBS && id <= OPT_DRID ? &o.sel[SA_SPLIT_DECODE] : &o.sel[SA_SPLIT_PREFILL];
         switch (id) {
         case CLI_STOP: return p.status;
         case CLI_ARG:
@@ -103,13 +103,13 @@ int cmd_split(int argc, char **argv)
     }
     if (!o.input)
         return cli_error(&verb, "the input is missing: servprof split DIR (or -i/--input-path DIR)");
-    for (int k = 0; k < SS_NSEL; k++)
+    for (int k = 0; k < SA_SPLIT_NSEL; k++)
         if (o.sel[k].batch_size > 0 && o.sel[k].rid)
             return cli_error(&verb, "--%s-batch-size and --%s-rid pick the same steps two ways: give one",
                              k ? "decode" : "prefill", k ? "decode" : "prefill");
-    if (!o.sel[SS_PREFILL].batch_size && !o.sel[SS_PREFILL].rid && !o.sel[SS_DECODE].batch_size &&
-        !o.sel[SS_DECODE].rid)
+    if (!o.sel[SA_SPLIT_PREFILL].batch_size && !o.sel[SA_SPLIT_PREFILL].rid && !o.sel[SA_SPLIT_DECODE].batch_size &&
+        !o.sel[SA_SPLIT_DECODE].rid)
         return cli_error(&verb, "nothing to pick: give --prefill-batch-size N, --prefill-rid RID, "
                                 "--decode-batch-size N or --decode-rid RID");
-    return ss_run(&o);
+    return sa_split_run(&o);
 }
