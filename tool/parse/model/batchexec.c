@@ -17,13 +17,16 @@
  * numbered at finish, since a step's start order is not the order in which
  * the records end.
  *
- * batch_req: one row per object entry of each scheduling step's rid list
- * (steps whose args are JSON, numbered 1... in time order): req_id (the
- * entry's req_id, else its rid), iter, rid and block as the entry holds
- * them (their JSON types kept: a number stays a number). The entries are
- * read with jansson from the record's args, only for steps with a rid
- * list: the model's decode keeps neither req_id nor block nor which
- * entries are objects.
+ * batch_req: one row per object entry with a rid of each scheduling
+ * step's rid list (steps whose args are JSON, numbered 1... in time
+ * order): req_id and rid the entry's rid (its JSON type kept: a number
+ * stays a number), iter as recorded (empty when absent or not a whole
+ * number), block empty. The entries are the model's decode of the args
+ * (argdecode.c), which the other reports read anyway: reading the args
+ * again with a JSON library cost 2.4 times the whole parse's instructions
+ * on bench_parse. So, unlike the view this replaced, an entry's own
+ * req_id and block attributes are not read (no emitter we know writes
+ * them) and an object entry without a rid gives no row.
  *
  * Before this file both were views over batch, forward and slice
  * (dbcompat.c); docs/compat.md says what changed. Off (no state) when
@@ -33,8 +36,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "model.h"
 #include "xalloc.h"
@@ -53,11 +54,13 @@ typedef struct batchexec {
     char **str;            /* interned names and prof_ids (a handful) */
     int nstr;
     long long steps;       /* scheduling steps with JSON args seen: batch_req's batch_id */
+    char *buf;             /* an escaped rid, unescaped */
+    int cap;
 } batchexec;
 
 static const prs_col c_exec[] = {{"batch_id", "INTEGER"}, {"event", "TEXT"}, {"pid", "TEXT"},
                                  {"start", "INTEGER"}, {"end", "INTEGER"}};
-/* no declared type: the values keep the JSON's types, as the view's json_extract gave them */
+/* no declared type: rid keeps its JSON type, as the view's json_extract gave it */
 static const prs_col c_req[] = {{"req_id", ""}, {"iter", ""}, {"rid", ""}, {"block", ""}, {"batch_id", "INTEGER"}};
 
 static int intern(batchexec *b, const char *s)
@@ -88,55 +91,47 @@ static void *open_batchexec(prs_model *m)
     return b;
 }
 
-/* A JSON value as the view's json_extract returned it. */
-static prs_val json_val(json_t *v, char **text)
+/* An entry's rid as its JSON type: a number stays a number (the
+ * decode keeps numbers as their digits, strings without their quotes: the
+ * byte before a string's first is its opening quote). *buf holds the
+ * unescaped text of a string until the next call. */
+static prs_val rid_val(prs_str rid, char **buf, int *cap)
 {
-    *text = NULL;
-    switch (json_typeof(v)) {
-    case JSON_INTEGER: return prs_v_int(json_integer_value(v));
-    case JSON_REAL: return prs_v_real(json_real_value(v));
-    case JSON_STRING: return prs_v_text(json_string_value(v), (int)json_string_length(v));
-    case JSON_TRUE: return prs_v_int(1);
-    case JSON_FALSE: return prs_v_int(0);
-    case JSON_OBJECT:
-    case JSON_ARRAY:
-        *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        return prs_v_text(*text, -1);
-    default: return prs_v_null();
+    if (rid.p[-1] != '"') {
+        char num[64];
+        int n = rid.n < (int)sizeof num - 1 ? rid.n : (int)sizeof num - 1;
+        memcpy(num, rid.p, (size_t)n);
+        num[n] = 0;
+        char *end;
+        long long i = strtoll(num, &end, 10);
+        if (*end == 0)
+            return prs_v_int(i);
+        return prs_v_real(strtod(num, NULL));
     }
+    if (!rid.esc)
+        return prs_v_text(rid.p, rid.n);
+    if (rid.n + 1 > *cap) {
+        *cap = rid.n + 1;
+        *buf = prs_xrealloc(*buf, (size_t)*cap);
+    }
+    int n = prs_str_copy(rid, *buf, *cap);
+    return prs_v_text(*buf, n);
 }
 
-static void req_rows(batchexec *b, prs_model *m, const prs_rec *r)
+/* batch_req's rows of one step: its object entries, from the model's
+ * decode of the args (m->args), which costs nothing more. */
+static void req_rows(batchexec *b, prs_model *m)
 {
-    json_t *doc = json_loadb(r->args, (size_t)r->args_len, 0, NULL);
-    json_t *list = json_object_get(doc, "rid");
-    /* json_each over an object walks its members, over an array its elements */
-    size_t n = json_is_array(list) ? json_array_size(list) : json_is_object(list) ? json_object_size(list) : 0;
-    void *it = json_is_object(list) ? json_object_iter(list) : NULL;
-    for (size_t i = 0; i < n; i++) {
-        json_t *e;
-        if (json_is_array(list))
-            e = json_array_get(list, i);
-        else {
-            e = json_object_iter_value(it);
-            it = json_object_iter_next(list, it);
-        }
-        if (!json_is_object(e))
+    const prs_args *a = &m->args;
+    for (int i = 0; i < a->nrids; i++) {
+        const prs_rident *e = &a->rids[i];
+        if (!e->obj || !e->rid.p)
             continue;
-        json_t *rid = json_object_get(e, "rid"), *req = json_object_get(e, "req_id");
-        if (!req || json_is_null(req))
-            req = rid;
-        char *t[4] = {NULL, NULL, NULL, NULL};
-        prs_val v[5] = {req ? json_val(req, &t[0]) : prs_v_null(),
-                        json_object_get(e, "iter") ? json_val(json_object_get(e, "iter"), &t[1]) : prs_v_null(),
-                        rid ? json_val(rid, &t[2]) : prs_v_null(),
-                        json_object_get(e, "block") ? json_val(json_object_get(e, "block"), &t[3]) : prs_v_null(),
+        prs_val rid = rid_val(e->rid, &b->buf, &b->cap);
+        prs_val v[5] = {rid, e->iter >= 0 ? prs_v_int(e->iter) : prs_v_null(), rid, prs_v_null(),
                         prs_v_int(b->steps)};
         prs_table_row(&m->out, &b->t_req, v);
-        for (int k = 0; k < 4; k++)
-            free(t[k]);
     }
-    json_decref(doc);
 }
 
 static void record_batchexec(void *st, prs_model *m, const prs_rec *r, enum prs_kind k)
@@ -144,8 +139,8 @@ static void record_batchexec(void *st, prs_model *m, const prs_rec *r, enum prs_
     batchexec *b = st;
     if (k == K_BATCH && m->args.valid) {
         b->steps++;
-        if (m->args.rid_kind == 2 || !m->args.rid_kind) /* a list, or a key the decode does not take */
-            req_rows(b, m, r);
+        if (m->args.rid_kind == 2)
+            req_rows(b, m);
     }
     if (b->nev == b->capev) {
         b->capev = b->capev ? b->capev * 2 : 1024;
@@ -236,6 +231,7 @@ static void free_batchexec(void *st)
         free(b->str[i]);
     free(b->str);
     free(b->ev);
+    free(b->buf);
     free(b);
 }
 
