@@ -15,7 +15,8 @@ The store, times in ms after T0, one engine process (pid 100), threads 1
   3     16-17     17-20    17-19    p1, p2 decode      Decode   2
   4     22-23     23-27    23-26    p1, p2 decode      Decode   2
   5     30-31     31-32    31-32    p2 decode          Decode   1   (no next step: never picked)
-  p1: httpReq 0, tokenize 0-1, httpRes 28;  p2: httpReq 2 (no prefill step of its own)
+  p1: httpReq 0, tokenize 0-1, detokenize 19.5-19.8 (600-byte args), httpRes 28;
+  p2: httpReq 2 (no prefill step of its own)
 """
 import csv
 import os
@@ -46,6 +47,9 @@ def build(root):
         s.span("BatchSchedule", sched[0], sched[1], "BatchSchedule", tid=3, rid=rl(*entries))
         s.span("modelExec", exe[0], exe[1], "ModelExecute", tid=4, rid=rl(*entries))
         s.span("forward", fwd[0], fwd[1], "ModelExecute", tid=4)
+    # a request's span inside step 3's window, its args long enough to be stored apart
+    # (slice_args): it belongs to its request, not to the step
+    s.span("detokenize", 19.5, 19.8, "Request", tid=1, rid="p1", text="x" * 600)
     s.event("httpRes", 28, "Request", tid=1, rid="p1", **{"replyTokenSize=": 4})
     s.event("httpRes", 33, "Request", tid=1, rid="p2", **{"replyTokenSize=": 3})
     s.close()

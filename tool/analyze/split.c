@@ -50,6 +50,8 @@
 #include "split.h"
 
 #define SCHED_SQL "('BatchSchedule', 'batchFrameworkProcessing')"
+/* A row's args: long texts are stored once in slice_args (timeline.c) */
+#define ARGS_SQL "coalesce(d.args, (SELECT x.args FROM slice_args x WHERE x.id = d.args_id))"
 static const char *const kind_name[SA_SPLIT_NSEL] = {"Prefill", "Decode"};
 static const char *const file_name[SA_SPLIT_NSEL] = {"prefill.csv", "decode.csv"};
 
@@ -222,8 +224,9 @@ static const char **step_rids(const step *x, json_t **doc, int *n)
 static void load_http(split *s, sa_strmap *m)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT DISTINCT CAST(json_extract(args, '$.rid') AS TEXT) FROM slice_data"
-                                  " WHERE name = 'httpReq' AND json_valid(args)", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT DISTINCT CAST(json_extract(a, '$.rid') AS TEXT) FROM (SELECT " ARGS_SQL
+                                  " AS a FROM slice_data d WHERE name = 'httpReq') WHERE json_valid(a)",
+                           -1, &st, NULL) != SQLITE_OK)
         return;
     while (sqlite3_step(st) == SQLITE_ROW)
         if (sqlite3_column_text(st, 0))
@@ -344,9 +347,10 @@ static int gather(split *s)
     }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
-                           "SELECT timestamp, duration, name, pid, tid, CASE WHEN args IS NOT NULL AND json_valid(args)"
-                           " AND json_type(args, '$.rid') IN ('text', 'integer')"
-                           " THEN CAST(json_extract(args, '$.rid') AS TEXT) END FROM slice_data",
+                           "SELECT timestamp, duration, name, pid, tid, CASE WHEN a IS NOT NULL AND json_valid(a)"
+                           " AND json_type(a, '$.rid') IN ('text', 'integer')"
+                           " THEN CAST(json_extract(a, '$.rid') AS TEXT) END FROM (SELECT timestamp, duration, name,"
+                           " pid, tid, " ARGS_SQL " AS a FROM slice_data d)",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
