@@ -26,13 +26,14 @@
  * (K_FORWARD and K_BATCH), finish (the top five chosen, their names and
  * samples kept while the ids are there), close (the per-request entries
  * go), summary (printed after spaninfo's span table, and only when that
- * table is: --span) and free. Per request id root one
+ * table is: --span; without --span the report is off) and free. Per request id root one
  * small entry with two process slots: a third process of the same request
  * is not counted (rare: a request's steps run in one engine process and,
  * with tensor parallelism, its workers repeat the same forwards). Memory:
  * ~130 bytes per request that has a forward or a step, plus 4 bytes per
  * (span, request) pair for the per-request tables (the top five are known
- * only at the end) and 8 per pair for the ALL rows (stats.c).
+ * only at the end) and 8 per pair for the ALL rows (stats.c): ~100 MB for
+ * 50,000 requests of 80 steps, only with --span.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -88,7 +89,10 @@ typedef struct topreq {
 
 static void *open_topreq(prs_model *m)
 {
-    (void)m;
+    /* printed only under the span table (--span): without it, nothing to
+     * keep (spaninfo comes before this report in reports.c's table) */
+    if (!prs_spaninfo_on(m))
+        return NULL;
     topreq *t = prs_xcalloc(1, sizeof(topreq));
     t->all = prs_stats_new(NSER);
     return t;
