@@ -167,7 +167,8 @@ static int load_steps(split *s)
                                        .pid = sqlite3_column_int64(st, 2), .tid = sqlite3_column_int64(st, 3)};
     }
     sqlite3_finalize(st);
-    qsort(s->steps, (size_t)s->nsteps, sizeof *s->steps, cmp_step_ts); /* already in order: keeps it so */
+    if (s->nsteps > 1) /* already in order: keeps it so */
+        qsort(s->steps, (size_t)s->nsteps, sizeof *s->steps, cmp_step_ts);
     /* the next step of the same process: the first later one with its pid
      * (processes interleave, so this looks past the few others in between) */
     for (int i = 0; i < s->nsteps; i++)
@@ -336,7 +337,8 @@ static void take(pick *p, const char *name, int64_t ts, int64_t dur, long long p
  * holds it, and a picked prefill's HTTP records to it. */
 static int gather(split *s)
 {
-    qsort(s->picks, (size_t)s->npicks, sizeof *s->picks, cmp_pick);
+    if (s->npicks > 1)
+        qsort(s->picks, (size_t)s->npicks, sizeof *s->picks, cmp_pick);
     for (int i = s->npicks - 1; i >= 0; i--) {
         pick *p = &s->picks[i];
         if (!p->rid)
@@ -391,7 +393,8 @@ static int cmp_row(const void *a, const void *b)
 /* The gap rows, the tail and AllTime, after the rows found. */
 static void finish_pick(pick *p)
 {
-    qsort(p->rows, (size_t)p->n, sizeof *p->rows, cmp_row);
+    if (p->n > 1)
+        qsort(p->rows, (size_t)p->n, sizeof *p->rows, cmp_row);
     int n = p->n, prev = -1;
     for (int i = 0; i < n; i++) {
         if (no_gap(p->rows[i].name))
@@ -404,7 +407,8 @@ static void finish_pick(pick *p)
         }
         prev = i;
     }
-    qsort(p->rows, (size_t)p->n, sizeof *p->rows, cmp_row);
+    if (p->n > 1)
+        qsort(p->rows, (size_t)p->n, sizeof *p->rows, cmp_row);
     /* the tail: a decode step from its last row, a prefill from its httpRes */
     const row *last = NULL;
     for (int i = 0; i < n + (p->n - n); i++) {

@@ -180,7 +180,8 @@ static int cmp_row(const void *x, const void *y)
 static void finish_batchexec(void *st, prs_model *m)
 {
     batchexec *b = st;
-    qsort(b->ev, (size_t)b->nev, sizeof *b->ev, cmp_ev);
+    if (b->nev > 1)
+        qsort(b->ev, (size_t)b->nev, sizeof *b->ev, cmp_ev);
     /* per step, one row per (name, pid): the step's events are few, so a
      * linear look over the step's rows so far finds its group */
     bx_row *rows = prs_xmalloc((size_t)(b->nev ? b->nev : 1) * sizeof *rows);
