@@ -118,6 +118,10 @@ class Habits(unittest.TestCase):
         self.assertEqual(q.returncode, 0, q.stderr)
         verdict = [l for l in p.stdout.splitlines() if l.startswith("Verdict")]
         self.assertEqual(verdict, [l for l in q.stdout.splitlines() if l.startswith("Verdict")])
+        # an unknown figure reads "-", as the tables print it, never "nan"
+        for out in (p.stdout, q.stdout):
+            self.assertNotRegex(out, r"(?i)\bnan\b", out)
+            self.assertIn("mean batch -; KV peak -;", out)
         # a folder with no store at all is still an error
         os.makedirs(self.out("nothing"), exist_ok=True)
         self.assertEqual(sp("analyze", self.out("nothing")).returncode, 1)

@@ -170,6 +170,48 @@ class Inputs(TempCase):
         self.assertEqual([int(r[1]) for r in rows], [1] * 5)                       # steps
         self.assertEqual(float(rows[0][4]), 0.5)                                   # forward mean (ms)
 
+    def test_statistic_per_request_span_tables(self):
+        # The reference's Request and Bubble Statistics under the top five: per span
+        # (forward, BatchSchedule), a row ALL (a span counted once per request it names)
+        # and one per top-five request; then the bubbles (a request's gap from one
+        # forward's end to its next forward's start). r1..r6 as above; one BatchSchedule
+        # of 2 ms names all seven, another of 4 ms names r6 only.
+        s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
+        s.span("BatchSchedule", 0.2, 0.4, "BatchSchedule",
+               rid=[{"rid": "r%d" % k, "iter": 0, "type": 0} for k in range(7)])
+        s.span("BatchSchedule", 0.5, 0.9, "BatchSchedule", rid=[{"rid": "r6", "iter": 1, "type": 1}])
+        for k in range(7):
+            rid = "r%d" % k
+            simple_request(s, rid, 0, 100)
+            s.span("forward", 1, 1.5, "ModelExecute", rid=[{"rid": rid, "iter": 0}])
+            if k:
+                s.span("forward", 1 + k - 0.5, 1 + k, "ModelExecute", rid=[{"rid": rid, "iter": 1}])
+        s.close()
+        p = run_parse(self.inp, self.out, "--span", "forward")
+        lines = p.stdout.splitlines()
+
+        def table(title):
+            at = next(i for i, l in enumerate(lines) if l.strip() == title)
+            self.assertEqual(lines[at + 1].split()[:2], ["request", "count"], p.stdout)
+            return {l.split()[0]: [float(x) for x in l.split()[1:]] for l in lines[at + 2:at + 8]}
+
+        fw = table("span forward per request (ms):")
+        self.assertEqual(list(fw), ["ALL", "r6", "r5", "r4", "r3", "r2"], p.stdout)
+        self.assertEqual(fw["ALL"][0], 13)                      # 1 + 6 * 2 forwards
+        self.assertEqual(fw["r6"][0], 2)
+        self.assertAlmostEqual(fw["r6"][-1], 1.0)               # total: 2 x 0.5 ms
+        sched = table("span BatchSchedule per request (ms):")
+        self.assertEqual(sched["ALL"][0], 8)                    # 7 named by the first, 1 by the second
+        self.assertEqual(sched["r6"][0], 2)
+        self.assertAlmostEqual(sched["r6"][1], 0.2)             # min
+        self.assertAlmostEqual(sched["r6"][-2], 0.4)            # max
+        self.assertEqual(sched["r5"][0], 1)
+        bub = table("bubble between forwards per request (ms):")
+        self.assertEqual(bub["ALL"][0], 5)                      # r1 .. r6: one gap each, r1's is 0
+        self.assertAlmostEqual(bub["r6"][-1], 5.0)              # 1.5 -> 6.5
+        self.assertAlmostEqual(bub["r2"][-1], 1.0)              # 1.5 -> 2.5
+        self.assertNotIn("span batchFrameworkProcessing per request (ms):", [l.strip() for l in lines])
+
     def test_spec_decoding_acceptance(self):
         s = Store(os.path.join(self.inp, "ms_service_x-1.db"), "x", 1)
         simple_request(s, "s1", 0, 50)

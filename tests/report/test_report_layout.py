@@ -5,7 +5,8 @@ hand-made scenario (no demo server needed):
 
   - no headline tile clips its text (in compare mode a tile holds "A → B"):
     no tile, and nothing in one, is wider than its box;
-  - the compare table fits the page: it does not scroll sideways;
+  - the compare table and the slowest requests' table fit the page: they
+    do not scroll sideways (on the compare page and on a one-run page);
   - in "Batch size per step" (and "Scheduled tokens per step") the total
     series is drawn last and wider, so a decode series equal to it cannot
     hide it;
@@ -26,9 +27,11 @@ LAYOUT = r"""(() => {
   const over = el => el.scrollWidth > el.clientWidth + 1;
   const clipped = [...document.querySelectorAll('#cards .card')]
     .filter(c => over(c) || [...c.querySelectorAll('*')].some(over)).map(c => c.textContent);
-  const w = document.getElementById('compare-table').closest('.tablewrap');
+  const wrap = id => { const t = document.getElementById(id); const w = t && t.closest('.tablewrap');
+                      return w && !w.closest('[hidden]') ? [w.scrollWidth, w.clientWidth, t.rows.length] : null; };
   return {cards: document.querySelectorAll('#cards .card').length, clipped,
-          table: [w.scrollWidth, w.clientWidth], page: [document.documentElement.scrollWidth, innerWidth]};
+          table: wrap('compare-table'), slowest: wrap('slowest'),
+          page: [document.documentElement.scrollWidth, innerWidth]};
 })()"""
 
 SERIES = r"""(() => window.__servprof.charts.filter(c => c.id === 'batch' || c.id === 'tokens').map(c => ({
@@ -46,6 +49,9 @@ class Layout(unittest.TestCase):
         cls.page = os.path.join(cls.tmp, "compare.html")
         subprocess.run([CLI, "report", os.path.join(cls.tmp, "a"), "--compare", os.path.join(cls.tmp, "b"),
                         "-o", cls.page, "--quiet"], check=True, capture_output=True, timeout=300)
+        cls.single = os.path.join(cls.tmp, "single.html")
+        subprocess.run([CLI, "report", os.path.join(cls.tmp, "a"), "-o", cls.single, "--quiet"], check=True,
+                       capture_output=True, timeout=300)
 
     @classmethod
     def tearDownClass(cls):
@@ -64,6 +70,9 @@ class Layout(unittest.TestCase):
                 self.assertGreaterEqual(got["cards"], 8)
                 self.assertEqual(got["clipped"], [], "tiles clip their text at %d px" % width)
                 self.assertLessEqual(got["table"][0], got["table"][1], "the compare table scrolls sideways")
+                self.assertGreater(got["slowest"][2], 1)
+                self.assertLessEqual(got["slowest"][0], got["slowest"][1],
+                                     "the slowest requests' table scrolls sideways at %d px" % width)
                 self.assertLessEqual(got["page"][0], got["page"][1], "the page scrolls sideways")
                 for chart in b.evaluate(SERIES):
                     labels = [s[0] for s in chart["series"]]
@@ -75,6 +84,18 @@ class Layout(unittest.TestCase):
                     widths = {s[1] for s in chart["series"] if s[0].startswith(total)}
                     others = {s[1] for s in chart["series"] if not s[0].startswith(total)}
                     self.assertGreater(min(widths), max(others), chart)
+
+    def test_one_run_page_at_1000_and_1400_px(self):
+        for width in (1000, 1400):
+            with self.subTest(width=width), cdp.Browser(width=width) as b:
+                b.open(self.single)
+                b.wait_for("window.__servprof && window.__servprof.ready", timeout=60)
+                got = b.evaluate(LAYOUT)
+                self.assertIsNone(got["table"])  # no compare table on a one-run page
+                self.assertGreater(got["slowest"][2], 1)
+                self.assertLessEqual(got["slowest"][0], got["slowest"][1],
+                                     "the slowest requests' table scrolls sideways at %d px" % width)
+                self.assertLessEqual(got["page"][0], got["page"][1], "the page scrolls sideways")
 
 
 if __name__ == "__main__":

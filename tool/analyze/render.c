@@ -33,6 +33,16 @@ static void cell(FILE *f, double v, int w, int prec)
         fprintf(f, " %*.*f", w, prec, v);
 }
 
+/* "%.*f" (times scale, then suffix) into buf, or "-" when unknown (an empty
+ * profile has no mean batch or KV peak): a figure never reads "nan". */
+static const char *fig(char buf[40], double v, double scale, int prec, const char *suffix)
+{
+    if (isnan(v))
+        return "-";
+    snprintf(buf, 40, "%.*f%s", prec, v * scale, suffix);
+    return buf;
+}
+
 static void when(FILE *f, long long ns, long long t0)
 {
     time_t s = (time_t)(ns / 1000000000);
@@ -123,14 +133,17 @@ void sa_render_text(json_t *doc, FILE *f)
     if (json_is_integer(json_object_get(run, "records")))
         fprintf(f, ", %lld records", (long long)json_integer_value(json_object_get(run, "records")));
     fprintf(f, ", %zu process(es))\n", json_array_size(json_object_get(run, "processes")));
-    fprintf(f, "run %.2f s: %lld requests (%lld complete, %lld cut by the collection window), %.2f req/s, "
-               "%.1f output tokens/s\n",
-            num(run, "duration_s"), (long long)num(h, "requests"), (long long)num(h, "complete"),
-            (long long)num(h, "incomplete"), num(h, "throughput_rps"), num(h, "output_tokens_per_s"));
-    fprintf(f, "engine time: busy %.1f%%, stalled %.1f%% (work waiting, device idle), idle %.1f%% (nothing to "
-               "run); mean batch %.2f; KV peak %.1f%%; %lld preemption(s)\n",
-            100 * num(h, "busy_frac"), 100 * num(h, "stalled_frac"), 100 * num(h, "idle_frac"),
-            num(h, "batch_size_mean"), 100 * num(h, "kv_usage_peak"), (long long)num(h, "preemptions"));
+    char b[6][40];
+    fprintf(f, "run %s s: %lld requests (%lld complete, %lld cut by the collection window), %s req/s, "
+               "%s output tokens/s\n",
+            fig(b[0], num(run, "duration_s"), 1, 2, ""), (long long)num(h, "requests"), (long long)num(h, "complete"),
+            (long long)num(h, "incomplete"), fig(b[1], num(h, "throughput_rps"), 1, 2, ""),
+            fig(b[2], num(h, "output_tokens_per_s"), 1, 1, ""));
+    fprintf(f, "engine time: busy %s, stalled %s (work waiting, device idle), idle %s (nothing to "
+               "run); mean batch %s; KV peak %s; %lld preemption(s)\n",
+            fig(b[0], num(h, "busy_frac"), 100, 1, "%"), fig(b[1], num(h, "stalled_frac"), 100, 1, "%"),
+            fig(b[2], num(h, "idle_frac"), 100, 1, "%"), fig(b[3], num(h, "batch_size_mean"), 1, 2, ""),
+            fig(b[4], num(h, "kv_usage_peak"), 100, 1, "%"), (long long)num(h, "preemptions"));
     json_t *q = json_object_get(doc, "data_quality");
     if (json_integer_value(json_object_get(q, "duplicate_ids")) > 0)
         fprintf(f, "data quality: %lld id(s) linked from two process stores (first: %s): their requests "

@@ -18,6 +18,7 @@
     X(parse, cmd_parse, "parse raw stores into a timeline, CSV reports and profiler.db")  \
     X(analyze, cmd_analyze, "summaries, time budget and ranked findings of a run")         \
     X(compare, cmd_compare, "compare two runs; --fail-if gates CI")                        \
+    X(split, cmd_split, "prefill.csv / decode.csv: one step's spans, picked by batch size or rid") \
     X(report, cmd_report, "one self-contained HTML page: the run at a glance")             \
     X(config, cmd_config, "write a default config file, or check one as the library would") \
     X(enable, cmd_enable, "set \"enable\": 1 and report which processes started")          \

@@ -434,6 +434,7 @@ static void rid_entry(J *j, prs_args *a)
         return;
     }
     j->p++;
+    r->obj = 1;
     ws(j);
     if (j->p < j->e && *j->p == '}') {
         j->p++;

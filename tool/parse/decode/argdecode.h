@@ -14,6 +14,7 @@ typedef struct prs_rident {   /* one entry of a rid list */
     prs_str rid;
     int iter;                 /* -1 absent */
     int type;                 /* 0 prefill, 1 decode, -1 absent */
+    int obj;                  /* 1: written as an object ({"rid": ...}), 0: a bare id */
     double sched_tokens, prompt_tokens, computed_tokens, spec_tokens; /* NAN absent */
 } prs_rident;
 

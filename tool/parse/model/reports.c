@@ -48,7 +48,8 @@
  * moe           moeset.c      ep_balance.csv, moe_analysis.csv, moe_rank.csv,
  *                             expert_load.csv, eplb_balance.csv (one file each:
  *                             ep_balance.c, moe_analysis.c, moe_rank.c, eplb.c)
- * specdec       specdecode.c  spec_decode.csv (specDecoding steps, per request) */
+ * specdec       specdecode.c  spec_decode.csv (specDecoding steps, per request)
+ * batchexec     batchexec.c   profiler.db's batch_exec and batch_req (db only) */
 #define PRS_REPORTS(X) \
     X(request)         \
     X(batch)           \
@@ -59,7 +60,8 @@
     X(topreq)          \
     X(pdsplit)         \
     X(moe)             \
-    X(specdec)
+    X(specdec)         \
+    X(batchexec)
 
 #define DECLARE(name) extern const prs_report prs_report_##name;
 PRS_REPORTS(DECLARE)

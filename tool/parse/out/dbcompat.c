@@ -10,8 +10,9 @@
  * thread.track_id, ...), the column is a VIRTUAL generated column appended
  * to the CREATE TABLE (computed by SQLite when read, never stored, so the
  * page writer in btwrite.c is not involved). What the reference keeps as
- * tables of its own (batch_exec, batch_req, data_table, data_link) and its
- * views are views over our tables, created in the schema at the end. The
+ * small tables of its own (data_table, data_link) and its views are views
+ * over our tables, created in the schema at the end; its batch_exec and
+ * batch_req are tables, made by the parser (tool/parse/model/batchexec.c). The
  * few reference columns that need knowledge only the parser has at the
  * record (request_status.status, "QueueSize=", PENDING, timestamp) are
  * db_only columns of that report (reqstatus.c); the time-bucket tables are
@@ -102,26 +103,6 @@ static const char *const views[] = {
     "(4, 'kvcache_usage', 'kvcache_usage')",
     /* forward rows name requests as request.http_rid does */
     "CREATE VIEW data_link(source_name, target_table, target_name) AS VALUES ('rid', 'request', 'http_rid')",
-    /* One row per step and per record name and process: a step starts at each
-     * scheduling span, in time order over all processes (records before the
-     * first one belong to none); start/end in µs since the epoch. */
-    "CREATE VIEW batch_exec AS WITH ev AS ("
-    " SELECT name AS event, prof_id AS pid, " MS_TO_US("start_time(ms)") " AS s, " MS_TO_US("end_time(ms)")
-    " AS e, name IN " SCHEDULE_NAMES " AS sched FROM batch WHERE name <> 'specDecoding'"
-    " UNION ALL SELECT name, prof_id, " MS_TO_US("start_time(ms)") ", " MS_TO_US("end_time(ms)") ", 0 FROM forward),"
-    " numbered AS (SELECT event, pid, s, e, sum(sched) OVER (ORDER BY s, sched DESC ROWS UNBOUNDED PRECEDING)"
-    " AS batch_id FROM ev)"
-    " SELECT batch_id, event, pid, min(s) AS start, max(e) AS \"end\" FROM numbered WHERE batch_id > 0"
-    " GROUP BY batch_id, event, pid ORDER BY batch_id, start",
-    /* One row per request entry of each scheduling step, numbered as in
-     * batch_exec; the entry's own rid/req_id/iter/block as recorded. */
-    "CREATE VIEW batch_req AS WITH steps AS ("
-    " SELECT row_number() OVER (ORDER BY timestamp) AS batch_id, args FROM slice"
-    " WHERE name IN " SCHEDULE_NAMES " AND json_valid(args))"
-    " SELECT coalesce(json_extract(j.value, '$.req_id'), json_extract(j.value, '$.rid')) AS req_id,"
-    " json_extract(j.value, '$.iter') AS iter, json_extract(j.value, '$.rid') AS rid,"
-    " json_extract(j.value, '$.block') AS block, steps.batch_id AS batch_id"
-    " FROM steps, json_each(steps.args, '$.rid') AS j WHERE j.type = 'object'",
     "CREATE VIEW Batch_Size_curve AS SELECT row_number() OVER (ORDER BY \"start_time(ms)\") - 1 AS batch_id,"
     " batch_size AS total_batch_size, prefill_batch_size, decode_batch_size FROM batch"
     " WHERE name IN " SCHEDULE_NAMES " ORDER BY batch_id",

@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_split.py — servprof split: the steps it picks (batch type and size, or a
+request id; the first --*-number of them), the rows and columns of prefill.csv
+and decode.csv with their statistics worked out by hand, the same files from
+raw stores, a session folder's parse output folder and its profiler.db, and
+bad options (one line, exit 2) and a pick that finds nothing (exit 1, the batch
+sizes there named).
+
+The store, times in ms after T0, one engine process (pid 100), threads 1
+(requests), 3 (scheduler) and 4 (worker):
+
+  step  schedule  exec     forward  entries            type     size
+  1     3-4       4-10     4-9      p1 prefill         Prefill  1
+  2     12-13     13-15    13-14    p1 decode          Decode   1
+  3     16-17     17-20    17-19    p1, p2 decode      Decode   2
+  4     22-23     23-27    23-26    p1, p2 decode      Decode   2
+  5     30-31     31-32    31-32    p2 decode          Decode   1   (no next step: never picked)
+  p1: httpReq 0, tokenize 0-1, detokenize 19.5-19.8 (600-byte args), httpRes 28;
+  p2: httpReq 2 (no prefill step of its own)
+"""
+import csv
+import os
+import subprocess
+import tempfile
+import unittest
+
+from support.fixtures import T0, Store, run_parse
+
+CLI = os.environ["SERVPROF_BIN"]
+
+
+def rl(*entries):
+    return [dict(rid=r, iter=i, type=t) for (r, i, t) in entries]
+
+
+def build(root):
+    s = Store(os.path.join(root, "ms_service_h-100.db"), "h", 100)
+    s.event("httpReq", 0, "Request", tid=1, rid="p1", **{"recvTokenSize=": 10})
+    s.span("tokenize", 0, 1, "Request", tid=1, rid="p1")
+    s.event("httpReq", 2, "Request", tid=1, rid="p2", **{"recvTokenSize=": 10})
+    steps = [((3, 4), (4, 10), (4, 9), [("p1", 0, 0)]),
+             ((12, 13), (13, 15), (13, 14), [("p1", 1, 1)]),
+             ((16, 17), (17, 20), (17, 19), [("p1", 2, 1), ("p2", 1, 1)]),
+             ((22, 23), (23, 27), (23, 26), [("p1", 3, 1), ("p2", 2, 1)]),
+             ((30, 31), (31, 32), (31, 32), [("p2", 3, 1)])]
+    for sched, exe, fwd, entries in steps:
+        s.span("BatchSchedule", sched[0], sched[1], "BatchSchedule", tid=3, rid=rl(*entries))
+        s.span("modelExec", exe[0], exe[1], "ModelExecute", tid=4, rid=rl(*entries))
+        s.span("forward", fwd[0], fwd[1], "ModelExecute", tid=4)
+    # a request's span inside step 3's window, its args long enough to be stored apart
+    # (slice_args): it belongs to its request, not to the step
+    s.span("detokenize", 19.5, 19.8, "Request", tid=1, rid="p1", text="x" * 600)
+    s.event("httpRes", 28, "Request", tid=1, rid="p1", **{"replyTokenSize=": 4})
+    s.event("httpRes", 33, "Request", tid=1, rid="p2", **{"replyTokenSize=": 3})
+    s.close()
+
+
+def split(inp, out, *opts, rc=0):
+    p = subprocess.run([CLI, "split", inp, "-o", out, "--no-progress", *opts], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == rc, (p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def read(path):
+    with open(path, newline="") as f:
+        r = csv.reader(f)
+        head = next(r)
+        return head, [dict(zip(head, row)) for row in r]
+
+
+class Split(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sp-split-")
+        cls.raw = os.path.join(cls.tmp.name, "raw")
+        build(cls.raw)
+        cls.parsed = os.path.join(cls.tmp.name, "parsed")
+        run_parse(cls.raw, cls.parsed, "--format", "db")
+
+    def out(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def test_decode_rows_columns_and_statistics(self):
+        # Decode steps of size 2: steps 3 and 4 (both followed by another step).
+        split(self.raw, self.out("d"), "--decode-batch-size", "2", "--decode-number", "5")
+        self.assertFalse(os.path.exists(os.path.join(self.out("d"), "prefill.csv")))
+        head, rows = read(os.path.join(self.out("d"), "decode.csv"))
+        self.assertEqual(head, ["name", "during_time(ms)", "max", "min", "mean", "std", "pid", "tid",
+                                "start_time(ms)", "end_time(ms)"])
+        # one step's rows (both have the same rows: the first, step 3), in start order, gaps, tail, AllTime
+        self.assertEqual([r["name"] for r in rows],
+                         ["BatchSchedule", "modelExec", "forward", "Between-BatchSchedule-modelExec",
+                          "Between-modelExec-forward", "Between-forward-AllTime", "AllTime"])
+        by = {r["name"]: r for r in rows}
+        fw = by["forward"]
+        self.assertAlmostEqual(float(fw["during_time(ms)"]), 2.0)          # step 3: 17-19
+        self.assertAlmostEqual(float(fw["max"]), 3.0)                      # step 4: 23-26
+        self.assertAlmostEqual(float(fw["min"]), 2.0)
+        self.assertAlmostEqual(float(fw["mean"]), 2.5)
+        self.assertAlmostEqual(float(fw["std"]), 0.7071, places=4)        # sample std of {2, 3}
+        self.assertEqual(int(fw["start_time(ms)"]), T0 // 1_000_000 + 17)  # whole ms since the epoch
+        self.assertEqual(int(fw["end_time(ms)"]), T0 // 1_000_000 + 19)
+        self.assertEqual(fw["tid"], by["modelExec"]["tid"])               # the worker's lane
+        self.assertNotEqual(fw["tid"], by["BatchSchedule"]["tid"])
+        # AllTime: step start to the next step's start (16 -> 22, 22 -> 30); no pid/tid
+        at = by["AllTime"]
+        self.assertAlmostEqual(float(at["during_time(ms)"]), 6.0)
+        self.assertAlmostEqual(float(at["max"]), 8.0)
+        self.assertEqual((at["pid"], at["tid"]), ("", ""))
+        # the tail: the last span's end to the next step (forward ends 19, next step 22)
+        self.assertAlmostEqual(float(by["Between-forward-AllTime"]["during_time(ms)"]), 3.0)
+        self.assertAlmostEqual(float(by["Between-BatchSchedule-modelExec"]["during_time(ms)"]), 0.0)
+
+    def test_number_limits_the_steps_counted(self):
+        split(self.raw, self.out("d1"), "--decode-batch-size", "2")  # --decode-number 1: step 3 only
+        _, rows = read(os.path.join(self.out("d1"), "decode.csv"))
+        fw = {r["name"]: r for r in rows}["forward"]
+        self.assertAlmostEqual(float(fw["max"]), 2.0)
+        self.assertAlmostEqual(float(fw["std"]), 0.0)
+
+    def test_prefill_rows_take_the_requests_http_spans(self):
+        split(self.raw, self.out("p"), "--prefill-batch-size", "1", "--prefill-number", "3")
+        head, rows = read(os.path.join(self.out("p"), "prefill.csv"))
+        self.assertEqual(head[-1], "rid")
+        names = [r["name"] for r in rows]
+        # step 1 and p1's httpReq, tokenize, httpRes; no gap from or to httpReq / httpRes
+        for n in ("httpReq", "tokenize", "BatchSchedule", "modelExec", "forward", "httpRes",
+                  "Between-tokenize-BatchSchedule", "Between-httpRes-AllTime", "AllTime"):
+            self.assertIn(n, names)
+        self.assertFalse(any(n.startswith("Between-httpReq") for n in names), names)
+        by = {r["name"]: r for r in rows}
+        self.assertEqual(by["httpReq"]["rid"], "p1")
+        self.assertAlmostEqual(float(by["Between-tokenize-BatchSchedule"]["during_time(ms)"]), 2.0)  # 1 -> 3
+        self.assertAlmostEqual(float(by["AllTime"]["during_time(ms)"]), 9.0)  # 3 -> 12
+        self.assertEqual(names[-1], "AllTime")
+
+    def test_by_rid(self):
+        split(self.raw, self.out("r"), "--decode-rid", "p2", "--decode-number", "9")
+        _, rows = read(os.path.join(self.out("r"), "decode.csv"))
+        fw = {r["name"]: r for r in rows}["forward"]
+        self.assertAlmostEqual(float(fw["max"]), 3.0)   # steps 3 and 4 (step 5 has no next)
+        self.assertAlmostEqual(float(fw["min"]), 2.0)
+
+    def test_every_input_gives_the_same_files(self):
+        args = ("--decode-batch-size", "2", "--decode-number", "2", "--prefill-batch-size", "1")
+        split(self.raw, self.out("a"), *args)
+        split(self.parsed, self.out("b"), *args)
+        split(os.path.join(self.parsed, "profiler.db"), self.out("c"), *args)
+        for f in ("prefill.csv", "decode.csv"):
+            a = text(os.path.join(self.out("a"), f))
+            self.assertEqual(a, text(os.path.join(self.out("b"), f)), f)
+            self.assertEqual(a, text(os.path.join(self.out("c"), f)), f)
+        self.assertEqual(sorted(os.listdir(self.raw)), ["ms_service_h-100.db"])  # nothing written beside the stores
+
+    def test_nothing_found_names_the_sizes(self):
+        p = split(self.raw, self.out("n"), "--decode-batch-size", "7", rc=1)
+        self.assertIn("batch sizes of its Decode steps: 1, 2", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.out("n"), "decode.csv")))
+        p = split(self.raw, self.out("n"), "--prefill-rid", "p2", rc=1)  # p2 has no Prefill step
+        self.assertIn("holds request p2", p.stderr)
+
+    def test_bad_options(self):
+        for opts, word in ((["--decode-batch-size", "-1"], "--decode-batch-size"),
+                           (["--decode-batch-size", "x"], "--decode-batch-size"),
+                           (["--prefill-number", "0", "--prefill-batch-size", "1"], "--prefill-number"),
+                           (["--prefill-rid", "a;b"], "--prefill-rid"),
+                           (["--prefill-rid", "a", "--prefill-batch-size", "1"], "give one"),
+                           ([], "nothing to pick")):
+            p = split(self.raw, self.out("bad"), *opts, rc=2)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(word, p.stderr)
+        p = subprocess.run([CLI, "split", self.out("missing"), "--decode-batch-size", "1"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("missing", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
