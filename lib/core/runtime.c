@@ -47,6 +47,7 @@
 #include "metrics.h"
 #include "otlp.h"
 #include "runtime.h"
+#include "storewrite.h"
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
 
@@ -297,7 +298,8 @@ static int stop_locked(int close_generation, const char *why)
         return SERVPROF_ESTATE;
     sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
     atomic_store_explicit(&servprof__level, sp_metrics_level(), memory_order_release);
-    if (sp_otlp_on()) { /* request tracing's counts so far, into this store's Meta */
+    if (sp_otlp_on()) { /* request tracing's counts so far, into this store's Meta (at
+                         * shutdown servprof_shutdown replaces them with the final ones) */
         char t[512];
         sp_otlp_counts_text(t, sizeof t);
         sp_recorder_meta("otlp_counts", t);
@@ -656,9 +658,20 @@ SERVPROF_API void servprof_shutdown(void)
         return;
     }
     P.own.shutting = 1; /* no start from here on, whoever asks */
+    /* Request tracing's counts are final only after its exit flush, which
+     * comes after the store closed (the writer's last pass makes the last
+     * spans): so the Meta row written at stop is brought up to date here. */
+    int traced_store = S.collecting && sp_otlp_on();
+    char store[SP_PATH_MAX];
+    snprintf(store, sizeof store, "%s", S.sess.store_path);
     stop_locked(0, "shutdown");
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
-    sp_metrics_configure(NULL, 0); /* final values published, file closed */
+    sp_metrics_configure(NULL, 0); /* final values published, file closed; tracing flushed */
+    if (traced_store) {
+        char t[512];
+        sp_otlp_counts_text(t, sizeof t);
+        sp_store_meta_closed(store, "otlp_counts", t);
+    }
     int was_watching = P.own.watching;
     P.own.watching = 0;
     unlock();
