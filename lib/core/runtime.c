@@ -246,7 +246,11 @@ static void publish_level_locked(int mlevel)
         atomic_store_explicit(&sp__domain_filter, metrics_filter_locked(), memory_order_release);
     else if (S.collecting)
         atomic_store_explicit(&sp__domain_filter, S.trace_filter, memory_order_release);
-    atomic_store_explicit(&S.tracing_level, S.collecting ? S.trace_level : 0, memory_order_relaxed);
+    /* The drop-in's IsEnable level: a session's, else INFO while request
+     * tracing over OTLP runs (its spans need the reference clients' records;
+     * live metrics alone do not raise it: they read no drop-in message). */
+    int dl = S.collecting ? S.trace_level : sp_otlp_on() ? SERVPROF_LEVEL_INFO : 0;
+    atomic_store_explicit(&S.tracing_level, dl, memory_order_relaxed);
     atomic_store_explicit(&servprof__level, lvl, memory_order_release);
 }
 
