@@ -16,8 +16,8 @@
  * Answers (the OTLP/HTTP spec's): 2xx sent; 429, 502, 503, 504 and network
  * errors (refused, reset, timed out) retried with exponential backoff from
  * 1 s (doubling, cap 30 s, ±20 % jitter) or the Retry-After the collector
- * gave (seconds or an HTTP date), at most MAX_TRIES tries; any other 4xx (400: a body it
- * cannot read) is not retried. Spans given up are counted by cause. A
+ * gave (seconds or an HTTP date), at most MAX_TRIES tries; any other 4xx
+ * (400: a body it cannot read) is not retried. Spans given up are counted by cause. A
  * collector that stalls costs at most timeout_ms per try, on this thread
  * only: the queue fills and drops count; serving threads never wait.
  *
