@@ -607,6 +607,10 @@ static int64_t first_token(const req *r)
 
 static void emit(const sp_otlp_span *s)
 {
+    if (sp_otlp_export_full()) { /* a stalled collector: the drop costs no encoding */
+        sp_otlp_count(SP_OC_DROP_QUEUE_FULL, 1);
+        return;
+    }
     sp_otlp_buf_reset(&A.buf);
     sp_otlp_span_encode(&A.buf, s);
     if (A.buf.oom) {

@@ -146,6 +146,14 @@ void sp_otlp_export_push(const uint8_t *span, size_t len)
     sp_otlp_count(SP_OC_SPANS_QUEUED, 1);
 }
 
+int sp_otlp_export_full(void)
+{
+    pthread_mutex_lock(&q.mu);
+    int full = !q.ring || q.count >= q.cap;
+    pthread_mutex_unlock(&q.mu);
+    return full;
+}
+
 int sp_otlp_export_queued(void)
 {
     pthread_mutex_lock(&q.mu);
