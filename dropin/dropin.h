@@ -24,7 +24,8 @@ typedef uint64_t SpanHandle;
 /* The level tracing collects at (0 when off), initializing libservprof on
  * the first call of the process: one relaxed load after that while nothing
  * runs, one call more while something does (live metrics alone raise the
- * native level, not tracing's: servprof__tracing_level in ext.h). */
+ * native level, not tracing's; OTLP request tracing does: servprof__tracing_level
+ * in ext.h). */
 static inline int dropin_level(void)
 {
     int on = SERVPROF__LEVEL_NOW();

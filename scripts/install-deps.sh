@@ -22,6 +22,9 @@ missing=()
 # ClickHouse for the `servprof export` / `analyze --from` tests (tests/clickhouse start their own
 # servers as plain processes; the system service is not used). libcurl + zlib above: the export.
 PKGS+=(clickhouse-server clickhouse-client)
+# valgrind: the benches that count instructions (callgrind), load-independent figures
+# (bench_otlp_asm.py, bench_otlp_demo_ir.py and the callgrind rows of docs/benchmarks.md).
+PKGS+=(valgrind)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

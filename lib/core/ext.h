@@ -44,10 +44,11 @@ SERVPROF_API int servprof__domain_pass(const char *domain);
 /* Nonzero when a domain filter is in force. */
 SERVPROF_API int servprof__domain_filter_on(void);
 
-/* The level tracing collects at: 0 when no session runs. servprof__level
- * can be higher (live metrics record at INFO with tracing off, and read no
- * drop-in message), so the reference's IsEnable() asks this. One relaxed
- * load. */
+/* The level tracing collects at: a session's, INFO while request tracing
+ * over OTLP runs without one (its assembler reads drop-in messages), else
+ * 0. servprof__level can be higher (live metrics record at INFO with
+ * tracing off, and read no drop-in message), so the reference's IsEnable()
+ * asks this. One relaxed load. */
 SERVPROF_API int servprof__tracing_level(void);
 
 /* Counts misuse the drop-in detects itself into the Meta totals. */

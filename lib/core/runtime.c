@@ -47,6 +47,7 @@
 #include "metrics.h"
 #include "otlp.h"
 #include "runtime.h"
+#include "storewrite.h"
 
 _Atomic int servprof__level = SP_LEVEL_UNINIT;
 
@@ -245,7 +246,11 @@ static void publish_level_locked(int mlevel)
         atomic_store_explicit(&sp__domain_filter, metrics_filter_locked(), memory_order_release);
     else if (S.collecting)
         atomic_store_explicit(&sp__domain_filter, S.trace_filter, memory_order_release);
-    atomic_store_explicit(&S.tracing_level, S.collecting ? S.trace_level : 0, memory_order_relaxed);
+    /* The drop-in's IsEnable level: a session's, else INFO while request
+     * tracing over OTLP runs (its spans need the reference clients' records;
+     * live metrics alone do not raise it: they read no drop-in message). */
+    int dl = S.collecting ? S.trace_level : sp_otlp_on() ? SERVPROF_LEVEL_INFO : 0;
+    atomic_store_explicit(&S.tracing_level, dl, memory_order_relaxed);
     atomic_store_explicit(&servprof__level, lvl, memory_order_release);
 }
 
@@ -297,7 +302,8 @@ static int stop_locked(int close_generation, const char *why)
         return SERVPROF_ESTATE;
     sp_samplers_stop(); /* first: its last batch of rows is recorded while the level is on */
     atomic_store_explicit(&servprof__level, sp_metrics_level(), memory_order_release);
-    if (sp_otlp_on()) { /* request tracing's counts so far, into this store's Meta */
+    if (sp_otlp_on()) { /* request tracing's counts so far, into this store's Meta (at
+                         * shutdown servprof_shutdown replaces them with the final ones) */
         char t[512];
         sp_otlp_counts_text(t, sizeof t);
         sp_recorder_meta("otlp_counts", t);
@@ -656,9 +662,20 @@ SERVPROF_API void servprof_shutdown(void)
         return;
     }
     P.own.shutting = 1; /* no start from here on, whoever asks */
+    /* Request tracing's counts are final only after its exit flush, which
+     * comes after the store closed (the writer's last pass makes the last
+     * spans): so the Meta row written at stop is brought up to date here. */
+    int traced_store = S.collecting && sp_otlp_on();
+    char store[SP_PATH_MAX];
+    snprintf(store, sizeof store, "%s", S.sess.store_path);
     stop_locked(0, "shutdown");
     atomic_store_explicit(&servprof__level, 0, memory_order_release);
-    sp_metrics_configure(NULL, 0); /* final values published, file closed */
+    sp_metrics_configure(NULL, 0); /* final values published, file closed; tracing flushed */
+    if (traced_store) {
+        char t[512];
+        sp_otlp_counts_text(t, sizeof t);
+        sp_store_meta_closed(store, "otlp_counts", t);
+    }
     int was_watching = P.own.watching;
     P.own.watching = 0;
     unlock();

@@ -104,6 +104,10 @@ int sp_otlp_export_set_resource(const sp_otlp_attr *res, int nres);
 /* Queues one encoded span (copied). Never blocks on the network: a full
  * queue drops it (counted). Thread-safe. */
 void sp_otlp_export_push(const uint8_t *span, size_t len);
+/* Whether a push now would be dropped (queue full, or no exporter): the
+ * assembler asks before encoding, so that drops during a stall cost no
+ * encoding. Any thread. */
+int sp_otlp_export_full(void);
 /* Sends what is queued within the flush bound, then stops the thread;
  * what is left is counted SP_OC_DROP_SHUTDOWN. Idempotent. */
 void sp_otlp_export_stop(void);

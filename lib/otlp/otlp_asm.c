@@ -42,6 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "msgdec.h"
 #include "otlp.h"
 #include "otlp_ctx.h"
 
@@ -116,6 +119,11 @@ typedef struct view {
     char ridbuf[24];
     int has_recv, has_reply, has_temp, has_topp, has_maxtok, has_n;
     double recv, reply, temp, topp, maxtok, n;
+    const char *mname;   /* the drop-in's message named the record (take) */
+    size_t mnl;
+    int mtype;           /* the message's "type" (3: a Link), -1 none */
+    const char *from, *to; /* a message-form Link's ids */
+    size_t froml, tol;
     int nrid;
     rident e[MAX_RIDS];
 } view;
@@ -191,6 +199,104 @@ static void entry_field(view *v, const char *k, size_t kn, int tag, const char *
     }
 }
 
+/* ---- the drop-in's message-form records ------------------------------ */
+
+/* libms_service_profiler.so (dropin/) copies the reference API's message
+ * text into the record (SP_TAG_MSG) as given. It is decoded here with the
+ * writer's own decoder (msgdec.c: JSON or the legacy ^key^ form, both
+ * normalized to args members) and read with jansson into the same view a
+ * native record fills: keys carry the reference's kind marks ("k=" gauge,
+ * "k+" increment, "scope#k" scope), as the stored args do. The strings
+ * point into M.root, kept until the next message. Consumer thread only. */
+static struct {
+    sp_msg m;
+    sp_sbuf members, text;
+    json_t *root;
+} M;
+
+static void msg_rid(const char **s, size_t *l, char *buf, size_t bl, json_t *x)
+{
+    if (json_is_string(x)) {
+        *s = json_string_value(x);
+        *l = json_string_length(x);
+    } else if (json_is_integer(x)) {
+        int n = snprintf(buf, bl, "%lld", (long long)json_integer_value(x));
+        *s = buf;
+        *l = (size_t)n;
+    }
+}
+
+static void msg_view(view *v, const char *text, size_t n, int take)
+{
+    json_decref(M.root);
+    M.root = NULL;
+    sp_msg_reset(&M.m);
+    M.m.take = take;
+    sp_sb_clear(&M.members);
+    sp_msg_decode(&M.m, &M.members, text, n);
+    sp_sb_clear(&M.text);
+    sp_sb_put(&M.text, "{", 1);
+    if (M.members.len > 1)
+        sp_sb_put(&M.text, M.members.p + 1, M.members.len - 1); /* ",k:v,..." less its comma */
+    sp_sb_put(&M.text, "}", 1);
+    if (M.members.oom || M.text.oom)
+        return;
+    M.root = json_loadb(M.text.p, M.text.len, 0, NULL);
+    if (!json_is_object(M.root))
+        return;
+    if (take && M.m.has_name && M.m.name.len) {
+        v->mname = M.m.name.p;
+        v->mnl = M.m.name.len;
+    }
+    v->mtype = M.m.type;
+    const char *k;
+    json_t *x;
+    json_object_foreach(M.root, k, x) {
+        size_t kn = strlen(k);
+        if (json_is_string(x)) {
+            const char *sv = json_string_value(x);
+            size_t sl = json_string_length(x);
+            if (IS(k, kn, "rid")) v->rid = sv, v->ridl = sl;
+            else if (IS(k, kn, "outcome")) v->outcome = sv, v->ol = sl;
+            else if (IS(k, kn, "status")) v->status = sv, v->sl = sl;
+            else if (IS(k, kn, "traceparent")) v->tp = sv, v->tpl = sl;
+            else if (IS(k, kn, "tracestate")) v->ts_state = sv, v->tsl = sl;
+            else if (IS(k, kn, "scope#QueueName")) v->queue = sv, v->ql = sl;
+            else if (IS(k, kn, "from")) v->from = sv, v->froml = sl;
+            else if (IS(k, kn, "to")) v->to = sv, v->tol = sl;
+        } else if (json_is_number(x)) {
+            int tag = SP_TAG_DOUBLE;
+            if (kn > 1 && (k[kn - 1] == '=' || k[kn - 1] == '+'))
+                tag = k[--kn] == '=' ? SP_TAG_GAUGE : SP_TAG_INC;
+            if (IS(k, kn, "rid"))
+                msg_rid(&v->rid, &v->ridl, v->ridbuf, sizeof v->ridbuf, x);
+            else
+                top_number(v, tag, k, kn, json_number_value(x));
+        } else if (json_is_array(x) && IS(k, kn, "rid")) {
+            size_t i;
+            json_t *o;
+            json_array_foreach(x, i, o) {
+                if (!json_is_object(o) || v->nrid >= MAX_RIDS)
+                    continue;
+                rident *e = &v->e[v->nrid++];
+                e->rid = NULL;
+                e->l = 0;
+                e->iter = -1;
+                e->type = -1;
+                e->tokens = NAN;
+                msg_rid(&e->rid, &e->l, e->buf, sizeof e->buf, json_object_get(o, "rid"));
+                json_t *f;
+                if ((f = json_object_get(o, "iter")) && json_is_number(f))
+                    e->iter = (int64_t)json_number_value(f);
+                if ((f = json_object_get(o, "type")) && json_is_number(f))
+                    e->type = (int64_t)json_number_value(f);
+                if ((f = json_object_get(o, "num_scheduled_tokens")) && json_is_number(f))
+                    e->tokens = json_number_value(f);
+            }
+        }
+    }
+}
+
 static void decode_attrs(view *v, cur *c)
 {
     int depth = 0, rid_array = 0;
@@ -214,6 +320,10 @@ static void decode_attrs(view *v, cur *c)
         case SP_TAG_MSG: {
             size_t n;
             const char *s = take_str(c, &n);
+            if (tag == SP_TAG_MSG && !depth && !c->bad) {
+                msg_view(v, s, n, kn > 0 && k[0] == 'x');
+                break;
+            }
             if (in_entry && tag == SP_TAG_STR) {
                 entry_field(v, k, kn, tag, s, n, 0);
                 break;
@@ -497,6 +607,10 @@ static int64_t first_token(const req *r)
 
 static void emit(const sp_otlp_span *s)
 {
+    if (sp_otlp_export_full()) { /* a stalled collector: the drop costs no encoding */
+        sp_otlp_count(SP_OC_DROP_QUEUE_FULL, 1);
+        return;
+    }
     sp_otlp_buf_reset(&A.buf);
     sp_otlp_span_encode(&A.buf, s);
     if (A.buf.oom) {
@@ -762,6 +876,7 @@ void sp_otlp_asm_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     static view v; /* consumer thread only; big (the rid list) */
     cur c = {rec + sizeof *h, rec + len, 0};
     memset(&v, 0, offsetof(view, e));
+    v.mtype = -1;
     size_t dl;
     take_str(&c, &dl);
     decode_attrs(&v, &c);
@@ -782,6 +897,14 @@ void sp_otlp_asm_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     }
     size_t nl;
     const char *n = take_str(&c, &nl);
+    if (v.mname) { /* a drop-in message that names its record */
+        n = v.mname;
+        nl = v.mnl;
+    }
+    if (h->kind == SP_REC_EVENT && (v.mtype == 3 || IS(n, nl, "Link")) && v.from && v.to) {
+        link_ids(v.from, v.froml, v.to, v.tol, h->ts); /* the message API's Link */
+        return;
+    }
     int k = kind_of(n, nl);
     if (k == K_NONE)
         return;
@@ -921,6 +1044,11 @@ void sp_otlp_asm_free(int forget)
             open_free(o);
         }
         sp_otlp_buf_free(&A.buf);
+        json_decref(M.root);
+        M.root = NULL;
+        sp_msg_free(&M.m);
+        sp_sb_free(&M.members);
+        sp_sb_free(&M.text);
     }
     memset(&A, 0, sizeof A);
 }

@@ -16,8 +16,8 @@
  * Answers (the OTLP/HTTP spec's): 2xx sent; 429, 502, 503, 504 and network
  * errors (refused, reset, timed out) retried with exponential backoff from
  * 1 s (doubling, cap 30 s, ±20 % jitter) or the Retry-After the collector
- * gave (seconds), at most MAX_TRIES tries; any other 4xx (400: a body it
- * cannot read) is not retried. Spans given up are counted by cause. A
+ * gave (seconds or an HTTP date), at most MAX_TRIES tries; any other 4xx
+ * (400: a body it cannot read) is not retried. Spans given up are counted by cause. A
  * collector that stalls costs at most timeout_ms per try, on this thread
  * only: the queue fills and drops count; serving threads never wait.
  *
@@ -83,6 +83,7 @@ static struct {
     const char *(*strerror)(CURLcode);
     char *(*unescape)(CURL *, const char *, int, int *);
     void (*free)(void *);
+    time_t (*getdate)(const char *, const time_t *); /* Retry-After as an HTTP date */
 } C;
 
 static int load_curl(char *why, size_t len)
@@ -106,9 +107,10 @@ static int load_curl(char *why, size_t len)
     SYM(strerror, "curl_easy_strerror");
     SYM(unescape, "curl_easy_unescape");
     SYM(free, "curl_free");
+    SYM(getdate, "curl_getdate");
 #undef SYM
     if (!C.global_init || !C.easy_init || !C.setopt || !C.perform || !C.getinfo || !C.cleanup ||
-        !C.slist_append || !C.slist_free || !C.strerror || !C.unescape || !C.free) {
+        !C.slist_append || !C.slist_free || !C.strerror || !C.unescape || !C.free || !C.getdate) {
         snprintf(why, len, "libcurl.so.4 lacks a function servprof needs");
         dlclose(so);
         memset(&C, 0, sizeof C);
@@ -144,6 +146,14 @@ void sp_otlp_export_push(const uint8_t *span, size_t len)
     sp_otlp_count(SP_OC_SPANS_QUEUED, 1);
 }
 
+int sp_otlp_export_full(void)
+{
+    pthread_mutex_lock(&q.mu);
+    int full = !q.ring || q.count >= q.cap;
+    pthread_mutex_unlock(&q.mu);
+    return full;
+}
+
 int sp_otlp_export_queued(void)
 {
     pthread_mutex_lock(&q.mu);
@@ -175,19 +185,47 @@ static size_t discard(char *p, size_t s, size_t n, void *ctx)
 
 typedef struct answer { long retry_after_ms; } answer;
 
+#define RETRY_AFTER_MAX_MS 3600000L
+
+/* Retry-After (RFC 9110 10.2.3) is either delay-seconds or an HTTP-date
+ * (IMF-fixdate, or the obsolete RFC 850 / asctime forms, which curl_getdate
+ * reads too). A date is turned into a delay against this host's clock: one
+ * already past means "now" (0), one further than an hour is capped like
+ * seconds are. Anything else leaves -1: the backoff applies. */
+static long retry_after_ms(const char *v)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    char *end;
+    long secs = strtol(v, &end, 10);
+    if (end != v && secs >= 0 && (*end == 0 || *end == '\r' || *end == '\n' || *end == ' '))
+        return secs > RETRY_AFTER_MAX_MS / 1000 ? RETRY_AFTER_MAX_MS : secs * 1000;
+    char date[64];
+    size_t n = strcspn(v, "\r\n");
+    if (n == 0 || n >= sizeof date)
+        return -1;
+    memcpy(date, v, n);
+    date[n] = 0;
+    time_t now = time(NULL);
+    time_t at = C.getdate(date, &now);
+    if (at == (time_t)-1)
+        return -1;
+    if (at <= now)
+        return 0;
+    double ms = difftime(at, now) * 1000;
+    return ms > RETRY_AFTER_MAX_MS ? RETRY_AFTER_MAX_MS : (long)ms;
+}
+
 static size_t header_cb(char *p, size_t s, size_t n, void *ctx)
 {
     answer *a = ctx;
     size_t len = s * n;
     if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
-        char tmp[64];
+        char tmp[80];
         size_t m = len - 12 < sizeof tmp - 1 ? len - 12 : sizeof tmp - 1;
         memcpy(tmp, p + 12, m);
         tmp[m] = 0;
-        char *end;
-        long secs = strtol(tmp, &end, 10);
-        if (end != tmp && secs >= 0) /* an HTTP date is not read: the backoff applies */
-            a->retry_after_ms = secs > 3600 ? 3600000 : secs * 1000;
+        a->retry_after_ms = retry_after_ms(tmp);
     }
     return len;
 }

@@ -588,6 +588,40 @@ int sp_store_meta(sp_store *st, const char *key, const char *value)
     return run(st, st->ins_meta, "INSERT INTO Meta");
 }
 
+int sp_store_meta_closed(const char *path, const char *key, const char *value)
+{
+    sqlite3 *db = NULL;
+    /* READWRITE without CREATE: a store removed meanwhile stays removed */
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    sqlite3_stmt *del = NULL, *ins = NULL;
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 2000);
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "DELETE FROM Meta WHERE name=?1", -1, &del, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT INTO Meta(name,value) VALUES(?1,?2)", -1, &ins, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(del, 1, key, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(ins, 1, key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 2, value, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(ins) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+    }
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        sp_log(SP_LOG_WARNING, "raw store %s: cannot update Meta %s after closing: %s; "
+               "the value written before stays", path, key, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db); /* the last connection: the WAL is checkpointed and removed */
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
 int sp_store_process(sp_store *st, const char *name, const char *label, int ppid)
 {
     if (st->failed)

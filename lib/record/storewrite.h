@@ -56,6 +56,12 @@ int sp_store_check_file(sp_store *st);
  * NULL is a no-op. */
 void sp_store_close(sp_store *st);
 
+/* Sets Meta key=value in the store at path, already closed (its writer is
+ * gone): for figures that are only final after the store closed (request
+ * tracing's counts after the exit flush). Opens no new file: a store that
+ * is not there is left alone. Returns 0, or -1 after logging why. */
+int sp_store_meta_closed(const char *path, const char *key, const char *value);
+
 /* Fork child: forget the parent's connection without touching it. */
 void sp_store_forget(sp_store *st);
 

@@ -5,7 +5,8 @@ Every request body is decoded with the official opentelemetry-proto
 definitions pinned in tests/otlp/proto (compiled here with Debian's protoc
 for python3-protobuf): decoding, not pattern matching. A script of answers
 says what the collector does with each POST in turn — "200", "400",
-"429:<retry-after>", "503", "reset" (close the connection with RST before
+"429:<retry-after>" (the header as given, or "date+N"/"date-N": an
+IMF-fixdate N seconds from the moment of answering), "503", "reset" (close the connection with RST before
 answering), "stall:<seconds>" (say nothing that long, then close) — and
 "200" once the script is used up. What came in is kept: the decoded
 requests, their headers, the time of each POST and the client's port (so a
@@ -14,6 +15,7 @@ test can count connections).
 Importing it raises Unavailable when protoc or the protobuf module is
 missing (the tests then skip with ctest's code 77).
 """
+import email.utils
 import gzip
 import os
 import socket
@@ -121,7 +123,10 @@ class Receiver:
                         rx.undecodable += 1
                 self.send_response(code)
                 if answer.startswith("429:"):
-                    self.send_header("Retry-After", answer.split(":")[1])
+                    after = answer.split(":", 1)[1]
+                    if after.startswith("date"):
+                        after = email.utils.formatdate(time.time() + int(after[4:]), usegmt=True)
+                    self.send_header("Retry-After", after)
                 self.send_header("Content-Type", "application/x-protobuf")
                 if code == 200:
                     resp = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()

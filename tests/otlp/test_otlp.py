@@ -218,6 +218,25 @@ class TestAnswers(OtlpCase):
         self.check_accounting(c, 5)
         self.assertEqual(drops(c), 0)
 
+    def test_429_retry_after_http_date(self):
+        # Retry-After as an IMF-fixdate 3 s ahead: the retry waits for it (2-3 s
+        # with the date's whole seconds), not the first backoff (0.8-1.2 s)
+        sent, c, err = self.emit(5, "--parent", "sampled", script=["429:date+3"], env=self.ONE_BATCH)
+        self.assertEqual(len(self.rx.posts), 2)
+        gap = self.rx.posts[1][0] - self.rx.posts[0][0]
+        self.assertGreaterEqual(gap, 1.8, "the HTTP date was not obeyed")
+        self.assertEqual(len(self.servers()), 5)
+        self.assertEqual(c["retries"], 1)
+        self.check_accounting(c, 5)
+
+    def test_429_retry_after_past_date(self):
+        # a date already past means retry now, not after the backoff (>= 0.8 s)
+        sent, c, err = self.emit(5, "--parent", "sampled", script=["429:date-100"], env=self.ONE_BATCH)
+        self.assertEqual(len(self.rx.posts), 2)
+        self.assertLess(self.rx.posts[1][0] - self.rx.posts[0][0], 0.7, "the backoff was used")
+        self.assertEqual(len(self.servers()), 5)
+        self.check_accounting(c, 5)
+
     def test_503_backoff(self):
         sent, c, err = self.emit(5, "--parent", "sampled", script=["503", "503"], env=self.ONE_BATCH)
         self.assertEqual(len(self.rx.posts), 3)
@@ -251,6 +270,42 @@ class TestAnswers(OtlpCase):
         self.assertGreater(c["dropped_queue_full"], 0)
         self.assertEqual(c["spans_queued"] + c["dropped_queue_full"], 40 * SPANS_PER_REQUEST)
         self.check_accounting(c, 40)
+
+
+class TestStoreMeta(OtlpCase):
+    """With a store session open, Meta otlp_counts holds the counts after the
+    exit flush: the spans made by the writer's last pass and their fate."""
+
+    def meta_counts(self):
+        import glob
+        import sqlite3
+        dbs = glob.glob(os.path.join(self.tmp, "prof", "**", "*.db"), recursive=True)
+        self.assertEqual(len(dbs), 1, dbs)
+        con = sqlite3.connect(dbs[0])
+        rows = con.execute("SELECT value FROM Meta WHERE name='otlp_counts'").fetchall()
+        con.close()
+        self.assertEqual(len(rows), 1, rows)
+        return {k: int(v) for k, v in (kv.split("=") for kv in rows[0][0].split())}
+
+    def session(self):
+        with open(os.path.join(self.tmp, "config.json"), "w") as f:
+            f.write('{"enable": 1, "prof_dir": "%s"}' % os.path.join(self.tmp, "prof"))
+
+    def test_meta_after_exit_flush(self):
+        self.session()
+        sent, c, err = self.emit(6, "--parent", "sampled", env=TestAnswers.ONE_BATCH)
+        m = self.meta_counts()
+        self.assertEqual(m, c)  # the log's last line: the same final counts
+        self.assertEqual(m["spans_sent"], 6 * SPANS_PER_REQUEST, m)
+        self.check_accounting(m, 6)
+
+    def test_meta_counts_drops_of_the_flush(self):
+        self.session()
+        sent, c, err = self.emit(5, "--parent", "sampled", script=["400"], env=TestAnswers.ONE_BATCH)
+        m = self.meta_counts()
+        self.assertEqual(m["dropped_rejected"], 5 * SPANS_PER_REQUEST, m)
+        self.assertEqual(m["spans_sent"], 0, m)
+        self.assertEqual(m, c)
 
 
 class TestSampling(OtlpCase):

@@ -8,7 +8,10 @@ first receiver); the store is then replayed to a second receiver. The two
 must name the same requests, in the same traces, with the same parents (the
 callers' spans from the stored traceparents), the same gen_ai attribute
 types, and the same TTFT / e2e / queue wait (request.csv's rules on both
-sides; the live side is in the library, the replay takes the parse's row).
+sides; the live side is in the library, the replay takes the parse's row),
+the same scheduler / execute / forward times and the same children, queue
+and decode at the same times (the replay sums the stored step records by
+the live rule).
 Skips (77) when the tool has no `export` verb yet.
 """
 import json
@@ -41,6 +44,12 @@ def by_rid(rx):
             a = {kv.key: kv.value for kv in s.attributes}
             out[a["gen_ai.request.id"].string_value] = (s, a)
     return out
+
+
+def kids(rx, parent):
+    """{child name: (start, end)} of a span's children."""
+    return {s.name: (s.start_time_unix_nano, s.end_time_unix_nano)
+            for _, _, s in rx.spans() if s.parent_span_id == parent.span_id}
 
 
 class Replay(unittest.TestCase):
@@ -85,6 +94,21 @@ class Replay(unittest.TestCase):
             for k in ("gen_ai.latency.time_to_first_token", "gen_ai.latency.e2e",
                       "gen_ai.latency.time_in_queue"):
                 self.assertAlmostEqual(ra[k].double_value, la[k].double_value, places=6, msg=k)
+            # the engine's side from the step records, by the live rule (summed over
+            # the steps naming the request's engine id, joined by its Link)
+            for k in ("gen_ai.latency.time_in_scheduler", "gen_ai.latency.time_in_model_forward",
+                      "gen_ai.latency.time_in_model_execute"):
+                self.assertIn(k, la, k)
+                self.assertIn(k, ra, "replay lacks %s" % k)
+                self.assertGreater(ra[k].double_value, 0, k)
+                self.assertAlmostEqual(ra[k].double_value, la[k].double_value, places=6, msg=k)
+            rk, lk = kids(rx, rs), kids(live, ls)
+            self.assertEqual(sorted(rk), sorted(lk), rid)
+            self.assertIn("queue", rk)
+            # the queue child from the same records; prefill's start is the row's
+            # (first step) in replay, the Dequeue live: not compared
+            self.assertEqual(rk["queue"], lk["queue"], rid)
+            self.assertEqual(rk["decode"], lk["decode"], rid)
         # a second replay gives the same ids (a backend keeps one copy)
         rx2 = Receiver().start()
         try:

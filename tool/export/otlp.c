@@ -11,14 +11,20 @@
  * e2e, queue wait, TTFT, prefill and decode times, tokens), so a replayed
  * span and a parsed row agree by construction. Records add what the row has
  * not: the trace context (`traceContext`), the request's parameters
- * (`httpReq`: temperature, top_p, max_tokens, n) and its outcome
- * (`httpRes` / `traceEnd`), kept per request id until its row (a row comes
- * after its records: the parse writes it once the stream is past its end).
+ * (`httpReq`: temperature, top_p, max_tokens, n), its outcome
+ * (`httpRes` / `traceEnd`) and the engine's side by the live assembler's
+ * rule (lib/otlp/otlp_asm.c): the durations of the steps naming it summed
+ * per kind (BatchSchedule -> time_in_scheduler, modelExec/Execute ->
+ * time_in_model_execute, forward -> time_in_model_forward) and the queue
+ * child (first Enqueue into WAITING to its Dequeue or first step), over its
+ * own id and the ids Linked onto it; kept per request id until its row (a
+ * row comes after its records: the parse writes it once the stream is past
+ * its end).
  *
  * The spans are those the live exporter sends (lib/otlp/otlp_asm.c), named
  * and typed the same: llm_request (SERVER, the caller's span as parent when
- * the store has its traceparent) with the gen_ai attributes, and prefill /
- * decode children. Ids are derived (common/otlp_ctx.h) from a seed made of
+ * the store has its traceparent) with the gen_ai attributes, and queue /
+ * prefill / decode children. Ids are derived (common/otlp_ctx.h) from a seed made of
  * the store's host and pid, so a second replay of the same input gives the
  * same ids (a backend stores them once). Requests without a trace context
  * get a made trace id; replay sends every request (sampling is the live
@@ -26,7 +32,7 @@
  *
  * Bodies are encoded with common/otlp_pb.c and POSTed with libcurl in
  * batches of BATCH spans, synchronously: 429 / 503 / 5xx / network errors
- * retried (Retry-After or 1, 2, 4 s), other answers stop the export with the
+ * retried (Retry-After, seconds or a date, or 1, 2, 4 s), other answers stop the export with the
  * collector's status in the message.
  */
 #include <ctype.h>
@@ -61,6 +67,10 @@ typedef struct info {
     unsigned have; /* 1 temperature, 2 top_p, 4 max_tokens, 8 n */
     char outcome[32];
     uint64_t seed;
+    /* The engine's side, summed as the live assembler does (otlp_asm.c):
+     * steps naming the request (its own id or an id Linked onto it) */
+    int64_t first_enq, first_sched, sched_ns, exec_ns, fwd_ns;
+    char *canon; /* a Link's "to" side: the id its times go to (malloc'ed) */
 } info;
 
 typedef struct ox {
@@ -113,6 +123,7 @@ static void drop(ox *x, info *want)
     for (info **pp = &x->bucket[hash_s(want->rid) % HASH]; *pp; pp = &(*pp)->next)
         if (*pp == want) {
             *pp = want->next;
+            free(want->canon);
             free(want->rid);
             free(want);
             return;
@@ -140,16 +151,117 @@ static const char *rid_of(json_t *a, char *buf, size_t len)
     return NULL;
 }
 
+static int64_t min_set(int64_t a, int64_t b) { return !a ? b : !b ? a : (a < b ? a : b); }
+
+/* The step kinds, as the live assembler's kind_of (lib/otlp/otlp_asm.c). */
+enum { ST_NONE, ST_SCHED, ST_EXEC, ST_FWD };
+
+static int step_kind(const char *n)
+{
+    if (!strcmp(n, "BatchSchedule") || !strcmp(n, "batchFrameworkProcessing")) return ST_SCHED;
+    if (!strcmp(n, "modelExec") || !strcmp(n, "modelRunnerExec") || !strcmp(n, "Execute")) return ST_EXEC;
+    if (!strcmp(n, "forward")) return ST_FWD;
+    return ST_NONE;
+}
+
+/* The state a step or queue record of id rid adds to: its Link's front-end
+ * id when it has one (one level, as Links are front end -> engine). */
+static info *target(ox *x, const char *rid)
+{
+    info *i = get(x, rid, 1);
+    if (i && i->canon) {
+        info *c = get(x, i->canon, 1);
+        if (c)
+            return c;
+    }
+    return i;
+}
+
+static void on_step_one(info *i, int k, int64_t t0, int64_t d)
+{
+    if (!i)
+        return;
+    i->first_sched = min_set(i->first_sched, t0);
+    if (k == ST_SCHED) i->sched_ns += d;
+    else if (k == ST_EXEC) i->exec_ns += d;
+    else i->fwd_ns += d;
+}
+
+static void on_link(ox *x, json_t *a)
+{
+    json_t *f = json_object_get(a, "from"), *t = json_object_get(a, "to");
+    if (!json_is_string(f) || !json_is_string(t) || !strcmp(json_string_value(f), json_string_value(t)))
+        return;
+    info *to = get(x, json_string_value(t), 1), *from = get(x, json_string_value(f), 1);
+    if (!to || !from || to->canon)
+        return;
+    to->canon = strdup(json_string_value(f));
+    /* what the engine's id gathered before the Link moves over */
+    from->first_enq = min_set(from->first_enq, to->first_enq);
+    from->first_sched = min_set(from->first_sched, to->first_sched);
+    from->sched_ns += to->sched_ns;
+    from->exec_ns += to->exec_ns;
+    from->fwd_ns += to->fwd_ns;
+    to->first_enq = to->first_sched = to->sched_ns = to->exec_ns = to->fwd_ns = 0;
+}
+
+static int waiting(json_t *a)
+{
+    json_t *q = json_object_get(a, "scope#QueueName");
+    return !json_is_string(q) || !strcmp(json_string_value(q), "WAITING");
+}
+
 static void ox_record(void *mv, const prs_rec *r)
 {
     ox *x = mv;
     int ctx = !strcmp(r->name, "traceContext"), req = !strcmp(r->name, "httpReq"),
         end = !strcmp(r->name, "httpRes") || !strcmp(r->name, "traceEnd");
-    if (x->failed || !(ctx || req || end))
+    int step = step_kind(r->name), link = !strcmp(r->name, "Link"),
+        enq = !strcmp(r->name, "Enqueue"), deq = !strcmp(r->name, "Dequeue");
+    if (x->failed || !(ctx || req || end || step || link || enq || deq))
         return;
     json_t *a = json_loadb(r->args, (size_t)r->args_len, 0, NULL);
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return;
+    }
+    if (link) {
+        on_link(x, a);
+        json_decref(a);
+        return;
+    }
+    if (step) {
+        int64_t d = r->dur > 0 ? r->dur : 0;
+        json_t *l = json_object_get(a, "rid");
+        if (json_is_array(l)) {
+            size_t j;
+            json_t *e;
+            json_array_foreach(l, j, e) {
+                char b[32];
+                const char *id = json_is_object(e) ? rid_of(e, b, sizeof b) : NULL;
+                if (id)
+                    on_step_one(target(x, id), step, r->ts, d);
+            }
+        } else {
+            char b[32];
+            const char *id = rid_of(a, b, sizeof b);
+            if (id)
+                on_step_one(target(x, id), step, r->ts, d);
+        }
+        json_decref(a);
+        return;
+    }
     char buf[32];
-    const char *rid = a ? rid_of(a, buf, sizeof buf) : NULL;
+    const char *rid = rid_of(a, buf, sizeof buf);
+    if (enq || deq) {
+        info *t = rid && waiting(a) ? target(x, rid) : NULL;
+        if (t && enq && !t->first_enq)
+            t->first_enq = r->ts;
+        if (t && deq && !t->first_sched)
+            t->first_sched = r->ts;
+        json_decref(a);
+        return;
+    }
     info *i = rid ? get(x, rid, 1) : NULL;
     if (!i) {
         json_decref(a);
@@ -208,8 +320,22 @@ static size_t discard(char *p, size_t s, size_t n, void *c)
 static size_t on_header(char *p, size_t s, size_t n, void *c)
 {
     long *ra = c;
-    if (s * n > 12 && !strncasecmp(p, "Retry-After:", 12))
-        *ra = strtol(p + 12, NULL, 10);
+    if (s * n > 12 && s * n < 100 && !strncasecmp(p, "Retry-After:", 12)) {
+        /* delay-seconds, or an HTTP date (RFC 9110): seconds from now */
+        char v[100];
+        memcpy(v, p + 12, s * n - 12);
+        v[s * n - 12] = 0;
+        v[strcspn(v, "\r\n")] = 0;
+        char *end;
+        long secs = strtol(v, &end, 10);
+        if (end != v && secs >= 0) {
+            *ra = secs;
+        } else {
+            time_t now = time(NULL), at = curl_getdate(v, &now);
+            if (at != (time_t)-1)
+                *ra = at > now ? (long)(at - now) : 0;
+        }
+    }
     return s * n;
 }
 
@@ -393,6 +519,9 @@ static void ox_row(void *mv, const prs_table *t, const prs_val *v)
     if (e2e >= 0) at[na++] = A_D("gen_ai.latency.e2e", e2e / 1e9);
     if (prefill >= 0) at[na++] = A_D("gen_ai.latency.time_in_model_prefill", prefill / 1e9);
     if (decode >= 0) at[na++] = A_D("gen_ai.latency.time_in_model_decode", decode / 1e9);
+    if (in && in->sched_ns) at[na++] = A_D("gen_ai.latency.time_in_scheduler", in->sched_ns / 1e9);
+    if (in && in->fwd_ns) at[na++] = A_D("gen_ai.latency.time_in_model_forward", in->fwd_ns / 1e9);
+    if (in && in->exec_ns) at[na++] = A_D("gen_ai.latency.time_in_model_execute", in->exec_ns / 1e9);
     const char *outcome = in ? in->outcome : "";
     if (outcome[0]) at[na++] = A_S("servprof.outcome", outcome);
     long long pre = int_of(t, v, "preempted", &ok);
@@ -414,6 +543,8 @@ static void ox_row(void *mv, const prs_table *t, const prs_val *v)
     sp_otlp_buf_reset(&x->span);
     sp_otlp_span_encode(&x->span, &s);
     push(x);
+    if (in && in->first_enq && in->first_sched)
+        child(x, &s, rid, seed, SP_PH_QUEUE, "queue", in->first_enq, in->first_sched);
     if (ttft >= 0) {
         int64_t ft = start + ttft;
         if (prefill >= 0)
