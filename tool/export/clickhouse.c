@@ -981,4 +981,4 @@ static void ch_close(void *mv)
     free(x);
 }
 
-const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close};
+const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close, 1};

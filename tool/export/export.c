@@ -71,6 +71,7 @@ int exp_run(const exp_opts *o)
     po.output = "."; /* every output is off: nothing is written there */
     po.progress = o->progress;
     po.session = o->session;
+    po.tap_counters = mod->counters;
     int level = prs_log_level();
     if (!o->verbose && level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);

@@ -49,6 +49,8 @@ typedef struct exp_module {
     void (*record)(void *m, const prs_rec *r);
     int (*finish)(void *m, int parse_rc);
     void (*close)(void *m);    /* frees; close(NULL) is a no-op */
+    int counters;              /* 1: also the timeline's counter rows (table "counter", as profiler.db
+                                  has it: what `report --from` draws the samplers' charts from) */
 } exp_module;
 
 /* The module for url's scheme, or NULL (then *known lists the schemes). */
