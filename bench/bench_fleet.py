@@ -22,6 +22,8 @@ analyze of the same stores; rounds alternate (--rounds, median taken).
 Goal (issue 30): analyze --from within 2x of local analyze's wall time.
 
   python3 bench/bench_fleet.py --per-request [--rounds 3]
+
+  python3 bench/bench_fleet.py --big 2000000 [--big-hosts 16] --dir D   (the 40 M-record figures)
 """
 import argparse
 import json
@@ -42,7 +44,7 @@ from support.fixtures import SCHEMA, T0  # noqa: E402
 MS = 1_000_000
 
 
-def write_host(path, host, nreq):
+def write_host(path, host, nreq, tokens=0):
     db = sqlite3.connect(path)
     db.executescript(SCHEMA)
     db.execute("INSERT INTO Meta(name, value) VALUES ('hostname', ?)", (host,))
@@ -64,6 +66,18 @@ def write_host(path, host, nreq):
         row("modelExec", t + 500_000, 2 * MS, "ModelExecute", {"type": 2, "rid": rl})
         row("forward", t + 500_000, 2 * MS, "ModelExecute", {"type": 2})
         row("KVCacheStatus", t + 2_500_000, 0, "KVCache", {"type": 0, "TotalBlocks=": 1000, "FreeBlocks=": 900})
+        # --tokens T: T decode steps after the prefill one, each a step of the
+        # batch and one detokenize per request (the shape of --big's input)
+        for k in range(1, tokens + 1):
+            b = t + 3 * MS * k
+            rl = [{"rid": r, "iter": k, "type": 1, "num_scheduled_tokens": 1} for r in rids]
+            row("BatchSchedule", b + 200_000, 300_000, "BatchSchedule", {"type": 2, "rid": rl})
+            row("modelExec", b + 500_000, 2 * MS, "ModelExecute", {"type": 2, "rid": rl})
+            row("forward", b + 500_000, 2 * MS, "ModelExecute", {"type": 2})
+            row("KVCacheStatus", b + 2_500_000, 0, "KVCache", {"type": 0, "TotalBlocks=": 1000, "FreeBlocks=": 900})
+            for i, rid in enumerate(rids):
+                row("detokenize", b + 2_600_000 + i * 1000, 0, "Request", {"type": 0, "rid": rid})
+        t += 3 * MS * tokens
         for i, rid in enumerate(rids):
             row("httpRes", t + 3 * MS + i * 1000, 0, "Request",
                 {"type": 0, "rid": rid, "recvTokenSize=": 64, "replyTokenSize=": 1})
@@ -75,12 +89,12 @@ def write_host(path, host, nreq):
     return len(rows)
 
 
-def build(root, nhosts, nreq):
-    d = os.path.join(root, "hosts%d" % nhosts, "Trace_Service")
+def build(root, nhosts, nreq, tokens=0):
+    d = os.path.join(root, "hosts%d%s" % (nhosts, "-%dr-%dt" % (nreq, tokens) if tokens else ""), "Trace_Service")
     done = os.path.join(d, ".done")
     if not os.path.exists(done):
         os.makedirs(d, exist_ok=True)
-        n = sum(write_host(os.path.join(d, "ms_service_host%02d-1000.db" % h), "host%02d" % h, nreq)
+        n = sum(write_host(os.path.join(d, "ms_service_host%02d-1000.db" % h), "host%02d" % h, nreq, tokens)
                 for h in range(nhosts))
         with open(done, "w") as f:
             f.write(str(n))
@@ -145,9 +159,68 @@ def per_request(a, env):
     ratio = med(fw) / med(lw)
     print("ratio from/local wall %.2f (goal <= 2: %s)" % (ratio, "met" if ratio <= 2 else "NOT met"))
 
+def long_query(node, sql):
+    """node.query without its test-sized timeout: a copy of 40 M rows takes minutes."""
+    import base64
+    import http.client
+    import urllib.parse
+    c = http.client.HTTPConnection("127.0.0.1", node.http_port, timeout=3600)
+    auth = base64.b64encode(("default:" + node.password).encode()).decode()
+    c.request("POST", "/?" + urllib.parse.urlencode({"query": sql}), body=b"",
+              headers={"Authorization": "Basic " + auth})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    if r.status != 200:
+        raise SystemExit("ClickHouse: HTTP %d: %s" % (r.status, body[:500]))
+
+
+def best_of(cmd, env, n=3):
+    return min(timed(cmd, env)[0] for _ in range(n))
+
+
+def big(a, env):
+    """--big R: R requests over --big-hosts stores (11 decode steps each:
+    20.5 records a request, so 2,000,000 requests are 41 M records) exported
+    once into the 2-shard cluster, copied server-side into one node's plain
+    MergeTree tables (the same tables an export without --cluster makes),
+    then `analyze --from` on one node and on two shards (best of 3) against
+    local `servprof analyze` of the same stores (one run)."""
+    nh = a.big_hosts
+    inp, nrec = build(a.dir, nh, a.big // nh, tokens=11)
+    print("input: %s, %d records, %d requests over %d stores" % (inp, nrec, a.big // nh * nh, nh))
+    tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
+    with chlib.Cluster(2, "two", tmp) as c:
+        n0 = c.nodes[0]
+        ew, ec = timed([a.bin, "export", inp, "--to", n0.url("big2"), "--create", "--cluster", "two",
+                        "--nodes", c.node_urls("big2"), "--no-progress"], env)
+        got = int(n0.scalar("SELECT count() FROM big2.span"))
+        if got != nrec:
+            raise SystemExit("%d spans stored, %d records" % (got, nrec))
+        print("export into 2 shards: %.1f s wall, %.1f s CPU: %.0f records/s wall, %.0f records/s CPU"
+              % (ew, ec, nrec / ew, nrec / ec))
+        n0.query("CREATE DATABASE big1")
+        for t in n0.scalar("SELECT name FROM system.tables WHERE database = 'big2' AND name LIKE '%_local'").split():
+            base = t[:-len("_local")]
+            n0.query("CREATE TABLE big1.`%s` AS big2.`%s`" % (base, t))
+            long_query(n0, "INSERT INTO big1.`%s` SELECT * FROM big2.`%s`" % (base, base))
+        one = best_of([a.bin, "analyze", "--from", n0.url("big1"), "--format", "json"], env)
+        two = best_of([a.bin, "analyze", "--from", n0.url("big2"), "--format", "json"], env)
+        rep = best_of([a.bin, "report", "--from", n0.url("big2"), "-o", os.path.join(tmp, "r.html"), "--quiet"],
+                      env, 1)
+    lw, lc = timed([a.bin, "analyze", inp, "--format", "json"])
+    print("analyze --from, one node: %.2f s; two shards: %.2f s (goal: no worse than one node: %s)"
+          % (one, two, "met" if two <= one * 1.1 else "NOT met"))
+    print("local analyze: %.2f s wall, %.2f s CPU; --from one node / local = %.2f (goal <= 2: %s)"
+          % (lw, lc, one / lw, "met" if one <= 2 * lw else "NOT met"))
+    print("report --from two shards: %.2f s" % rep)
+
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--big", type=int, default=0, metavar="REQUESTS",
+                    help="instead: the large-input figures (2000000 for the issue's 40 M records)")
+    ap.add_argument("--big-hosts", type=int, default=16)
     ap.add_argument("--requests-per-host", type=int, default=8000)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "sp-bench-fleet"))
     ap.add_argument("--bin", default=os.path.join("build", "bin", "servprof"))
@@ -160,6 +233,9 @@ def main():
     env = dict(os.environ, SERVPROF_CLICKHOUSE_PASSWORD=chlib.PASSWORD)
     if a.per_request:
         return per_request(a, env)
+
+    if a.big:
+        return big(a, env)
     tmp = tempfile.mkdtemp(prefix="sp-bench-fleet-ch-")
     print("hosts  records   export_s  export_cpu_s  records/s  analyze_from_s  local_analyze_s  local_cpu_s")
     with chlib.Cluster(2, "two", tmp) as c:

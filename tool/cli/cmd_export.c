@@ -17,7 +17,7 @@
 
 enum {
     OPT_INPUT = 1, OPT_TO, OPT_SESSION, OPT_CREATE, OPT_CLUSTER, OPT_NODES, OPT_PASSWORD_FILE,
-    OPT_BLOCK_ROWS, OPT_COMPRESS, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_VERBOSE,
+    OPT_BLOCK_ROWS, OPT_COMPRESS, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_VERBOSE, OPT_PREFER, OPT_CLOCK_OFFSET,
 };
 
 static const cli_opt opts[] = {
@@ -35,8 +35,30 @@ static const cli_opt opts[] = {
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL, "show progress on stderr"},
     {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
     {OPT_VERBOSE, "verbose", 'v', CLI_FLAG, NULL, NULL, "also print the parse's notes"},
+    {OPT_PREFER, "prefer", 0, CLI_VALUE, "N|URL", NULL,
+     "with --cluster: send every row to that node (1-based, or its clickhouse://HOST:PORT): the nearest shard"},
+    {OPT_CLOCK_OFFSET, "clock-offset", 0, CLI_VALUE, "HOST=NS", NULL,
+     "HOST's clock reads NS ns ahead (+) or behind (-): records moved onto the fleet's clock (repeatable)"},
     {0},
 };
+
+/* --clock-offset HOST=NS, checked as parse checks it (cmd_parse.c). */
+static int add_clock_offset(exp_opts *o, const cli_verb *verb, const char *value)
+{
+    const char *eq = strrchr(value, '=');
+    char *end = NULL;
+    errno = 0;
+    long long ns = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (!eq || eq == value || !eq[1] || *end || errno == ERANGE || ns > 1000000000000000LL ||
+        ns < -1000000000000000LL)
+        return cli_error(verb, "--clock-offset '%s': expected HOST=NS, NS an integer of nanoseconds "
+                               "within +-1e15 (e.g. node2=-1500000)", value);
+    o->clock_hosts = realloc(o->clock_hosts, (size_t)(o->nclock + 1) * sizeof *o->clock_hosts);
+    o->clock_ns = realloc(o->clock_ns, (size_t)(o->nclock + 1) * sizeof *o->clock_ns);
+    o->clock_hosts[o->nclock] = strndup(value, (size_t)(eq - value));
+    o->clock_ns[o->nclock++] = ns;
+    return 0;
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -82,6 +104,11 @@ int cmd_export(int argc, char **argv)
         case OPT_PROGRESS: o.progress = 1; break;
         case OPT_NO_PROGRESS: o.progress = 0; break;
         case OPT_VERBOSE: o.verbose = 1; break;
+        case OPT_PREFER: o.prefer = p.value; break;
+        case OPT_CLOCK_OFFSET:
+            if (add_clock_offset(&o, &verb, p.value) != 0)
+                return 2;
+            break;
         }
     }
     if (!o.input)
@@ -91,8 +118,15 @@ int cmd_export(int argc, char **argv)
                                 "otlp+http://HOST:PORT)");
     if (o.nodes && !o.cluster)
         return cli_error(&verb, "--nodes needs --cluster NAME");
+    if (o.prefer && !o.cluster)
+        return cli_error(&verb, "--prefer needs --cluster NAME (one node is always the nearest)");
     struct stat st;
     if (stat(o.input, &st) != 0)
         return cli_error(&verb, "input %s: %s", o.input, strerror(errno));
-    return exp_run(&o);
+    int rc = exp_run(&o);
+    for (int i = 0; i < o.nclock; i++)
+        free((char *)o.clock_hosts[i]);
+    free(o.clock_hosts);
+    free(o.clock_ns);
+    return rc;
 }

@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chanalyze.h"
+#include "chread.h"
 #include "commands.h"
 #include "opts.h"
 #include "report.h"
 
 enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_COMPARE, OPT_BUCKETS, OPT_AJSON, OPT_CAJSON, OPT_CJSON, OPT_QUIET, OPT_PROGRESS,
-       OPT_NO_PROGRESS };
+       OPT_NO_PROGRESS, OPT_FROM, OPT_SESSION, OPT_HOST };
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
@@ -32,27 +34,69 @@ static const cli_opt opts[] = {
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
      "show the parse's progress on stderr (default: on a terminal, for a large input)"},
     {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
+    {OPT_FROM, "from", 0, CLI_VALUE, "URL", NULL,
+     "clickhouse://HOST:PORT/DB: the run `servprof export` wrote there, instead of DIR"},
+    {OPT_SESSION, "session", 0, CLI_VALUE, "NAME", NULL, "with --from: only the exports of that session"},
+    {OPT_HOST, "host", 0, CLI_VALUE, "HOST", NULL, "with --from: only that host's requests, steps and counters"},
     {0},
 };
 
 static const cli_verb verb = {
     "report",
-    "[-i|--input-path] DIR [-o|--output FILE.html] [--compare OTHER]\n"
+    "[-i|--input-path] DIR | --from clickhouse://HOST:PORT/DB [--session S] [--host H]\n"
+    "                       [-o|--output FILE.html] [--compare OTHER]\n"
     "                       [--buckets N] [--analyze-json FILE] [--compare-analyze-json FILE]\n"
     "                       [--compare-json FILE] [--quiet] [--progress|--no-progress]",
     "Writes one self-contained HTML page (default ./report.html) showing the run at a glance:\n"
     "analyze's figures and findings, time series (throughput, latency percentiles, batch size,\n"
     "tokens per step, KV usage, queues, engine time budget, host and device samplers), latency\n"
     "CDFs, the TTFT breakdown and the slowest requests. DIR is a folder of raw stores or a parse\n"
-    "output folder (or its profiler.db). --compare OTHER overlays a second run. The page's folder\n"
+    "output folder (or its profiler.db). --from reads a run exported with `servprof export --to\n"
+    "clickhouse://...` back from ClickHouse (password: SERVPROF_CLICKHOUSE_PASSWORD): the same page,\n"
+    "with the figures analyze --from computes there. --compare OTHER overlays a second run. The page's folder\n"
     "is created when missing.\n"
     "An output that exists and is not a regular file (a FIFO, a device) is written in place;\n"
     "a symbolic link is followed and kept. See docs/report.md.",
     opts};
 
+/* --from: the report's row source on tool/export's ClickHouse reader and
+ * analyze --from's document (the report itself knows no backend). */
+typedef struct from_ctx {
+    ch_reader *rd;
+    const char *url, *session, *host;
+} from_ctx;
+
+static int from_table(void *ctx, const char *key, rpt_row_fn fn, void *fctx, long long *nrows, char *err, size_t cap)
+{
+    from_ctx *f = ctx;
+    return ch_reader_table(f->rd, key, fn, fctx, nrows, err, cap);
+}
+
+static json_t *from_analyze(void *ctx, char *err, size_t cap)
+{
+    from_ctx *f = ctx;
+    return sa_analyze_clickhouse(f->url, f->session, f->host, NULL, err, cap);
+}
+
+static int report_from(rpt_opts *ro, const char *url, const char *session, const char *host)
+{
+    char err[1024] = "";
+    from_ctx f = {ch_reader_open(url, session, host, err, sizeof err), url, session, host};
+    if (!f.rd) {
+        fprintf(stderr, "servprof report: --from %s; no report written\n", err);
+        return 1;
+    }
+    rpt_source src = {ch_reader_label(f.rd), from_table, from_analyze, &f};
+    ro->from = &src;
+    int rc = rpt_run(ro);
+    ch_reader_close(f.rd);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     rpt_opts ro = {.output = "report.html", .buckets = RPT_DEFAULT_BUCKETS, .progress = -1};
+    const char *from = NULL, *session = NULL, *host = NULL;
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
     for (int id; (id = cli_next(&p)) != CLI_END;) {
@@ -74,6 +118,9 @@ int cmd_report(int argc, char **argv)
         case OPT_QUIET: ro.quiet = 1; break;
         case OPT_PROGRESS: ro.progress = 1; break;
         case OPT_NO_PROGRESS: ro.progress = 0; break;
+        case OPT_FROM: from = p.value; break;
+        case OPT_SESSION: session = p.value; break;
+        case OPT_HOST: host = p.value; break;
         case OPT_BUCKETS:
             if (cli_integer(&p, RPT_MIN_BUCKETS, RPT_MAX_BUCKETS, &b) != 0)
                 return 2;
@@ -81,6 +128,16 @@ int cmd_report(int argc, char **argv)
             break;
         }
     }
+    if (from && ro.input)
+        return cli_error(&verb, "--from %s and DIR %s: one input only", from, ro.input);
+    if (from && (ro.compare || ro.compare_analyze_json || ro.compare_json))
+        return cli_error(&verb, "--compare needs a local DIR (not --from)");
+    if ((session || host) && !from)
+        return cli_error(&verb, "--session and --host go with --from URL");
+    if (from && strncmp(from, "clickhouse://", 13) != 0)
+        return cli_error(&verb, "--from %s: expected clickhouse://HOST:PORT/DATABASE", from);
+    if (from)
+        return report_from(&ro, from, session, host);
     if (!ro.input)
         return cli_error(&verb, "the input is missing: servprof report DIR (or -i/--input-path DIR)");
     if ((ro.compare_analyze_json || ro.compare_json) && !ro.compare)

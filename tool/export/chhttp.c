@@ -26,6 +26,12 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
 {
     ch_conn *c = ud;
     size_t n = sz * nm;
+    if (c->sink) {
+        long st = 0;
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st);
+        if (st == 200)
+            return c->sink(p, n, c->sink_ctx);
+    }
     if (c->nresp + n + 1 > c->capresp) {
         size_t cap = c->capresp ? c->capresp : 4096;
         while (cap < c->nresp + n + 1)
@@ -277,6 +283,19 @@ int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, 
     CURLcode cc = perform_to(c, c->base, sql, strlen(sql), 0, on_lines, &L);
     if (L.stopped)
         return -1;
+
+int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, size_t n, void *ctx), void *ctx,
+                    char *err, size_t cap)
+{
+    c->sink = sink;
+    c->sink_ctx = ctx;
+    CURLcode cc = perform(c, c->base, sql, strlen(sql), 0);
+    c->sink = NULL;
+    c->sink_ctx = NULL;
+    if (cc == CURLE_WRITE_ERROR && c->status == 200) {
+        snprintf(err, cap, "%s: query stopped by the reader", c->label);
+        return -1;
+    }
     if (cc != CURLE_OK || c->status != 200) {
         describe(c, cc, "query", err, cap);
         return -1;
@@ -284,6 +303,7 @@ int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, 
     if (c->nresp && line(ctx, c->resp, c->nresp) != 0) /* a last line without its newline */
         return -1;
     c->nresp = 0;
+
     return 0;
 }
 

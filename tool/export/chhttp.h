@@ -24,6 +24,10 @@ typedef struct ch_conn {
     unsigned char *zbuf;     /* gzip scratch (owned) */
     size_t zcap;
     long long sent_bytes;    /* bytes of INSERT bodies put on the wire */
+    /* ch_query_stream's sink while it runs (NULL otherwise): a 200 answer's
+     * bytes go there as they arrive instead of into resp */
+    size_t (*sink)(const char *p, size_t n, void *ctx);
+    void *sink_ctx;
 } ch_conn;
 
 /* Sets c up for host:port; copies user and password. 0, or -1 (libcurl could not start). */
@@ -39,6 +43,16 @@ int ch_query(ch_conn *c, const char *sql, char *err, size_t cap);
  * (then this returns -1 with err left as line set it). 0, or -1 with one line in err. */
 int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
                    char *err, size_t cap);
+
+/* Runs sql and hands a 200 answer's body to sink piece by piece as it
+ * arrives (nothing is held whole: a SELECT of millions of rows streams).
+ * sink returns n to go on, anything else to stop (then -1 with "stopped by
+ * the reader" in err). An error answer (not 200) is kept in c->resp and
+ * described in err as ch_query does. ClickHouse may still fail after a 200
+ * began (an exception text at the end of the body): the sink's decoder
+ * must check that the body ends on a whole row. 0, or -1. */
+int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, size_t n, void *ctx), void *ctx,
+                    char *err, size_t cap);
 /* INSERT: `insert` is the query ("INSERT INTO t FORMAT RowBinary"), body its data. */
 int ch_insert(ch_conn *c, const char *insert, const void *body, size_t n, char *err, size_t cap);
 /* Quotes s as a ClickHouse string literal into out ('...' with \\ and \' escaped). */

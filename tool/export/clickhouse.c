@@ -112,6 +112,7 @@ typedef struct chx {
     int nnodes;
     char db[128];
     char cluster[128];
+    int prefer;              /* --prefer: the node every row goes to, -1 none (rows spread by hash) */
     char export_id[17];
     char session[256];
     long block_rows;
@@ -384,14 +385,25 @@ static void local_name(const chx *x, const char *name, char *out, size_t cap)
 
 /* ---- streams: resume ------------------------------------------------------- */
 
-/* Asks the stream's node what an earlier run left: sets skip. */
+/* Asks what an earlier run left of the stream: sets skip. On a cluster the
+ * question goes to the Distributed table, so the count covers every shard:
+ * an earlier run may have sent the stream to another node (another
+ * --prefer, or none), and the rows are still counted once. The table is
+ * ordered by (store, seq) / (export_id, seq), so each shard answers from
+ * its index. */
 static void stream_ready(chx *x, ctab *t, stream *s, const char *keycol)
 {
     s->ready = 1;
     if (failed(x))
         return;
     char tn[460], lit[1200], sql[2048], err[1024];
-    local_name(x, t->name, tn, sizeof tn);
+    if (x->cluster[0]) {
+        char db[140], tb[300];
+        ident(x->db, db, sizeof db);
+        ident(t->name, tb, sizeof tb);
+        snprintf(tn, sizeof tn, "%s.%s", db, tb);
+    } else
+        local_name(x, t->name, tn, sizeof tn);
     ch_quote(s->key, lit, sizeof lit);
     snprintf(sql, sizeof sql, "SELECT count(), max(seq) FROM %s WHERE %s = %s FORMAT TabSeparated", tn, keycol, lit);
     if (ch_query(&x->node[s->node], sql, err, sizeof err) != 0) {
@@ -556,12 +568,16 @@ static stream *store_stream(chx *x, stream **arr, const prs_rec *r, ctab *t)
     }
     stream *s = &(*arr)[i];
     if (!s->key) {
-        /* the first record of a store is its earliest: part of its identity */
+        /* The first record of a store is its earliest: part of its identity,
+         * on the host's own clock (r->ts has the clock offset applied), so the
+         * store keeps its id whatever offsets an export gives its host. */
         char id[1024];
-        snprintf(id, sizeof id, "%s:%s:%" PRId64, r->store->hostname, r->store->prof_id, r->ts);
+        snprintf(id, sizeof id, "%s:%s:%" PRId64, r->store->hostname, r->store->prof_id,
+                 r->ts - r->store->clock_shift);
         x->st_span[i].key = strdup(id);
         x->st_link[i].key = strdup(id);
-        x->st_span[i].node = x->st_link[i].node = (int)(fnv(id, strlen(id), FNV0) % (uint64_t)x->nnodes);
+        x->st_span[i].node = x->st_link[i].node =
+            x->prefer >= 0 ? x->prefer : (int)(fnv(id, strlen(id), FNV0) % (uint64_t)x->nnodes);
     }
     if (!s->ready)
         stream_ready(x, t, s, "store");
@@ -682,7 +698,8 @@ static ctab *report_table(chx *x, const prs_table *src)
         create_table(x, t->name, cols, "export_id, seq", "MergeTree");
     free(cols);
     t->report.key = strdup(x->export_id);
-    t->report.node = (int)(fnv(name, strlen(name), fnv(x->export_id, 16, FNV0)) % (uint64_t)x->nnodes);
+    t->report.node = x->prefer >= 0 ? x->prefer
+                                    : (int)(fnv(name, strlen(name), fnv(x->export_id, 16, FNV0)) % (uint64_t)x->nnodes);
     stream_ready(x, t, &t->report, "export_id");
     return t;
 }
@@ -809,6 +826,36 @@ static int export_identity(chx *x, char *err, size_t cap)
     return 0;
 }
 
+/* --prefer N (1-based) or a node's URL (clickhouse://HOST:PORT): its index
+ * in x->prefer, or -1 with a message listing the nodes. */
+static int prefer_node(chx *x, const char *v, char *err, size_t cap)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*end && n >= 1 && n <= x->nnodes) {
+        x->prefer = (int)n - 1;
+        return 0;
+    }
+    churl u;
+    char e2[256];
+    if (*end && parse_url(v, &u, e2, sizeof e2) == 0) {
+        char want[300];
+        snprintf(want, sizeof want, "clickhouse://%s:%d", u.host, u.port);
+        for (int i = 0; i < x->nnodes; i++)
+            if (!strcmp(x->node[i].label, want)) {
+                x->prefer = i;
+                return 0;
+            }
+    }
+    size_t k = (size_t)snprintf(err, cap, "--prefer %s: not a node of cluster '%s' (1 to %d, or one of:", v,
+                                x->cluster, x->nnodes);
+    for (int i = 0; i < x->nnodes && k < cap; i++)
+        k += (size_t)snprintf(err + k, cap - k, " %s", x->node[i].label);
+    if (k < cap)
+        snprintf(err + k, cap - k, ")");
+    return -1;
+}
+
 static void *ch_open(const exp_opts *o, char *err, size_t cap)
 {
     churl u;
@@ -833,6 +880,9 @@ static void *ch_open(const exp_opts *o, char *err, size_t cap)
         ch_ping(&x->node[0], err, cap) != 0 || ch_query(&x->node[0], "SELECT version()", err, cap) != 0)
         goto bad;
     if (x->cluster[0] && cluster_nodes(x, &u, err, cap) != 0)
+        goto bad;
+    x->prefer = -1;
+    if (o->prefer && prefer_node(x, o->prefer, err, cap) != 0)
         goto bad;
     for (int i = 1; i < x->nnodes; i++)
         if (ch_ping(&x->node[i], err, cap) != 0)
@@ -986,4 +1036,4 @@ static void ch_close(void *mv)
     free(x);
 }
 
-const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close};
+const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close, 1};

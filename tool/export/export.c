@@ -71,6 +71,10 @@ int exp_run(const exp_opts *o)
     po.output = "."; /* every output is off: nothing is written there */
     po.progress = o->progress;
     po.session = o->session;
+    po.tap_counters = mod->counters;
+    po.clock_hosts = o->clock_hosts; /* the fleet's offsets, so every exporter writes one clock */
+    po.clock_ns = o->clock_ns;
+    po.nclock = o->nclock;
     int level = prs_log_level();
     if (!o->verbose && level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);

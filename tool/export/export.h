@@ -40,6 +40,10 @@ typedef struct exp_opts {
     int compress;              /* --compress: gzip the INSERT bodies */
     int progress;              /* -1 auto, 0 off, 1 on (the parse's progress line) */
     int verbose;
+    const char *prefer;        /* --prefer N|URL: every row to that node of the cluster (the nearest shard) */
+    const char **clock_hosts;  /* --clock-offset HOST=NS, as parse takes it (prs_opts) */
+    long long *clock_ns;
+    int nclock;
 } exp_opts;
 
 typedef struct exp_module {
@@ -49,6 +53,8 @@ typedef struct exp_module {
     void (*record)(void *m, const prs_rec *r);
     int (*finish)(void *m, int parse_rc);
     void (*close)(void *m);    /* frees; close(NULL) is a no-op */
+    int counters;              /* 1: also the timeline's counter rows (table "counter", as profiler.db
+                                  has it: what `report --from` draws the samplers' charts from) */
 } exp_module;
 
 /* The module for url's scheme, or NULL (then *known lists the schemes). */

@@ -11,6 +11,8 @@
  *      is written to disk but the page;
  *   3. for a profiler.db, the charts' rows are read back from its tables
  *      (report_db.c). Either way report_rows.c makes the charts' data.
+ * With --from URL the run's rows and analyze come from the database it was
+ * exported to (report_ch.c, an rpt_source the CLI builds), not from files.
  * With --compare, analyze's compare document of the two runs too. Everything
  * goes into one JSON document that report_html.c writes into the page.
  */
@@ -94,6 +96,34 @@ static int find_input(run *r)
         fprintf(stderr, "servprof report: no raw store (ms_service_*.db) and no profiler.db under %s; no report "
                         "written\n", r->input);
     return nraw > 0 ? 0 : 1;
+}
+
+/* A run exported to a database (--from): the rows and analyze's document
+ * from the source. Without analyze (it failed) the page still has the
+ * charts, as for a local input. */
+static int load_source(run *r, const rpt_source *src, const char *analyze_json, int progress)
+{
+    r->rows = rpt_rows_new();
+    if (!r->rows || rpt_source_read(src, r->rows, progress) != 0)
+        return 1;
+    if (analyze_json) {
+        json_error_t e;
+        r->analyze = json_load_file(analyze_json, 0, &e);
+        if (!r->analyze) {
+            fprintf(stderr, "servprof report: --analyze-json %s: %s (line %d); no report written\n", analyze_json,
+                    e.text, e.line);
+            return 1;
+        }
+        return 0;
+    }
+    char err[1024] = "";
+    r->analyze = src->analyze(src->ctx, err, sizeof err);
+    if (!r->analyze)
+        fprintf(stderr, "servprof report: analyze --from %s failed: %s; the page shows the charts without its "
+                        "figures and findings\n", src->label, err[0] ? err : "no reason given");
+    else
+        json_object_set_new(r->analyze, "input", json_string(src->label));
+    return 0;
 }
 
 static int load_run(run *r, const char *analyze_json, const char *opt, int progress)
@@ -256,10 +286,12 @@ static int make_output_folder(const char *output)
 
 int rpt_run(const rpt_opts *o)
 {
-    run a = {.input = o->input}, b = {.input = o->compare};
+    run a = {.input = o->from ? o->from->label : o->input}, b = {.input = o->compare};
     json_t *doc = NULL, *runs = NULL, *cmp = NULL;
     int rc = make_output_folder(o->output);
-    if (rc == 0)
+    if (rc == 0 && o->from)
+        rc = load_source(&a, o->from, o->analyze_json, o->progress);
+    else if (rc == 0)
         rc = load_run(&a, o->analyze_json, "--analyze-json", o->progress);
     if (rc == 0 && o->compare)
         rc = load_run(&b, o->compare_analyze_json, "--compare-analyze-json", o->progress);
@@ -295,7 +327,7 @@ int rpt_run(const rpt_opts *o)
             parts++;
         snprintf(title, sizeof title, "servprof report: %s vs %s", na, nb);
     } else {
-        snprintf(title, sizeof title, "servprof report: %s", short_name(o->input, 2, na, sizeof na));
+        snprintf(title, sizeof title, "servprof report: %s", short_name(a.input, 2, na, sizeof na));
     }
     doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:O?}", "title", title, "servprof", SERVPROF_VERSION, "uplot",
                     rpt_asset_uplot_version, "buckets", o->buckets, "runs", runs,

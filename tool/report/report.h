@@ -14,6 +14,10 @@
  *                   -> time series, CDFs, slowest requests
  *   report_tap.c    feeds report_rows.c from the parse analyze runs (one parse)
  *   report_db.c     feeds report_rows.c from a profiler.db's tables
+ *   report_ch.c     feeds report_rows.c from a database the rows were
+ *                   exported to (`report --from clickhouse://`), through an
+ *                   rpt_source the CLI hands over (the report itself knows
+ *                   no backend: tool/export reads ClickHouse)
  *   report_moe.c    the MoE rows (moe_rank, eplb_balance) -> per-rank heat map,
  *                   balance over time (handed over by report_rows.c)
  *   downsample.c    min/max per pixel bucket, so a long series stays small
@@ -37,6 +41,20 @@
 
 
 /* ------------------------------------------------------------ options */
+/* Row source of `report --from URL` (filled in by the CLI from tool/export).
+ * The report asks it for the parser's report tables by key and for analyze's
+ * document; it never learns what is behind it. */
+typedef void (*rpt_row_fn)(void *ctx, const char *key, const prs_col *cols, int ncols, const prs_val *v);
+typedef struct rpt_source {
+    const char *label;  /* the run's input as the page names it (a URL without password) */
+    /* Every row of report table `key`, in the parse's order, to fn. 0 done,
+     * 1 no such table (no row of that kind), -1 failed with one line in err. */
+    int (*table)(void *ctx, const char *key, rpt_row_fn fn, void *fctx, long long *nrows, char *err, size_t cap);
+    /* analyze's JSON document of the source (new reference), NULL with one line in err. */
+    json_t *(*analyze)(void *ctx, char *err, size_t cap);
+    void *ctx;
+} rpt_source;
+
 typedef struct rpt_opts {
     const char *input;        /* --input-path: raw stores or a parse output folder */
     const char *output;       /* --output (default ./report.html) */
@@ -47,6 +65,7 @@ typedef struct rpt_opts {
     int buckets;              /* --buckets: pixel buckets per series (default RPT_DEFAULT_BUCKETS) */
     int quiet;                /* no summary line on stdout */
     int progress;             /* the parse's bar on stderr: -1 on a terminal, 0 never, 1 always */
+    const rpt_source *from;   /* --from URL: the run's rows and analyze come from there (input unused) */
 } rpt_opts;
 
 /* Pixel buckets per series: about the width of a wide screen, so a chart shows
@@ -132,6 +151,12 @@ json_t *rpt_moe_json(rpt_moe *m, double t0_ms, int buckets);
 /* Feeds r with the report tables of a profiler.db made by servprof parse.
  * Returns 0, or -1 with a message naming the file and what failed. */
 int rpt_db_read(const char *profiler_db, rpt_rows *r);
+
+/* -------------------------------------------------------------- remote */
+/* Feeds r with the report tables of src (report_ch.c): the same tables
+ * rpt_db_read reads, in the same order. progress: a line per table on
+ * stderr (-1: when stderr is a terminal). Returns 0, or -1 with a message. */
+int rpt_source_read(const rpt_source *src, rpt_rows *r, int progress);
 
 /* -------------------------------------------------------------- html */
 /* Writes the page to path (through a temporary file renamed into place, so a

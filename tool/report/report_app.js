@@ -125,6 +125,15 @@
       cards.append(card);
     }
     sec.append(cards);
+    /* A document computed elsewhere (analyze --from clickhouse) lists the
+     * parts it does not hold yet: say so, rather than show empty cards. */
+    for (const r of RUNS) {
+      const nc = an(r) && an(r).not_covered;
+      if (Array.isArray(nc) && nc.length)
+        sec.append(el('div', { class: 'note', id: 'not-covered', text: (COMPARE ? r.label + ': ' : '') +
+          `analyze's figures come from ${an(r).source || 'elsewhere'}; not in this page yet: ${nc.join(', ')} ` +
+          '(servprof report on the stores themselves has them).' }));
+    }
     for (const r of RUNS) {
       const h = an(r) && an(r).headline;
       if (!h) continue;
@@ -172,6 +181,10 @@
       const list = an(r) ? (an(r).findings || []) : null;
       if (COMPARE) box.append(el('h3', { text: 'Run ' + r.label }));
       if (!list) { box.append(el('div', { class: 'note', text: 'no analyze document for this run' })); continue; }
+      if (!an(r).findings && (an(r).not_covered || []).includes('findings')) {
+        box.append(el('div', { class: 'note', text: `findings are not computed in ${an(r).source || 'this source'} yet` }));
+        continue;
+      }
       if (!list.length) { box.append(el('div', { class: 'note', text: 'no findings: nothing crossed a threshold' })); continue; }
       const ol = el('ol', { class: 'findings' });
       for (const f of list) {

@@ -413,8 +413,21 @@ int prs_clock_align(prs_clock *c, prs_store **stores, int n, const prs_opts *opt
         if (host_index(c, opts->clock_hosts[i]) < 0) {
             prs_log(PRS_WARNING, "--clock-offset: no store comes from host '%s'; ignored", opts->clock_hosts[i]);
         }
-    if (c->nhosts < 2)
+    if (c->nhosts < 2) {
+        /* One host: nothing to estimate, but an offset given for it still
+         * moves it (an exporter of one host of a fleet, given the fleet's
+         * offsets, so that every host's rows land on one clock). */
+        for (int i = 0; c->nhosts == 1 && i < opts->nclock; i++)
+            if (!strcmp(opts->clock_hosts[i], c->hosts[0].name) && opts->clock_ns[i]) {
+                for (int k = 0; k < n; k++)
+                    stores[k]->clock_shift = -opts->clock_ns[i];
+                prs_log(PRS_INFO, "clock of host '%s' reads %+.3f ms (--clock-offset); its records are moved by "
+                        "%+.3f ms", c->hosts[0].name, (double)opts->clock_ns[i] / 1e6,
+                        -(double)opts->clock_ns[i] / 1e6);
+                return 1;
+            }
         return 0;
+    }
     estimate(c, stores, n, opts);
     for (int i = 0; i < n; i++) {
         prs_clock_host *h = &c->hosts[host_index(c, stores[i]->hostname)];
