@@ -283,6 +283,15 @@ int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, 
     CURLcode cc = perform_to(c, c->base, sql, strlen(sql), 0, on_lines, &L);
     if (L.stopped)
         return -1;
+    if (cc != CURLE_OK || c->status != 200) {
+        describe(c, cc, "query", err, cap);
+        return -1;
+    }
+    if (c->nresp && line(ctx, c->resp, c->nresp) != 0) /* a last line without its newline */
+        return -1;
+    c->nresp = 0;
+    return 0;
+}
 
 int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, size_t n, void *ctx), void *ctx,
                     char *err, size_t cap)
@@ -300,10 +309,6 @@ int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, s
         describe(c, cc, "query", err, cap);
         return -1;
     }
-    if (c->nresp && line(ctx, c->resp, c->nresp) != 0) /* a last line without its newline */
-        return -1;
-    c->nresp = 0;
-
     return 0;
 }
 

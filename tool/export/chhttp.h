@@ -43,7 +43,6 @@ int ch_query(ch_conn *c, const char *sql, char *err, size_t cap);
  * (then this returns -1 with err left as line set it). 0, or -1 with one line in err. */
 int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
                    char *err, size_t cap);
-
 /* Runs sql and hands a 200 answer's body to sink piece by piece as it
  * arrives (nothing is held whole: a SELECT of millions of rows streams).
  * sink returns n to go on, anything else to stop (then -1 with "stopped by
