@@ -23,6 +23,7 @@
 #include "stats.h"
 #include "summary.h"
 #include "tap.h"
+#include "thrcpu.h"
 #include "timeline.h"
 #include "torch_trace.h"
 #include "xalloc.h"
@@ -226,7 +227,7 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     m->last_ns = origin;
     /* --jobs: the stores are read on reader threads from here (readers.c);
      * the merge and the model stay on this one, so the order is today's. */
-    int jobs = opts->jobs > 0 ? opts->jobs : prs_readers_cpus();
+    int jobs = prs_readers_jobs(opts->jobs);
     prs_readers *rd = prs_readers_start(o.stores, o.n, jobs);
     prs_merge mg;
     prs_merge_init(&mg, o.stores, o.n, rd);
@@ -269,6 +270,7 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     o.model = MODEL_CLOSED;
     if (prs_out_close(&m->out) != 0)
         rc = 1;
+    prs_thrcpu_report(); /* SERVPROF_PARSE_THREAD_CPU: each thread's CPU time (thrcpu.h) */
     if (opts->summary)
         prs_summary_print(m, o.n, skipped, o.paths.nactivity + o.paths.ntorch, now_s() - t0, &o.ss, started_ns);
 done:

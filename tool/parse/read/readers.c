@@ -45,6 +45,7 @@
 
 #include "plog.h"
 #include "readers.h"
+#include "thrcpu.h"
 #include "xalloc.h"
 
 #define RING_RECS 1024
@@ -105,6 +106,8 @@ int prs_readers_cpus(void)
     int n = CPU_COUNT(&set);
     return n > 0 ? n : 1;
 }
+
+int prs_readers_jobs(int asked) { return asked > 0 ? asked : prs_readers_cpus(); }
 
 /* Copies r into sl (its strings into the slot's buffer); returns the bytes. */
 static size_t put(slot *sl, const prs_rec *r)
@@ -201,6 +204,7 @@ static void *work(void *arg)
     if (w->cons_waiting)
         pthread_cond_signal(&w->cons);
     pthread_mutex_unlock(&w->mu);
+    prs_thrcpu_note("reader");
     return NULL;
 }
 
