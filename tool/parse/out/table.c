@@ -317,9 +317,9 @@ void prs_out_start_writers(prs_out *o)
 {
     o->writers = 1;
     if (o->csv)
-        o->wq_csv = prs_wq_start(writer_msg, o);
+        o->wq_csv = prs_wq_start(writer_msg, o, "sp-csv");
     if (o->db)
-        o->wq_db = prs_wq_start(writer_msg, o);
+        o->wq_db = prs_wq_start(writer_msg, o, "sp-db");
 }
 
 static msg *put_msg(prs_wq *q, int kind, prs_out *o, prs_table *w, size_t extra)

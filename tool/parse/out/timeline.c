@@ -263,7 +263,7 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_coun
     prs_table_init(o, &t->t_counter, NULL, PRS_T_COUNTER, c_counter, NCOLS(c_counter), NULL);
     prs_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
     if (o->writers && (t->f || t->pf)) /* --jobs: JSON and pftrace encoded on a thread of their own */
-        t->wq = prs_wq_start(timeline_msg, t);
+        t->wq = prs_wq_start(timeline_msg, t, "sp-timeline");
     return t;
 }
 

@@ -23,6 +23,9 @@
  * to the producer; the encoder's state to the thread until it is joined
  * (prs_wq_stop's join is the hand-back).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,7 @@ struct prs_wq {
     int done;               /* nothing more will come (mu) */
     block *cur;             /* being filled (producer) */
     prs_wq_fn fn;           /* the encoder (thread) */
+    const char *name;
     void *ctx;
     prs_log_buf log;        /* the thread's messages (thread; read after the join) */
 };
@@ -68,6 +72,7 @@ static block *block_new(size_t cap)
 static void *run(void *arg)
 {
     prs_wq *q = arg;
+    pthread_setname_np(pthread_self(), q->name);
     prs_log_capture(&q->log);
     pthread_mutex_lock(&q->mu);
     for (;;) {
@@ -100,13 +105,14 @@ static void *run(void *arg)
     }
     pthread_mutex_unlock(&q->mu);
     prs_log_capture(NULL);
-    prs_thrcpu_note("writer");
+    prs_thrcpu_note(q->name);
     return NULL;
 }
 
-prs_wq *prs_wq_start(prs_wq_fn fn, void *ctx)
+prs_wq *prs_wq_start(prs_wq_fn fn, void *ctx, const char *name)
 {
     prs_wq *q = prs_xcalloc(1, sizeof *q);
+    q->name = name;
     q->fn = fn;
     q->ctx = ctx;
     pthread_mutex_init(&q->mu, NULL);

@@ -28,8 +28,9 @@ typedef void (*prs_wq_fn)(void *ctx, uint8_t *msg, size_t n);
 /* Starts the thread. NULL when it cannot be started: the caller then
  * encodes on its own thread, as with --jobs 1. The thread's messages
  * (prs_log) are kept and logged by prs_wq_stop on the caller's thread, at
- * the caller's level. */
-prs_wq *prs_wq_start(prs_wq_fn fn, void *ctx);
+ * the caller's level. name (a literal, under 16 bytes) names the thread
+ * (pthread_setname_np: perf, top -H) and its line of thrcpu.c's figures. */
+prs_wq *prs_wq_start(prs_wq_fn fn, void *ctx, const char *name);
 /* Room for one message of n bytes (8-byte aligned), to fill before the
  * next call; it is handed over with the block it is in. May wait. */
 void *prs_wq_put(prs_wq *q, size_t n);

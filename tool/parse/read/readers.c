@@ -155,6 +155,7 @@ static void *work(void *arg)
 {
     worker *w = arg;
     prs_log_set_level(w->level);
+    pthread_setname_np(pthread_self(), "sp-reader");
     int next = 0;
     pthread_mutex_lock(&w->mu);
     while (!w->go && !w->stop)
@@ -204,7 +205,7 @@ static void *work(void *arg)
     if (w->cons_waiting)
         pthread_cond_signal(&w->cons);
     pthread_mutex_unlock(&w->mu);
-    prs_thrcpu_note("reader");
+    prs_thrcpu_note("sp-reader");
     return NULL;
 }
 
