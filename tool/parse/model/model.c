@@ -402,6 +402,10 @@ static void decode_args(prs_model *m, const prs_rec *r)
 {
     if (m->args_swapped)
         swap_args(m);
+    if (r->pre) { /* a reader thread decoded it (readers.c) */
+        prs_args_copy(&m->args, r->pre);
+        return;
+    }
     if (r->args_len < ARGS_CACHE_MIN) {
         prs_args_decode(&m->args, r->args, r->args_len);
         return;

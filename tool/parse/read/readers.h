@@ -11,6 +11,11 @@
 
 typedef struct prs_readers prs_readers;
 
+/* Args shorter than this are decoded by the reader threads (prs_rec.pre);
+ * model.c decodes the longer ones itself, through its cache of the last
+ * long text (its ARGS_CACHE_MIN: the same bound). */
+#define PRS_READERS_DECODE_MAX 512
+
 /* The CPUs this process may run on (sched_getaffinity), at least 1: the
  * default of --jobs. */
 int prs_readers_cpus(void);
