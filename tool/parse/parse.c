@@ -178,8 +178,15 @@ static void warn_dropped_values(const prs_model *m, prs_store **stores, int n)
  * take rows back, so its parse starts in exact mode and never restarts:
  * the first pass over the timestamps is then paid every time
  * (docs/benchmarks.md, "Analyze"). */
-int prs_run(const prs_opts *opts)
+int prs_run(const prs_opts *asked)
 {
+    /* --jobs' default decided once, so that both runs (and the model's
+     * writers, model.c) see the same count: readers.h, prs_readers_jobs. */
+    prs_opts chosen = *asked;
+    chosen.jobs = prs_readers_jobs(asked->jobs);
+    if (!asked->jobs)
+        prs_log(PRS_DEBUG, "--jobs %d (the default: readers.c, prs_readers_jobs)", chosen.jobs);
+    const prs_opts *opts = &chosen;
     static const prs_tap none;
     const prs_tap *tap = opts->tap ? opts->tap : &none;
     double t0 = now_s();

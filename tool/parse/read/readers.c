@@ -109,7 +109,21 @@ int prs_readers_cpus(void)
     return n > 0 ? n : 1;
 }
 
-int prs_readers_jobs(int asked) { return asked > 0 ? asked : prs_readers_cpus(); }
+/* The default: every CPU this process may use, unless the machine is
+ * busy — the threads cost about a sixth more work in all (the copies and
+ * hand-overs: docs/benchmarks.md, "Parse"), which pays only when a core
+ * is free for them; with a 1-minute load average above cpus - 1 there is
+ * none, and one thread is faster. The outputs are the same either way. */
+int prs_readers_jobs(int asked)
+{
+    if (asked > 0)
+        return asked;
+    int cpus = prs_readers_cpus();
+    double load;
+    if (cpus > 1 && getloadavg(&load, 1) == 1 && load > cpus - 1)
+        return 1;
+    return cpus;
+}
 
 /* Copies r into sl (its strings into the slot's buffer); returns the bytes. */
 static size_t put(slot *sl, const prs_rec *r)
