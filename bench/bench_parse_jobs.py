@@ -36,6 +36,7 @@ ROOT = os.path.dirname(HERE)
 
 def make_input(bench, servprof, d, requests):
     """bench_parse's stores under d/in (reused when the parameters match)."""
+    os.makedirs(d, exist_ok=True)  # bench_parse makes only the last folder
     subprocess.run([bench, "--requests", str(requests), "--engines", "8", "--dir", d, "--bin", servprof,
                     "--format", "csv"], check=True, stdout=subprocess.DEVNULL)
     return os.path.join(d, "in")
