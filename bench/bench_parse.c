@@ -27,6 +27,12 @@
  * can guess from the first rows, on the store's very last row: the worst
  * case of the parse's restart in exact mode (docs/parse.md, "Streaming").
  *
+ * With --engines E the engine's rows go to E engine stores (pids 2000,
+ * 2100, ...): batch b to engine b mod E, one after another as before, so
+ * the front end stays in time order and the work is the same; E = 8 with
+ * the front end makes the 9 stores of an 8-GPU server — the input of the
+ * parallel parse's figures (`--jobs`, docs/benchmarks.md "Parse").
+ *
  * With --big-args MB the engine store gets one span whose args carry a
  * string of MB megabytes; with --big-rids N one schedule step whose rid
  * list has N entries (N requests of their own): the inputs of the
@@ -35,7 +41,7 @@
  *
  * usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D]
  *                    [--bin PATH/servprof] [--format ...] [--analyze] [--late-span]
- *                    [--big-args MB] [--big-rids N]
+ *                    [--big-args MB] [--big-rids N] [--engines E]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,6 +57,7 @@
 #include <sqlite3.h>
 
 #define T0 1700000000000000000LL
+#define MAX_ENGINES 64
 #define MS 1000000LL
 
 static const char *schema =
@@ -166,7 +173,7 @@ static void big_rows(store *en, int64_t ts, long long big_args_mb, long long big
 }
 
 static int generate(const char *dir, long long nreq, int tokens, int batch, int late_span, long long big_args_mb,
-                    long long big_rids)
+                    long long big_rids, int engines)
 {
     char p1[4200], p2[4200];
     if (strlen(dir) > 4096) {
@@ -174,16 +181,25 @@ static int generate(const char *dir, long long nreq, int tokens, int batch, int 
         return -1;
     }
     snprintf(p1, sizeof p1, "%.4096s/ms_service_bench-1000.db", dir);
-    snprintf(p2, sizeof p2, "%.4096s/ms_service_bench-2000.db", dir);
-    store fe, en;
-    if (open_store(&fe, p1, "bench", 1000) || open_store(&en, p2, "bench", 2000))
+    store fe, ens[MAX_ENGINES];
+    if (open_store(&fe, p1, "bench", 1000))
         return -1;
+    for (int e = 0; e < MAX_ENGINES; e++) { /* an earlier input's extra engines must not stay */
+        snprintf(p2, sizeof p2, "%.4096s/ms_service_bench-%d.db", dir, 2000 + 100 * e);
+        if (e >= engines)
+            unlink(p2);
+        else if (open_store(&ens[e], p2, "bench", 2000 + 100 * e))
+            return -1;
+    }
     char *buf = malloc(1 << 20);
     char a[512];
     int64_t t = T0;
     int64_t step_ns = 15 * MS;
-    long long kv_used = 0, total_blocks = 100000;
+    long long kvs[MAX_ENGINES] = {0}, total_blocks = 100000;
     for (long long first = 0; first < nreq; first += batch) {
+        int e = (int)(first / batch % engines);
+        store *en = &ens[e];  /* this batch's engine */
+        long long *kv = &kvs[e];
         int n = (int)(nreq - first < batch ? nreq - first : batch);
         int64_t w = t;
         for (int i = 0; i < n; i++) {
@@ -192,51 +208,51 @@ static int generate(const char *dir, long long nreq, int tokens, int batch, int 
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"http-%lld\"}", r);
             row(&fe, at, 0, "httpReq", "Request", 1001, a);
             snprintf(a, sizeof a, "{\"type\":3,\"from\":\"http-%lld\",\"to\":\"engine-%lld\"}", r, r);
-            row(&en, at + 20000, 0, "Link", "Request", 2001, a);
+            row(en, at + 20000, 0, "Link", "Request", 2001, a);
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"QueueSize=\":%d,"
                                   "\"scope#QueueName\":\"WAITING\"}", r, i + 1);
-            row(&en, at + 50000, 0, "Enqueue", "Schedule", 2001, a);
+            row(en, at + 50000, 0, "Enqueue", "Schedule", 2001, a);
         }
         int64_t deq = w + n * 100000LL + MS;
         for (int i = 0; i < n; i++) {
             long long r = first + i;
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"QueueSize=\":%d,"
                                   "\"scope#QueueName\":\"WAITING\"}", r, n - i - 1);
-            row(&en, deq + i * 1000, 0, "Dequeue", "Schedule", 2001, a);
+            row(en, deq + i * 1000, 0, "Dequeue", "Schedule", 2001, a);
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"hitCache\":0.%d}", r, (int)(r % 10));
-            row(&en, deq + i * 1000 + 500, 0, "CacheHitRate", "Schedule", 2001, a);
+            row(en, deq + i * 1000 + 500, 0, "CacheHitRate", "Schedule", 2001, a);
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"deviceBlock=\":%lld}", r,
-                     total_blocks - kv_used);
-            row(&en, deq + i * 1000 + 700, 0, "Allocate", "KVCache", 2001, a);
-            kv_used += 8;
+                     total_blocks - *kv);
+            row(en, deq + i * 1000 + 700, 0, "Allocate", "KVCache", 2001, a);
+            *kv += 8;
         }
         int64_t s0 = deq + 2 * MS;
         for (int k = 0; k < tokens; k++) {
             int64_t b = s0 + k * step_ns;
             rid_list(buf, 1 << 20, first, n, k, 128);
-            row(&en, b, 2 * MS, "batchFrameworkProcessing", "BatchSchedule", 2001, buf);
-            row(&en, b + 2 * MS, 11 * MS, "modelExec", "Execute", 2002, buf);
-            row(&en, b + 2 * MS + 300000, 600000, "preprocess", "Execute", 2002, "{\"type\":2}");
-            row(&en, b + 3 * MS, 9 * MS, "forward", "ModelExecute", 2003, buf);
-            row(&en, b + 12 * MS, 500000, "sample", "Execute", 2002, "{\"type\":2}");
+            row(en, b, 2 * MS, "batchFrameworkProcessing", "BatchSchedule", 2001, buf);
+            row(en, b + 2 * MS, 11 * MS, "modelExec", "Execute", 2002, buf);
+            row(en, b + 2 * MS + 300000, 600000, "preprocess", "Execute", 2002, "{\"type\":2}");
+            row(en, b + 3 * MS, 9 * MS, "forward", "ModelExecute", 2003, buf);
+            row(en, b + 12 * MS, 500000, "sample", "Execute", 2002, "{\"type\":2}");
             snprintf(a, sizeof a, "{\"type\":0,\"TotalBlocks=\":%lld,\"FreeBlocksBefore=\":%lld,"
                                   "\"FreeBlocksAfter=\":%lld,\"UsagePercent=\":%.4f}",
-                     total_blocks, total_blocks - kv_used, total_blocks - kv_used - n,
-                     (double)(kv_used + n) / (double)total_blocks);
-            kv_used += n;
-            row(&en, b + 13 * MS, 0, "KVCacheStatus", "KVCache", 2001, a);
+                     total_blocks, total_blocks - *kv, total_blocks - *kv - n,
+                     (double)(*kv + n) / (double)total_blocks);
+            *kv += n;
+            row(en, b + 13 * MS, 0, "KVCacheStatus", "KVCache", 2001, a);
             for (int i = 0; i < n; i++) {
                 snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\"}", first + i);
-                row(&en, b + 13 * MS + 100000 + i * 1000, 0, "detokenize", "Request", 2004, a);
+                row(en, b + 13 * MS + 100000 + i * 1000, 0, "detokenize", "Request", 2004, a);
             }
         }
         int64_t end = s0 + tokens * step_ns;
         for (int i = 0; i < n; i++) {
             long long r = first + i;
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"engine-%lld\",\"deviceBlock=\":%lld}", r,
-                     total_blocks - kv_used + 8 + tokens);
-            row(&en, end + i * 1000, 0, "Free", "KVCache", 2001, a);
-            kv_used -= 8 + tokens;
+                     total_blocks - *kv + 8 + tokens);
+            row(en, end + i * 1000, 0, "Free", "KVCache", 2001, a);
+            *kv -= 8 + tokens;
             snprintf(a, sizeof a, "{\"type\":0,\"rid\":\"http-%lld\",\"recvTokenSize=\":128,"
                                   "\"replyTokenSize=\":%d}", r, tokens);
             row(&fe, end + MS + i * 1000, 0, "httpRes", "Request", 1001, a);
@@ -244,12 +260,15 @@ static int generate(const char *dir, long long nreq, int tokens, int batch, int 
         t = end + 2 * MS;
     }
     if (late_span)
-        row(&en, T0 - MS, t - T0 + MS, "serverLifetime", "Server", 2005, "{\"type\":2}");
-    big_rows(&en, t, big_args_mb, big_rids);
+        row(&ens[0], T0 - MS, t - T0 + MS, "serverLifetime", "Server", 2005, "{\"type\":2}");
+    big_rows(&ens[0], t, big_args_mb, big_rids);
     free(buf);
-    long long total = fe.rows + en.rows;
+    long long total = fe.rows;
     close_store(&fe);
-    close_store(&en);
+    for (int e = 0; e < engines; e++) {
+        total += ens[e].rows;
+        close_store(&ens[e]);
+    }
     printf("generated %lld records (%lld requests, %d tokens each, batch %d) in %s\n", total, nreq, tokens,
            batch, dir);
     return 0;
@@ -270,6 +289,7 @@ int main(int argc, char **argv)
     const char *extra[8] = {0};
     int nextra = 0, regen = 0, analyze = 0, late_span = 0;
     long long big_args_mb = 0, big_rids = 0;
+    int engines = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--requests") && i + 1 < argc)
             nreq = atoll(argv[++i]);
@@ -291,6 +311,8 @@ int main(int argc, char **argv)
             big_args_mb = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--big-rids") && i + 1 < argc)
             big_rids = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--engines") && i + 1 < argc)
+            engines = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--format")) {
             extra[nextra++] = "--format";
             while (i + 1 < argc && argv[i + 1][0] != '-' && nextra < 7)
@@ -298,9 +320,13 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: bench_parse [--requests N] [--tokens T] [--batch B] [--dir D] [--bin servprof]"
                             " [--format csv json db perfetto] [--regenerate] [--analyze] [--late-span]"
-                            " [--big-args MB] [--big-rids N]\n");
+                            " [--big-args MB] [--big-rids N] [--engines E]\n");
             return 2;
         }
+    }
+    if (engines < 1 || engines > MAX_ENGINES) {
+        fprintf(stderr, "bench_parse: --engines must be 1 to %d\n", MAX_ENGINES);
+        return 2;
     }
     if (nreq <= 0 || tokens <= 0 || batch <= 0) {
         fprintf(stderr, "bench_parse: --requests, --tokens and --batch must be positive\n");
@@ -310,8 +336,12 @@ int main(int argc, char **argv)
     snprintf(in, sizeof in, "%s/in", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(stamp, sizeof stamp, "%s/in/params", dir);
-    snprintf(want, sizeof want, "%lld %d %d v1%s big %lld %lld\n", nreq, tokens, batch, late_span ? " late" : "",
-             big_args_mb, big_rids);
+    if (engines > 1)
+        snprintf(want, sizeof want, "%lld %d %d v1%s big %lld %lld engines %d\n", nreq, tokens, batch,
+                 late_span ? " late" : "", big_args_mb, big_rids, engines);
+    else /* the stamp of inputs generated before --engines: still reused */
+        snprintf(want, sizeof want, "%lld %d %d v1%s big %lld %lld\n", nreq, tokens, batch, late_span ? " late" : "",
+                 big_args_mb, big_rids);
     mkdir(dir, 0755);
     mkdir(in, 0755);
     char have[128] = "";
@@ -324,7 +354,7 @@ int main(int argc, char **argv)
     if (regen || strcmp(have, want) != 0) {
         double g0 = now_s();
         unlink(stamp);
-        if (generate(in, nreq, tokens, batch, late_span, big_args_mb, big_rids) != 0)
+        if (generate(in, nreq, tokens, batch, late_span, big_args_mb, big_rids, engines) != 0)
             return 1;
         f = fopen(stamp, "w");
         if (f) {
@@ -365,10 +395,9 @@ int main(int argc, char **argv)
     }
     /* Records = rows of the stores (their max rowid). */
     long long records = 0;
-    const char *names[] = {"ms_service_bench-1000.db", "ms_service_bench-2000.db"};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i <= engines; i++) {
         char p[4200];
-        snprintf(p, sizeof p, "%s/%s", in, names[i]);
+        snprintf(p, sizeof p, "%s/ms_service_bench-%d.db", in, i ? 2000 + 100 * (i - 1) : 1000);
         sqlite3 *db;
         sqlite3_stmt *st;
         if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&

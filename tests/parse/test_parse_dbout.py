@@ -135,6 +135,12 @@ class RecentTexts(unittest.TestCase):
 class WriteErrors(unittest.TestCase):
     @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
     def test_full_disk_is_reported_per_file(self):
+        # the same messages and status with the writers on threads (--jobs 2: wqueue.c)
+        for jobs in ("1", "2"):
+            with self.subTest(jobs=jobs):
+                self.full_disk(jobs)
+
+    def full_disk(self, jobs):
         # chrome_tracing.json and request.csv lead to /dev/full: every write fails with ENOSPC
         with tempfile.TemporaryDirectory() as tmp:
             inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
@@ -146,8 +152,9 @@ class WriteErrors(unittest.TestCase):
             # outputs are written under a temporary name, renamed when complete
             os.symlink("/dev/full", os.path.join(out, "chrome_tracing.json.partial"))
             os.symlink("/dev/full", os.path.join(out, "request.csv.partial"))
-            p = run_parse(inp, out, check=False)
+            p = run_parse(inp, out, "--jobs", jobs, check=False)
             self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(len([ln for ln in p.stderr.splitlines() if ": error: " in ln]), 2, p.stderr)
             self.assertRegex(p.stderr, r"writing \S*chrome_tracing.json failed: No space left on device")
             self.assertRegex(p.stderr, r"writing \S*request.csv failed: No space left on device; "
                                        r"the incomplete file is removed")

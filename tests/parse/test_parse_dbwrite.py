@@ -74,16 +74,18 @@ def parse_limited(inp, out, *extra):
 class WriteFailure(unittest.TestCase):
     def test_file_size_limit_only_profiler_db_reaches(self):
         # both writers: the page writer's own message, SQLite's through dbsql.c
+        # with the encoders on threads (--jobs 2, wqueue.c): the same one message and status
         for writer, says in (("pages", r"File too large"), ("sqlite", r"failed: .+")):
-            with self.subTest(writer=writer):
-                self.file_size_limit(writer, says)
+            for jobs in ("1", "2"):
+                with self.subTest(writer=writer, jobs=jobs):
+                    self.file_size_limit(writer, says, jobs)
 
-    def file_size_limit(self, writer, says):
+    def file_size_limit(self, writer, says, jobs):
         with tempfile.TemporaryDirectory() as tmp:
             inp, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
             make_input(inp, 200)
             # every other output is far below 512 KiB; profiler.db has a 64 KiB page per table and more
-            p = parse_limited(inp, out, "--db-writer", writer)
+            p = parse_limited(inp, out, "--db-writer", writer, "--jobs", jobs)
             self.assertEqual(p.returncode, 1, p.stderr)
             errors = [line for line in p.stderr.splitlines() if ": error: " in line]
             self.assertEqual(len(errors), 1, p.stderr)

@@ -12,7 +12,10 @@ one-pass window, wrap each reader's ring many times and tie timestamps
 across stores, the same with a late span (the one pass meets a row later
 than its window: the exact-mode restart, with reader threads in both runs)
 and rows without a valid timestamp, and bench_parse's input when the
-bench was built.
+bench was built. With --jobs above 1 the outputs are also encoded on
+threads of their own (wqueue.c: the CSVs, profiler.db, the timeline), so
+the same comparison covers them; --span and --db-writer sqlite add the
+span_info CSVs and the SQLite writer fed from the db thread.
 """
 import filecmp
 import os
@@ -80,21 +83,21 @@ def all_files(root):
 
 
 class ParallelParse(unittest.TestCase):
-    def compare(self, build, jobs=(4, 2), restart=None):
+    def compare(self, build, jobs=(4, 2), restart=None, extra=()):
         with tempfile.TemporaryDirectory() as tmp:
             inp = os.path.join(tmp, "in")
             os.makedirs(inp)
             if build(inp) is False:
                 self.skipTest("bench_parse was not built (SERVPROF_BUILD_BENCH=OFF)")
             one = os.path.join(tmp, "j1")
-            p1 = run_parse(inp, one, "--jobs", "1", "--quiet", *FORMATS)
+            p1 = run_parse(inp, one, "--jobs", "1", "--quiet", *FORMATS, *extra)
             names = all_files(one)
             self.assertIn("profiler.db", names)
             self.assertIn("trace.pftrace", names)
             self.assertIn("chrome_tracing.json", names)
             for j in jobs:
                 other = os.path.join(tmp, "j%d" % j)
-                pj = run_parse(inp, other, "--jobs", str(j), "--quiet", *FORMATS)
+                pj = run_parse(inp, other, "--jobs", str(j), "--quiet", *FORMATS, *extra)
                 self.assertEqual(all_files(other), names, "--jobs %d wrote other files" % j)
                 for n in names:
                     self.assertTrue(filecmp.cmp(os.path.join(one, n), os.path.join(other, n), shallow=False),
@@ -122,6 +125,26 @@ class ParallelParse(unittest.TestCase):
     def test_restart_and_bad_rows(self):
         p = self.compare(lambda inp: synthetic(inp, rows=18000, late=True, bad=True), restart=True)
         self.assertIn("without a valid timestamp", p.stderr)
+
+    def test_span_and_sqlite_writer(self):
+        # every writer thread's input (wqueue.c): span_info/*.csv, profiler.db through SQLite's INSERT
+        # (dbsql.c fed from the db thread), with the restart in exact mode in both runs
+        self.compare(lambda inp: synthetic(inp, rows=18000, late=True), jobs=(2,), restart=True,
+                     extra=("--span", "forward", "--db-writer", "sqlite"))
+        self.compare(scenario.build, jobs=(2,), extra=("--span", "forward", "--span", "httpReq"))
+
+    def test_messages_alike(self):
+        # the writers' threads log through the parse thread: the same lines (warnings, skips) as --jobs 1
+        with tempfile.TemporaryDirectory() as tmp:
+            inp = os.path.join(tmp, "in")
+            os.makedirs(inp)
+            synthetic(inp, stores=3, rows=3000, bad=True)
+            err = {}
+            for j in ("1", "2"):
+                p = run_parse(inp, os.path.join(tmp, "o" + j), "--jobs", j, *FORMATS)
+                err[j] = sorted(ln for ln in p.stderr.splitlines() if ": warning: " in ln or ": error: " in ln)
+            self.assertTrue(err["1"])
+            self.assertEqual(err["2"], err["1"])
 
     def test_bench_input(self):
         self.compare(bench_input)

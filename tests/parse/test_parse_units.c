@@ -215,7 +215,7 @@ static void test_reorder(void)
     for (int i = 0; i <= n; i++) {
         if (i < n) {
             snprintf(name, sizeof name, "r%d", i);
-            prs_rec r = {ts[i], 0, name, "cat", "{}", 2, 1, 1, NULL};
+            prs_rec r = {ts[i], 0, name, "cat", "{}", 2, 1, 1, NULL, NULL};
             prs_reorder_push(b, &r, i);
             if (ts[i] > maxts)
                 maxts = ts[i];

@@ -6,6 +6,7 @@
  * reports, and print the summary.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "stats.h"
 #include "summary.h"
 #include "tap.h"
+#include "thrcpu.h"
 #include "timeline.h"
 #include "torch_trace.h"
 #include "xalloc.h"
@@ -95,6 +97,50 @@ static void abandon(run_owned *o)
 
 static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *again);
 
+/* --jobs N > 1: the stores opened on up to N threads. An open measures
+ * the start of its store through SQLite (storeread.c, the one-pass
+ * window: up to 16,384 rows), a fifth of the parse thread's work on nine
+ * small stores when done one after another. Each open's messages are kept
+ * (plog.c) and logged here in the stores' order, so stderr reads as with
+ * --jobs 1; out[i] is path i's store (NULL: not readable), its index
+ * provisional (the caller numbers the ones that opened). */
+typedef struct open_jobs {
+    prs_parse_ctx *ctx;
+    char *const *paths;
+    int n;
+    prs_store **out;
+    prs_log_buf *logs;
+    atomic_int next;      /* the next path to open (every thread) */
+} open_jobs;
+
+static void *open_some(void *arg)
+{
+    open_jobs *j = arg;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+        prs_log_capture(&j->logs[i]);
+        j->out[i] = prs_store_open(j->ctx, j->paths[i], i);
+        prs_log_capture(NULL);
+    }
+    return NULL;
+}
+
+static void open_stores(prs_parse_ctx *ctx, char *const *paths, int n, int jobs, prs_store **out)
+{
+    open_jobs j = {ctx, paths, n, out, prs_xcalloc((size_t)n, sizeof *j.logs), 0};
+    int nt = (jobs < n ? jobs : n) - 1; /* this thread opens too */
+    pthread_t *th = prs_xcalloc((size_t)(nt > 0 ? nt : 1), sizeof *th);
+    int started = 0;
+    while (started < nt && pthread_create(&th[started], NULL, open_some, &j) == 0)
+        started++;
+    open_some(&j);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++)
+        prs_log_replay(&j.logs[i]);
+    free(th);
+    free(j.logs);
+}
+
 /* Values read but not used, counted where they were read (storeread.c; argdecode.c,
  * in the model's decoders: the clock alignment's look at the same rows
  * before them is not counted twice) and said once per parse: nothing is
@@ -132,8 +178,15 @@ static void warn_dropped_values(const prs_model *m, prs_store **stores, int n)
  * take rows back, so its parse starts in exact mode and never restarts:
  * the first pass over the timestamps is then paid every time
  * (docs/benchmarks.md, "Analyze"). */
-int prs_run(const prs_opts *opts)
+int prs_run(const prs_opts *asked)
 {
+    /* --jobs' default decided once, so that both runs (and the model's
+     * writers, model.c) see the same count: readers.h, prs_readers_jobs. */
+    prs_opts chosen = *asked;
+    chosen.jobs = prs_readers_jobs(asked->jobs);
+    if (!asked->jobs)
+        prs_log(PRS_DEBUG, "--jobs %d (the default: readers.c, prs_readers_jobs)", chosen.jobs);
+    const prs_opts *opts = &chosen;
     static const prs_tap none;
     const prs_tap *tap = opts->tap ? opts->tap : &none;
     double t0 = now_s();
@@ -195,10 +248,15 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     o.session_of = prs_xcalloc((size_t)o.paths.nraw, sizeof *o.session_of);
     long long est = 0;
     int64_t origin = INT64_MAX;
+    int jobs = prs_readers_jobs(opts->jobs);
+    if (jobs > 1) /* opened on threads; numbered below, in the paths' order */
+        open_stores(ctx, o.paths.raw, o.paths.nraw, jobs, o.stores);
     for (int i = 0; i < o.paths.nraw; i++) {
-        prs_store *s = prs_store_open(ctx, o.paths.raw[i], o.n);
+        prs_store *s = jobs > 1 ? o.stores[i] : prs_store_open(ctx, o.paths.raw[i], o.n);
+        o.stores[i] = NULL;
         if (!s)
             continue;
+        s->index = o.n;
         o.session_of[o.n] = o.ss.of_store[i];
         o.stores[o.n++] = s;
         est += estimate(s);
@@ -226,7 +284,6 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     m->last_ns = origin;
     /* --jobs: the stores are read on reader threads from here (readers.c);
      * the merge and the model stay on this one, so the order is today's. */
-    int jobs = opts->jobs > 0 ? opts->jobs : prs_readers_cpus();
     prs_readers *rd = prs_readers_start(o.stores, o.n, jobs);
     prs_merge mg;
     prs_merge_init(&mg, o.stores, o.n, rd);
@@ -269,6 +326,7 @@ static int run_once(prs_parse_ctx *ctx, const prs_opts *opts, double t0, int *ag
     o.model = MODEL_CLOSED;
     if (prs_out_close(&m->out) != 0)
         rc = 1;
+    prs_thrcpu_report(); /* SERVPROF_PARSE_THREAD_CPU: each thread's CPU time (thrcpu.h) */
     if (opts->summary)
         prs_summary_print(m, o.n, skipped, o.paths.nactivity + o.paths.ntorch, now_s() - t0, &o.ss, started_ns);
 done:

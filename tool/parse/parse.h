@@ -50,8 +50,9 @@
  *               checked allocation (out of memory: one message, status 1)
  *
  * A parse runs on the thread that calls prs_run (only the output writers
- * of dwrite.c and dbsql.c, and with prs_opts.jobs > 1 the store readers of
- * readers.c, have threads of their own); two parses may run
+ * of dwrite.c and dbsql.c, and with prs_opts.jobs > 1 the stores' opens
+ * (parse.c), the store readers of readers.c and the outputs' encoders of
+ * wqueue.c, have threads of their own); two parses may run
  * at once on two threads: their state is in their context and model, the
  * tap is an option of each (prs_opts.tap), and the log level is
  * thread-local. Record strings (name, cat,
@@ -76,7 +77,9 @@ typedef struct prs_opts {
     const char **clock_hosts; /* --clock-offset HOST=NS: HOST's clock reads NS ahead */
     long long *clock_ns;
     int nclock;
-    int jobs;                 /* --jobs N: reader threads (readers.c); 0: the CPUs the process may use; 1: none */
+    int jobs;                 /* --jobs N: threads for the stores' opens and reads (readers.c) and the
+                               * outputs' encoding (wqueue.c); 0: the default (prs_readers_jobs: the
+                               * CPUs the process may use, 1 when the machine is busy); 1: none */
     const struct prs_tap *tap; /* NULL, or a consumer of every row and record (tap.h); lives until prs_run returns */
     const char **moe_names;   /* --moe-names ROLE=NAME, layers=N, gemms=N (moeset.c) */
     int nmoe_names;

@@ -18,6 +18,8 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "plog.h"
@@ -26,6 +28,39 @@
 
 static _Thread_local int threshold = PRS_INFO;
 static const char *const names[] = {"debug", "info", "warning", "error", "none"};
+static _Thread_local prs_log_buf *capture; /* this thread's messages go here (wqueue.c) */
+
+void prs_log_capture(prs_log_buf *b) { capture = b; }
+
+void prs_log_replay(prs_log_buf *b)
+{
+    for (unsigned long at = 0; at < b->n;) {
+        const char *m = b->text + at;
+        prs_log(m[0] - 1, "%s", m + 1);
+        at += strlen(m) + 1;
+    }
+    free(b->text);
+    b->text = NULL;
+    b->n = b->cap = 0;
+}
+
+static void keep(int level, const char *msg)
+{
+    size_t len = strlen(msg) + 2;
+    if (capture->n + len > capture->cap) {
+        unsigned long cap = capture->cap ? capture->cap * 2 : 1024;
+        while (cap < capture->n + len)
+            cap *= 2;
+        char *t = realloc(capture->text, cap);
+        if (!t)
+            return; /* out of memory: the message is lost, the failure itself is not */
+        capture->text = t;
+        capture->cap = cap;
+    }
+    capture->text[capture->n] = (char)(level + 1); /* never NUL */
+    memcpy(capture->text + capture->n + 1, msg, len - 1);
+    capture->n += len;
+}
 
 void prs_log_set_level(int level) { threshold = level; }
 int prs_log_level(void) { return threshold; }
@@ -44,6 +79,15 @@ int prs_log_level_from_name(const char *name)
 
 void prs_log(int level, const char *fmt, ...)
 {
+    if (capture && level >= 0 && level < PRS_NONE) { /* kept for the parse thread, at its level */
+        char msg[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        keep(level, msg);
+        return;
+    }
     if (level < threshold || level >= PRS_NONE)
         return;
     char line[2048];

@@ -15,4 +15,13 @@ void prs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Parses "debug", "info", "warning"/"warn", "error", "none" (any case); -1 if unknown. */
 int prs_log_level_from_name(const char *name);
 
+/* A thread that encodes an output for the parse thread (wqueue.c) keeps
+ * its messages instead of printing them (NUL-separated, each led by its
+ * level): prs_log_capture(b) sends this thread's messages into b (NULL:
+ * to stderr again); prs_log_replay(b) logs them on the calling thread, at
+ * its level, and empties b. */
+typedef struct prs_log_buf { char *text; unsigned long n, cap; } prs_log_buf;
+void prs_log_capture(prs_log_buf *b);
+void prs_log_replay(prs_log_buf *b);
+
 #endif

@@ -501,6 +501,23 @@ void prs_args_init(prs_args *a)
     memset(a, 0, sizeof *a);
 }
 
+void prs_args_copy(prs_args *dst, const prs_args *src)
+{
+    prs_rident *rids = dst->rids;
+    int cap = dst->caprids;
+    long long range = dst->range_errors;
+    if (src->nrids > cap) {
+        cap = src->nrids * 2;
+        rids = prs_xrealloc(rids, (size_t)cap * sizeof *rids);
+    }
+    *dst = *src;
+    if (src->nrids)
+        memcpy(rids, src->rids, (size_t)src->nrids * sizeof *rids);
+    dst->rids = rids;
+    dst->caprids = cap;
+    dst->range_errors = range + src->range_errors;
+}
+
 void prs_args_free(prs_args *a)
 {
     free(a->rids);

@@ -35,6 +35,9 @@ typedef struct prs_args {
 } prs_args;
 
 void prs_args_init(prs_args *a);
+/* dst becomes src's decode (its rid entries copied into dst's own array;
+ * the strings still point into src's text); range_errors adds src's. */
+void prs_args_copy(prs_args *dst, const prs_args *src);
 void prs_args_free(prs_args *a);
 /* Decodes text (len bytes). Never fails: unknown keys are skipped; a
  * malformed text leaves valid = 0 and what was decoded before the error. */

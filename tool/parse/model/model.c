@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "readers.h"
 #include "tap.h"
 #include "timeline.h"
 #include "xalloc.h"
@@ -286,6 +287,8 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
     prs_args_init(&m->args_cache);
     if (prs_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
         return -1;
+    if (prs_readers_jobs(opts->jobs) > 1) /* the outputs' encoding on threads of their own (wqueue.c) */
+        prs_out_start_writers(&m->out);
     if (opts->tap)
         m->out.tap = *opts->tap; /* rows (table.c) and records (below) go to it */
     m->rep = prs_xcalloc((size_t)prs_nreports, sizeof *m->rep);
@@ -399,6 +402,10 @@ static void decode_args(prs_model *m, const prs_rec *r)
 {
     if (m->args_swapped)
         swap_args(m);
+    if (r->pre) { /* a reader thread decoded it (readers.c) */
+        prs_args_copy(&m->args, r->pre);
+        return;
+    }
     if (r->args_len < ARGS_CACHE_MIN) {
         prs_args_decode(&m->args, r->args, r->args_len);
         return;

@@ -34,7 +34,8 @@
  * renames them all at the end of the parse, so a parse killed at any point
  * leaves the previous run's reports as they were (and *.partial files),
  * never a truncated file under a report's name. The queue is the parse's
- * (prs_out's stage), used by one thread. An output name that is a symlink
+ * (prs_out's stage), under one lock (encoders' threads close files too,
+ * wqueue.c). An output name that is a symlink
  * is followed (its target is replaced, the link stays); one that exists
  * and is not a regular file (a FIFO, /dev/null) is written in place,
  * unstaged: a rename would replace the node (sp_output_target).
@@ -172,10 +173,19 @@ static char *alloc_buf(size_t cap)
 /* ---------------------------------------------------------- staging */
 typedef struct prs_dw_staged { char *tmp, *final; } staged; /* tmp NULL: remove final */
 
+/* The stages' lock: with --jobs, outputs are closed (and their renames
+ * queued) on their encoders' threads (wqueue.c) while the parse thread
+ * queues its own. One lock for every stage: taken a few times per file. */
+static pthread_mutex_t stage_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void stage_discard(prs_dw_stage *s);
+
 void prs_dw_stage_begin(prs_dw_stage *s)
 {
-    prs_dw_stage_discard(s);
+    pthread_mutex_lock(&stage_mu);
+    stage_discard(s);
     s->on = 1;
+    pthread_mutex_unlock(&stage_mu);
 }
 
 int prs_dw_remove(const char *path)
@@ -195,6 +205,7 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
             prs_log(PRS_ERROR, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         return;
     }
+    pthread_mutex_lock(&stage_mu);
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 32;
         s->q = prs_xrealloc(s->q, (size_t)s->cap * sizeof *s->q);
@@ -202,6 +213,7 @@ void prs_dw_stage_add(prs_dw_stage *s, const char *tmp, const char *final)
     s->q[s->n].tmp = tmp ? prs_xstrdup(tmp) : NULL;
     s->q[s->n].final = prs_xstrdup(final);
     s->n++;
+    pthread_mutex_unlock(&stage_mu);
 }
 
 static int has_nodes(const char *dir, int depth, char *found, size_t cap)
@@ -249,6 +261,7 @@ static void stage_end(prs_dw_stage *s)
 int prs_dw_stage_commit(prs_dw_stage *s)
 {
     int failed = 0;
+    pthread_mutex_lock(&stage_mu);
     for (int i = 0; i < s->n; i++) {
         staged *q = &s->q[i];
         if (!q->tmp) {
@@ -261,15 +274,23 @@ int prs_dw_stage_commit(prs_dw_stage *s)
         }
     }
     stage_end(s);
+    pthread_mutex_unlock(&stage_mu);
     return failed ? -1 : 0;
 }
 
-void prs_dw_stage_discard(prs_dw_stage *s)
+static void stage_discard(prs_dw_stage *s)
 {
     for (int i = 0; i < s->n; i++)
         if (s->q[i].tmp)
             unlink(s->q[i].tmp);
     stage_end(s);
+}
+
+void prs_dw_stage_discard(prs_dw_stage *s)
+{
+    pthread_mutex_lock(&stage_mu);
+    stage_discard(s);
+    pthread_mutex_unlock(&stage_mu);
 }
 
 static prs_dw *open_file(const char *path, size_t cap, int fresh);

@@ -46,6 +46,7 @@
 #include "fsutil.h"
 #include "plog.h"
 #include "table.h"
+#include "wqueue.h"
 #include "xalloc.h"
 
 /* profiler.db while it is built (renamed when complete), beside the file
@@ -165,12 +166,22 @@ int prs_out_open(prs_out *o, const char *dir, int csv, int db)
 
 /* profiler.db cannot be completed: one ERROR, the partial file removed at
  * once (the disk space may be what the other outputs need), rows ignored. */
+/* An output failed: exit status 1. On a writer thread the flag is its
+ * own (wfailed), merged into failed at prs_out_close. */
+static void out_failed(prs_out *o)
+{
+    if (o->writers)
+        atomic_store(&o->wfailed, 1);
+    else
+        o->failed = 1;
+}
+
 static void db_fail(prs_out *o, const char *why)
 {
     if (o->db_lost)
         return;
     o->db_lost = 1;
-    o->failed = 1;
+    out_failed(o);
     prs_log(PRS_ERROR, "profiler.db: writing %s failed: %s; it is removed and profiler.db is not written",
             o->db_partial, why);
     if (o->bt) {
@@ -198,7 +209,7 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 /* The page writer's table for a table just created in the in-memory
  * database: affinities from the declared types as SQLite read them, and
  * the column that is the rowid (a lone INTEGER PRIMARY KEY, not DESC). */
-static struct prs_bt_tab *bt_table(prs_out *o, const char *name, const prs_col *cols, int ncols)
+static char *bt_affinities(prs_out *o, const char *name, const prs_col *cols, int ncols, int *ipk_out)
 {
     char *aff = prs_xmalloc((size_t)ncols);
     memset(aff, PRS_AFF_BLOB, (size_t)ncols);
@@ -224,9 +235,171 @@ static struct prs_bt_tab *bt_table(prs_out *o, const char *name, const prs_col *
         sqlite3_finalize(st);
     }
     sqlite3_free(q);
-    struct prs_bt_tab *bt = prs_bt_table(o->bt, name, ncols, aff, npk == 1 ? ipk : -1);
-    free(aff);
-    return bt;
+    *ipk_out = npk == 1 ? ipk : -1;
+    return aff;
+}
+
+/* The db side of a table's creation: its b-tree and indexes (btwrite.c),
+ * or its CREATE for the SQLite writer. On the db thread with writers. */
+static void db_table(prs_out *o, prs_table *t, const char *aff, int ipk, const char *create)
+{
+    if (o->sq) {
+        int id = prs_dbsql_table(o->sq, create, t->db_name, t->ncols);
+        t->sq_tab = id >= 0 ? id + 1 : 0;
+    } else if (o->bt) {
+        t->bt = prs_bt_table(o->bt, t->db_name, t->ncols, aff, ipk);
+        if (t->bt)
+            prs_dbout_declare_indexes(t, t->bt);
+    }
+}
+
+/* ------------------------------------------------ the writers' threads */
+
+/* Messages to the writers (wqueue.c): a fixed head, then what it needs. */
+enum { M_DB_TABLE, M_CSV_OPEN, M_ROW, M_CSV_CLOSE, M_DB_CLOSE };
+typedef struct msg {
+    int kind, ncols;
+    prs_table *w;           /* the writers' table */
+    prs_out *o;
+    int ipk;                /* M_DB_TABLE */
+    FILE *csv;              /* M_CSV_OPEN: the file, its path and buffer (handed over) */
+    char *path, *buf;
+} msg;
+
+static void encode_csv(prs_table *t, const prs_val *v);
+static void encode_db(prs_out *o, prs_table *t, const prs_val *v);
+static void close_csv(prs_out *o, prs_table *t);
+
+static void writer_msg(void *ctx, uint8_t *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    msg *m = (msg *)p;
+    prs_table *w = m->w;
+    uint8_t *tail = p + prs_wq_round(sizeof *m);
+    switch (m->kind) {
+    case M_DB_TABLE: /* aff[ncols], then the CREATE text */
+        db_table(m->o, w, (const char *)tail, m->ipk, (const char *)tail + m->ncols);
+        break;
+    case M_CSV_OPEN:
+        w->ncsv = m->ncols; /* a report may lower it after its init */
+        w->csv = m->csv;
+        w->csv_path = m->path;
+        w->csv_buf = m->buf;
+        break;
+    case M_ROW: { /* prs_val[ncols], then their texts */
+        prs_val *v = (prs_val *)tail;
+        const char *text = (const char *)(v + m->ncols);
+        for (int i = 0; i < m->ncols; i++)
+            if (v[i].kind == PRS_TEXT)
+                v[i].s = text + (size_t)v[i].i; /* the offset rode in i */
+        if (m->ipk)
+            encode_db(m->o, w, v);
+        else
+            encode_csv(w, v);
+        break;
+    }
+    case M_CSV_CLOSE:
+        close_csv(m->o, w);
+        break;
+    case M_DB_CLOSE:
+        if (w->bt && !m->o->db_lost && prs_bt_table_end(w->bt) != 0)
+            db_fail(m->o, prs_bt_error(m->o->bt));
+        w->bt = NULL;
+        if (w->ins)
+            sqlite3_finalize(w->ins);
+        w->ins = NULL;
+        break;
+    }
+}
+
+void prs_out_start_writers(prs_out *o)
+{
+    o->writers = 1;
+    if (o->csv)
+        o->wq_csv = prs_wq_start(writer_msg, o, "sp-csv");
+    if (o->db)
+        o->wq_db = prs_wq_start(writer_msg, o, "sp-db");
+}
+
+static msg *put_msg(prs_wq *q, int kind, prs_out *o, prs_table *w, size_t extra)
+{
+    msg *m = prs_wq_put(q, prs_wq_round(sizeof *m) + extra);
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->o = o;
+    m->w = w;
+    return m;
+}
+
+/* A row for one writer: its first ncols values, texts copied after them
+ * (a text's offset in its i, its pointer set by writer_msg). csv marks a
+ * row for the CSV writer (ipk 0) from one for the db writer (ipk 1). */
+static void put_row(prs_out *o, prs_wq *q, prs_table *w, const prs_val *v, int ncols, int db)
+{
+    size_t text = 0;
+    for (int i = 0; i < ncols; i++)
+        if (v[i].kind == PRS_TEXT)
+            text += (size_t)v[i].n;
+    msg *m = put_msg(q, M_ROW, o, w, (size_t)ncols * sizeof *v + text);
+    m->ncols = ncols;
+    m->ipk = db;
+    prs_val *c = (prs_val *)((uint8_t *)m + prs_wq_round(sizeof *m));
+    char *t = (char *)(c + ncols);
+    size_t at = 0;
+    for (int i = 0; i < ncols; i++) {
+        c[i] = v[i];
+        if (v[i].kind == PRS_TEXT) {
+            memcpy(t + at, v[i].s, (size_t)v[i].n);
+            c[i].s = NULL;
+            c[i].i = (long long)at;
+            at += (size_t)v[i].n;
+        }
+    }
+}
+
+/* The writers' copy of t (names and columns copied: a report's may live on
+ * its stack). */
+static prs_table *shadow(prs_out *o, const prs_table *t)
+{
+    prs_table *w = prs_xcalloc(1, sizeof *w);
+    w->ncols = t->ncols;
+    w->ncsv = t->ncsv;
+    w->db_name = t->db_name ? prs_xstrdup(t->db_name) : NULL;
+    w->csv_name = t->csv_name ? prs_xstrdup(t->csv_name) : NULL;
+    prs_col *cols = prs_xcalloc((size_t)(t->ncols ? t->ncols : 1), sizeof *cols);
+    for (int i = 0; i < t->ncols; i++) {
+        cols[i].name = prs_xstrdup(t->cols[i].name);
+        cols[i].sqltype = prs_xstrdup(t->cols[i].sqltype);
+    }
+    w->cols = cols;
+    if (o->nshadows == o->capshadows) {
+        o->capshadows = o->capshadows ? o->capshadows * 2 : 64;
+        o->shadows = prs_xrealloc(o->shadows, (size_t)o->capshadows * sizeof *o->shadows);
+    }
+    o->shadows[o->nshadows++] = w;
+    return w;
+}
+
+static void free_shadows(prs_out *o)
+{
+    for (int i = 0; i < o->nshadows; i++) {
+        prs_table *w = o->shadows[i];
+        for (int k = 0; k < w->ncols; k++) {
+            free((char *)w->cols[k].name);
+            free((char *)w->cols[k].sqltype);
+        }
+        free((void *)w->cols);
+        free((char *)w->db_name);
+        free((char *)w->csv_name);
+        free(w->csv_path);
+        free(w->csv_buf);
+        free(w->create_sql);
+        free(w);
+    }
+    free(o->shadows);
+    o->shadows = NULL;
+    o->nshadows = o->capshadows = 0;
 }
 
 void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *db_name,
@@ -240,6 +413,8 @@ void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *
     t->ncols = ncols;
     t->ncsv = ncols;
     t->needs = needs;
+    if (o->wq_csv && t->csv_name)
+        t->w = shadow(o, t);
     if (!t->db_name || !o->db_conn)
         return;
     /* The reference's names for columns we hold under other names:
@@ -265,13 +440,26 @@ void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *
         prs_log(PRS_ERROR, "profiler.db: cannot create table %s: %s", db_name, sqlite3_errmsg(o->db_conn));
         t->db_name = NULL;
         o->failed = 1;
-    } else if (o->sq) {
-        int id = prs_dbsql_table(o->sq, create, db_name, ncols);
-        t->sq_tab = id >= 0 ? id + 1 : 0;
     } else {
-        t->bt = bt_table(o, db_name, cols, ncols);
-        if (t->bt)
-            prs_dbout_declare_indexes(t, t->bt);
+        int ipk = -1;
+        char *aff = o->bt ? bt_affinities(o, db_name, cols, ncols, &ipk) : NULL;
+        t->db_on = 1;
+        if (o->wq_db) {
+            if (!t->w)
+                t->w = shadow(o, t);
+            t->w->create_sql = prs_xstrdup(create); /* the db thread's twin makes it when a row needs SQLite */
+            size_t cl = strlen(create) + 1;
+            msg *dm = put_msg(o->wq_db, M_DB_TABLE, o, t->w, (size_t)ncols + cl);
+            dm->ncols = ncols;
+            dm->ipk = ipk;
+            uint8_t *tail = (uint8_t *)dm + prs_wq_round(sizeof *dm);
+            if (aff)
+                memcpy(tail, aff, (size_t)ncols);
+            memcpy(tail + ncols, create, cl);
+        } else {
+            db_table(o, t, aff, ipk, create);
+        }
+        free(aff);
     }
     free(create);
     free(ins);
@@ -307,6 +495,15 @@ static int open_csv(prs_out *o, prs_table *t)
         prs_csv_field(t->csv, t->cols[i].name, (int)strlen(t->cols[i].name));
     }
     putc_unlocked('\n', t->csv);
+    if (t->w && o->wq_csv) { /* the file is the csv thread's from here */
+        msg *m = put_msg(o->wq_csv, M_CSV_OPEN, o, t->w, 0);
+        m->ncols = t->ncsv;
+        m->csv = t->csv;
+        m->path = t->csv_path;
+        m->buf = t->csv_buf;
+        t->csv_path = NULL;
+        t->csv_buf = NULL;
+    }
     return 0;
 }
 
@@ -355,12 +552,38 @@ static void bind_row(sqlite3_stmt *st, const prs_val *v, int ncols)
     }
 }
 
+/* The db thread's own in-memory twin of a writers' table t (the parse
+ * thread's db_conn is not shared): made when a row first needs SQLite's
+ * conversion, which no report's rows do today. 0 or -1. */
+static int twin_table(prs_out *o, prs_table *t)
+{
+    if (!o->wconn &&
+        sqlite3_open_v2(":memory:", &o->wconn, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+        return -1;
+    char *ins = sqlite3_mprintf("INSERT INTO \"%w\" VALUES (?", t->db_name);
+    for (int i = 1; i < t->ncols && ins; i++) {
+        char *n = sqlite3_mprintf("%s, ?", ins);
+        sqlite3_free(ins);
+        ins = n;
+    }
+    char *full = ins ? sqlite3_mprintf("%s)", ins) : NULL;
+    sqlite3_free(ins);
+    int rc = full && sqlite3_exec(o->wconn, t->create_sql, NULL, NULL, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(o->wconn, full, -1, &t->ins, NULL) == SQLITE_OK ? 0 : -1;
+    sqlite3_free(full);
+    return rc;
+}
+
 /* A row with a value that needs SQLite's conversion: inserted into the
  * in-memory table, read back as SQLite stored it, written as is, deleted.
  * Returns prs_bt_row's result, or -1 (with the reason in why). */
 static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, size_t cap)
 {
-    sqlite3 *db = o->db_conn;
+    if (!t->ins && t->create_sql && twin_table(o, t) != 0) {
+        snprintf(why, cap, "converting a row of %s: %s", t->db_name, o->wconn ? sqlite3_errmsg(o->wconn) : "?");
+        return -1;
+    }
+    sqlite3 *db = sqlite3_db_handle(t->ins);
     bind_row(t->ins, v, t->ncols);
     int rc = sqlite3_step(t->ins);
     sqlite3_reset(t->ins);
@@ -402,12 +625,10 @@ static int convert_row(prs_out *o, prs_table *t, const prs_val *v, char *why, si
     return rc;
 }
 
-void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
+/* A row's CSV line (t's writer: the parse thread, or the csv thread). */
+static void encode_csv(prs_table *t, const prs_val *v)
 {
-    t->rows++;
-    if (o->tap.row) /* the parse's consumer (tap.h) */
-        o->tap.row(o->tap.ctx, t, v);
-    if (t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0)) {
+    {
         FILE *f = t->csv;
         for (int i = 0; i < t->ncsv; i++) {
             if (i)
@@ -422,6 +643,11 @@ void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
         }
         putc_unlocked('\n', f);
     }
+}
+
+/* A row into profiler.db (t's writer: the parse thread, or the db thread). */
+static void encode_db(prs_out *o, prs_table *t, const prs_val *v)
+{
     if (t->sq_tab && o->sq && !o->db_lost) {
         prs_dbsql_row(o->sq, t->sq_tab - 1, v, t->ncols);
     } else if (t->bt && !o->db_lost) {
@@ -437,17 +663,52 @@ void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
     }
 }
 
+void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
+{
+    t->rows++;
+    if (o->tap.row) /* the parse's consumer (tap.h) */
+        o->tap.row(o->tap.ctx, t, v);
+    int csv = t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0);
+    /* With writers, copied to their threads and written there in this order. */
+    if (csv && t->w && o->wq_csv)
+        put_row(o, o->wq_csv, t->w, v, t->ncsv, 0);
+    else if (csv)
+        encode_csv(t, v);
+    if (t->w && o->wq_db) {
+        if (t->db_on)
+            put_row(o, o->wq_db, t->w, v, t->ncols, 1);
+    } else {
+        encode_db(o, t, v);
+    }
+}
+
+/* Closes t's CSV file (t's writer: the parse thread, or the csv thread). */
+static void close_csv(prs_out *o, prs_table *t)
+{
+    if (!t->csv)
+        return;
+    if (fclose(t->csv) != 0) {
+        /* Half a report would pass for a short run: it goes. */
+        prs_log(PRS_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
+                strerror(errno));
+        prs_dw_stage_add(&o->stage, NULL, t->csv_path); /* nor an earlier run's under its name */
+        out_failed(o);
+    }
+    t->csv = NULL;
+    free(t->csv_buf); /* after fclose: stdio used it until then */
+    t->csv_buf = NULL;
+}
+
 void prs_table_close(prs_out *o, prs_table *t)
 {
+    if (t->w && o->wq_csv && t->csv) {
+        put_msg(o->wq_csv, M_CSV_CLOSE, o, t->w, 0);
+        t->csv = NULL; /* the csv thread's since its open; its table is freed at prs_out_close */
+    }
+    if (t->w && o->wq_db && t->db_on)
+        put_msg(o->wq_db, M_DB_CLOSE, o, t->w, 0);
     if (t->csv) {
-        if (fclose(t->csv) != 0) {
-            /* Half a report would pass for a short run: it goes. */
-            prs_log(PRS_ERROR, "writing %s failed: %s; the incomplete file is removed", t->csv_path,
-                    strerror(errno));
-            prs_dw_stage_add(&o->stage, NULL, t->csv_path); /* nor an earlier run's under its name */
-            o->failed = 1;
-        }
-        t->csv = NULL;
+        close_csv(o, t);
     } else if (t->rows == 0 && t->csv_name) {
         /* A file of that name from an earlier run would pass for this
          * run's: removed at the commit (prs_out_close). */
@@ -578,6 +839,17 @@ static void close_sqlite_writer(prs_out *o)
 
 int prs_out_close(prs_out *o)
 {
+    /* The writers finish what was queued (an abandoned run's too: its
+     * files are then discarded below), then everything is this thread's. */
+    prs_wq_stop(o->wq_csv);
+    prs_wq_stop(o->wq_db);
+    o->wq_csv = o->wq_db = NULL;
+    if (o->writers && atomic_load(&o->wfailed))
+        o->failed = 1;
+    o->writers = 0;
+    free_shadows(o);
+    sqlite3_close(o->wconn);
+    o->wconn = NULL;
     if (o->sq)
         close_sqlite_writer(o);
     if (o->bt) {

@@ -7,6 +7,7 @@
 #define SERVPROF_PARSE_TABLE_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sqlite3.h>
@@ -60,6 +61,14 @@ typedef struct prs_table {
     struct prs_bt_tab *bt;  /* its profiler.db b-tree (btwrite.c), owned by prs_out.bt; NULL: no db */
     const char *key;        /* db_name, else csv_name, even when that output is off: the tap's name */
     int sq_tab;             /* its number in prs_out.sq + 1 (dbsql.c); 0: none */
+    /* With the writers on threads (prs_out_start_writers): the writers'
+     * copy of this table (csv, csv_path, csv_buf, bt, sq_tab and its own
+     * ins are theirs there; this one's stay unused), owned by prs_out and
+     * freed at prs_out_close, since a report's prs_table may be gone
+     * before its rows are written. NULL: the rows are written here. */
+    struct prs_table *w;
+    int db_on;              /* rows go to profiler.db (parse thread's view, with w) */
+    char *create_sql;       /* a writers' table's CREATE, for the db thread's twin (table.c) */
 } prs_table;
 
 typedef struct prs_out {
@@ -80,10 +89,27 @@ typedef struct prs_out {
     prs_tap tap;            /* the parse's consumer of rows (prs_opts.tap; zero: none), set after the open */
     char db_final[4096];    /* OUT/profiler.db, or the file that link names (table.c) */
     char db_partial[4104];  /* db_final + ".partial": profiler.db while it is built */
+    /* --jobs N > 1: the CSV files and profiler.db encoded on threads of
+     * their own (wqueue.c), in the parse thread's order. From
+     * prs_out_start_writers to prs_out_close, db_lost, bt, sq, wconn and
+     * the writers' tables (prs_table.w) are the db thread's; wfailed is set
+     * by either thread and read after the joins. */
+    struct prs_wq *wq_csv, *wq_db;
+    int writers;            /* prs_out_start_writers was called (timeline.c starts its own) */
+    _Atomic int wfailed;    /* a writer thread's output failed: exit status 1 */
+    sqlite3 *wconn;         /* the db thread's in-memory twin, for the rare rows SQLite converts */
+    struct prs_table **shadows; /* the writers' tables, freed at the close */
+    int nshadows, capshadows;
 } prs_out;
 
 /* Opens OUT (creating it) and profiler.db when on. Returns 0 or -1 (printed). */
 int prs_out_open(prs_out *o, const char *dir, int csv, int db);
+/* Moves the encoding of every table's CSV and profiler.db rows to two
+ * threads (wqueue.c), for the parse's --jobs N > 1; call right after
+ * prs_out_open, before any table. The bytes written are the same: each
+ * thread encodes in the order the rows came. Without threads (they could
+ * not start) the rows are written on the caller's thread as before. */
+void prs_out_start_writers(prs_out *o);
 /* Creates the table in profiler.db (when on) and prepares its insert. */
 void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *db_name,
                     const prs_col *cols, int ncols, const char *needs);

@@ -42,6 +42,7 @@
 #include "storeread.h"
 #include "table.h"
 #include "timeline.h"
+#include "wqueue.h"
 #include "xalloc.h"
 
 /* A sub-lane: one trace thread whose spans nest; `ends` is the stack of
@@ -129,7 +130,15 @@ static void w_int(wout *f, long long v)
  * scheduling runs ahead of execution. */
 #define ARGS_RECENT 4
 
+/* Who owns what, with --jobs N > 1 (prs_out.writers): the encoders'
+ * state — f's buffer and fill, first, events, prefix, the insides of pf —
+ * is the timeline thread's (wq) from the open to prs_timeline_close's join;
+ * the parse thread keeps the lanes, marks, recent args, the tables and the
+ * f/pf pointers (set at the open, reset after the join), which it only
+ * tests. The enc_* functions are the encoders: they touch nothing else,
+ * and run on the timeline thread, or on the parse thread without it. */
 struct prs_timeline {
+    struct prs_wq *wq;   /* the timeline thread (JSON + pftrace encoding); NULL: none */
     wout *f;             /* chrome_tracing.json; NULL when not written */
     char *path;
     int64_t origin;
@@ -189,6 +198,8 @@ static const prs_col c_flow[] = {{"id", "INTEGER PRIMARY KEY"}, {"flow_id", "INT
                                  {"tid", "INTEGER"}, {"timestamp", "INTEGER"}, {"type", "TEXT"}};
 
 #define NCOLS(c) ((int)(sizeof c / sizeof *c))
+
+static void timeline_msg(void *ctx, uint8_t *p, size_t n);
 
 prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_counters, int64_t origin,
                                 int object_form)
@@ -251,6 +262,8 @@ prs_timeline *prs_timeline_open(prs_out *o, int json, int perfetto, int tap_coun
     }
     prs_table_init(o, &t->t_counter, NULL, PRS_T_COUNTER, c_counter, NCOLS(c_counter), NULL);
     prs_table_init(o, &t->t_flow, NULL, "flow", c_flow, NCOLS(c_flow), NULL);
+    if (o->writers && (t->f || t->pf)) /* --jobs: JSON and pftrace encoded on a thread of their own */
+        t->wq = prs_wq_start(timeline_msg, t, "sp-timeline");
     return t;
 }
 
@@ -373,11 +386,69 @@ static unsigned lane_hash(int store, long long tid, const char *cat)
     return h;
 }
 
-static void thread_row(prs_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
+static void enc_thread(prs_timeline *t, int pid, int id, const char *name)
 {
     prs_pft_thread(t->pf, pid, id, name);
     meta(t, "thread_name", pid, id, "name", name, 0);
     meta(t, "thread_sort_index", pid, id, "sort_index", NULL, id);
+}
+
+/* ---- the hand-over to the timeline thread: one message per event, its
+ * strings and arrays copied after a fixed head (tmsg). */
+enum { T_SLICE, T_COUNTER, T_FLOW, T_THREAD, T_PROCESS, T_KERNEL };
+typedef struct tmsg {
+    int kind, pid, valid, n;  /* n: marks, flows or series after the head */
+    long long tid, id;
+    int64_t ts, dur;
+    int len[3];               /* name, cat (or label), args: bytes, each copied with a NUL */
+    char ph;
+} tmsg;
+
+/* Queues an event: n 8-byte items (marks, flows, values) and up to three
+ * strings (lengths l0..l2, -1: absent); returns the head, the items at
+ * *items, the strings' room at *text. */
+static tmsg *put_event(prs_timeline *t, int kind, int n, const char *s0, int l0, const char *s1, int l1,
+                       const char *s2, int l2, void **items)
+{
+    size_t text = (size_t)(l0 + 1) + (size_t)(l1 + 1) + (size_t)(l2 + 1);
+    size_t head = prs_wq_round(sizeof(tmsg));
+    tmsg *m = prs_wq_put(t->wq, head + (size_t)n * 8 + text);
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->n = n;
+    m->len[0] = l0;
+    m->len[1] = l1;
+    m->len[2] = l2;
+    *items = (uint8_t *)m + head;
+    char *p = (char *)m + head + (size_t)n * 8;
+    const char *src[3] = {s0, s1, s2};
+    for (int i = 0; i < 3; i++) {
+        if (m->len[i] < 0)
+            continue;
+        memcpy(p, src[i], (size_t)m->len[i]);
+        p[m->len[i]] = 0;
+        p += m->len[i] + 1;
+    }
+    return m;
+}
+
+static int slen(const char *s) { return s ? (int)strlen(s) : -1; }
+
+static void emit_thread(prs_timeline *t, int pid, int id, const char *name)
+{
+    if (!t->wq) {
+        enc_thread(t, pid, id, name);
+        return;
+    }
+    void *items;
+    tmsg *m = put_event(t, T_THREAD, 0, name, slen(name), NULL, -1, NULL, -1, &items);
+    m->pid = pid;
+    m->tid = id;
+}
+
+static void thread_row(prs_timeline *t, int pid, int id, const char *name, const char *cat, long long tid)
+{
+    emit_thread(t, pid, id, name);
     prs_val v[5] = {prs_v_int(pid), prs_v_int(id), prs_v_text(name, -1), prs_v_text(cat, -1), prs_v_int(tid)};
     prs_table_row(t->o, &t->t_thread, v);
 }
@@ -537,39 +608,57 @@ static void lane_prefix(prs_timeline *t, const char *cat, int pid, int lane_id)
     memcpy(t->prefix[lane_id].b, f->b + at, f->n - at);
 }
 
-void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, int lane_id)
+static void enc_slice(prs_timeline *t, int pid, int lane_id, const char *name, const char *cat, int64_t ts,
+                      int64_t dur, const char *args, int args_len, int valid, const uint64_t *marks, int nmarks)
 {
-    if (!t || t->counters_only)
-        return;
-    int pid = prs_timeline_pid(r->store);
     if (t->f) {
         wout *f = t->f;
         begin(t);
-        if (r->dur > 0)
+        if (dur > 0)
             W_LIT(f, "{\"ph\":\"X\",\"name\":");
         else
             W_LIT(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
-        json_cstr(f, r->name);
-        lane_prefix(t, r->cat, pid, lane_id);
-        put_ts(f, r->ts - t->origin);
-        if (r->dur > 0) {
+        json_cstr(f, name);
+        lane_prefix(t, cat, pid, lane_id);
+        put_ts(f, ts - t->origin);
+        if (dur > 0) {
             W_LIT(f, ",\"dur\":");
-            put_ts(f, r->dur);
+            put_ts(f, dur);
         }
         W_LIT(f, ",\"args\":");
-        if (a->valid) {
-            w_put(f, r->args, (size_t)r->args_len);
+        if (valid) {
+            w_put(f, args, (size_t)args_len);
         } else {
             /* Not JSON (an old writer that did not escape): kept as text. */
             W_LIT(f, "{\"raw\":");
-            json_str(f, r->args, r->args_len);
+            json_str(f, args, args_len);
             w_c(f, '}');
         }
         w_c(f, '}');
     }
     if (t->pf)
-        prs_pft_slice(t->pf, pid, lane_id, r->name, r->cat, r->ts, r->dur, r->args, r->args_len, a->valid,
-                      t->marks, t->nmarks, NULL, 0);
+        prs_pft_slice(t->pf, pid, lane_id, name, cat, ts, dur, args, args_len, valid, marks, nmarks, NULL, 0);
+}
+
+void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, int lane_id)
+{
+    if (!t || t->counters_only)
+        return;
+    int pid = prs_timeline_pid(r->store);
+    if (!t->wq) {
+        enc_slice(t, pid, lane_id, r->name, r->cat, r->ts, r->dur, r->args, r->args_len, a->valid, t->marks,
+                  t->nmarks);
+    } else if (t->f || t->pf) {
+        void *items;
+        tmsg *m = put_event(t, T_SLICE, t->nmarks, r->name, (int)strlen(r->name), r->cat, (int)strlen(r->cat),
+                            r->args, r->args_len, &items);
+        m->pid = pid;
+        m->tid = lane_id;
+        m->ts = r->ts;
+        m->dur = r->dur;
+        m->valid = a->valid;
+        memcpy(items, t->marks, (size_t)t->nmarks * sizeof *t->marks);
+    }
     t->nmarks = 0;
     if (t->t_slice.ins)
         slice_row(t, r, pid, lane_id);
@@ -598,6 +687,9 @@ static void put_num(wout *f, double d)
     }
 }
 
+static void enc_counter(prs_timeline *t, int pid, const char *name, int64_t ts, const char *const *series,
+                        const double *vals, int n);
+
 void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts,
                           const char *const *series, const double *vals, int n)
 {
@@ -608,6 +700,37 @@ void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts
         any |= !isnan(vals[i]);
     if (!any)
         return;
+    if (!t->wq) {
+        enc_counter(t, pid, name, ts, series, vals, n);
+    } else if (t->f || t->pf) {
+        size_t sl = 0;
+        for (int i = 0; i < n; i++)
+            sl += strlen(series[i]) + 1;
+        void *items;
+        char *all = prs_xmalloc(sl ? sl : 1), *p = all;
+        for (int i = 0; i < n; i++) {
+            size_t k = strlen(series[i]) + 1;
+            memcpy(p, series[i], k);
+            p += k;
+        }
+        tmsg *m = put_event(t, T_COUNTER, n, name, (int)strlen(name), all, (int)sl, NULL, -1, &items);
+        free(all);
+        m->pid = pid;
+        m->ts = ts;
+        memcpy(items, vals, (size_t)n * sizeof *vals);
+    }
+    for (int i = 0; i < n; i++) {
+        if (isnan(vals[i]))
+            continue;
+        prs_val v[6] = {prs_v_int(t->t_counter.rows + 1), prs_v_text(name, -1), prs_v_int(pid), prs_v_int(ts),
+                        prs_v_text(series[i], -1), prs_v_real(vals[i])};
+        prs_table_row(t->o, &t->t_counter, v);
+    }
+}
+
+static void enc_counter(prs_timeline *t, int pid, const char *name, int64_t ts, const char *const *series,
+                        const double *vals, int n)
+{
     if (t->f) {
         wout *f = t->f;
         begin(t);
@@ -631,17 +754,10 @@ void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts
         W_LIT(f, "}}");
     }
     prs_pft_counter(t->pf, pid, name, ts, series, vals, n);
-    for (int i = 0; i < n; i++) {
-        if (isnan(vals[i]))
-            continue;
-        prs_val v[6] = {prs_v_int(t->t_counter.rows + 1), prs_v_text(name, -1), prs_v_int(pid), prs_v_int(ts),
-                        prs_v_text(series[i], -1), prs_v_real(vals[i])};
-        prs_table_row(t->o, &t->t_counter, v);
-    }
 }
 
-static void flow_event(prs_timeline *t, char ph, long long id, const char *name, const char *cat, int pid,
-                       int tid, int64_t ts)
+static void enc_flow(prs_timeline *t, char ph, long long id, const char *name, const char *cat, int pid, int tid,
+                     int64_t ts)
 {
     if (t->f) {
         begin(t);
@@ -661,6 +777,22 @@ static void flow_event(prs_timeline *t, char ph, long long id, const char *name,
         W_LIT(f, ",\"ts\":");
         put_ts(t->f, ts - t->origin);
         W_LIT(t->f, ",\"bp\":\"e\"}");
+    }
+}
+
+static void flow_event(prs_timeline *t, char ph, long long id, const char *name, const char *cat, int pid,
+                       int tid, int64_t ts)
+{
+    if (!t->wq) {
+        enc_flow(t, ph, id, name, cat, pid, tid, ts);
+    } else if (t->f) {
+        void *items;
+        tmsg *m = put_event(t, T_FLOW, 0, name, (int)strlen(name), cat, (int)strlen(cat), NULL, -1, &items);
+        m->ph = ph;
+        m->id = id;
+        m->pid = pid;
+        m->tid = tid;
+        m->ts = ts;
     }
     char type[2] = {ph, 0};
     prs_val v[8] = {prs_v_int(t->t_flow.rows + 1), prs_v_int(id), prs_v_text(name, -1), prs_v_text(cat, -1),
@@ -692,14 +824,25 @@ static const char *role_of(const prs_store *s)
     return "process";
 }
 
-static void process_meta(prs_timeline *t, int pid, const char *name, const char *label, const char *host,
-                         const char *prof, int dp)
+static void enc_process(prs_timeline *t, int pid, const char *name, const char *label)
 {
     prs_pft_process(t->pf, pid, name, label);
     meta(t, "process_name", pid, 0, "name", name, 0);
     if (label && *label)
         meta(t, "process_labels", pid, 0, "labels", label, 0);
     meta(t, "process_sort_index", pid, 0, "sort_index", NULL, pid);
+}
+
+static void process_meta(prs_timeline *t, int pid, const char *name, const char *label, const char *host,
+                         const char *prof, int dp)
+{
+    if (!t->wq) {
+        enc_process(t, pid, name, label);
+    } else {
+        void *items;
+        tmsg *m = put_event(t, T_PROCESS, 0, name, slen(name), label, slen(label), NULL, -1, &items);
+        m->pid = pid;
+    }
     prs_val v[6] = {prs_v_int(pid), prs_v_text(name, -1), prs_v_text(label ? label : "", -1),
                     prs_v_text(host ? host : "", -1), prs_v_text(prof ? prof : "", -1),
                     dp >= 0 ? prs_v_int(dp) : prs_v_null()};
@@ -707,6 +850,94 @@ static void process_meta(prs_timeline *t, int pid, const char *name, const char 
 }
 
 /* ------------------------------------------------------ device activity */
+
+/* A kernel or an API call of an activity store: a span with empty args on
+ * lane (pid, tid); flows: its correlation flow id (nfl 0 or 1). */
+static void enc_kernel(prs_timeline *t, int pid, long long tid, const char *name, const char *cat, int64_t s0,
+                       int64_t dur, const uint64_t *fl, int nfl)
+{
+    if (t->pf)
+        prs_pft_slice(t->pf, pid, tid, name, cat, s0, dur, "{}", 2, 1, fl, nfl, NULL, 0);
+    if (!t->f)
+        return;
+    begin(t);
+    W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
+    json_str(t->f, name, (int)strlen(name));
+    W_LIT(t->f, ",\"cat\":");
+    json_str(t->f, cat, (int)strlen(cat));
+    W_LIT(t->f, ",\"pid\":");
+    w_int(t->f, pid);
+    W_LIT(t->f, ",\"tid\":");
+    w_int(t->f, tid);
+    W_LIT(t->f, ",\"ts\":");
+    put_ts(t->f, s0 - t->origin);
+    W_LIT(t->f, ",\"dur\":");
+    put_ts(t->f, dur);
+    W_LIT(t->f, ",\"args\":{}}");
+}
+
+static void emit_kernel(prs_timeline *t, int pid, long long tid, const char *name, const char *cat, int64_t s0,
+                        int64_t dur, const uint64_t *fl, int nfl)
+{
+    if (!t->wq) {
+        enc_kernel(t, pid, tid, name, cat, s0, dur, fl, nfl);
+        return;
+    }
+    void *items;
+    tmsg *m = put_event(t, T_KERNEL, nfl, name, (int)strlen(name), cat, (int)strlen(cat), NULL, -1, &items);
+    m->pid = pid;
+    m->tid = tid;
+    m->ts = s0;
+    m->dur = dur;
+    memcpy(items, fl, (size_t)nfl * sizeof *fl);
+}
+
+/* The timeline thread: one message, one encoder call (wqueue.c). */
+static void timeline_msg(void *ctx, uint8_t *p, size_t n)
+{
+    (void)n;
+    prs_timeline *t = ctx;
+    tmsg *m = (tmsg *)p;
+    const uint8_t *items = p + prs_wq_round(sizeof *m);
+    const char *str[3] = {NULL, NULL, NULL};
+    const char *at = (const char *)items + (size_t)m->n * 8;
+    for (int i = 0; i < 3; i++)
+        if (m->len[i] >= 0) {
+            str[i] = at;
+            at += m->len[i] + 1;
+        }
+    switch (m->kind) {
+    case T_SLICE:
+        enc_slice(t, m->pid, (int)m->tid, str[0], str[1], m->ts, m->dur, str[2], m->len[2], m->valid,
+                  (const uint64_t *)items, m->n);
+        break;
+    case T_COUNTER: {
+        const char *series[64] = {0};
+        const char **sv = m->n <= 64 ? series : prs_xmalloc((size_t)m->n * sizeof *sv);
+        const char *q = str[1];
+        for (int i = 0; i < m->n; i++) {
+            sv[i] = q;
+            q += strlen(q) + 1;
+        }
+        enc_counter(t, m->pid, str[0], m->ts, sv, (const double *)items, m->n);
+        if (sv != series)
+            free(sv);
+        break;
+    }
+    case T_FLOW:
+        enc_flow(t, m->ph, m->id, str[0], str[1], m->pid, (int)m->tid, m->ts);
+        break;
+    case T_THREAD:
+        enc_thread(t, m->pid, (int)m->tid, str[0]);
+        break;
+    case T_PROCESS:
+        enc_process(t, m->pid, str[0], str[1]);
+        break;
+    case T_KERNEL:
+        enc_kernel(t, m->pid, m->tid, str[0], str[1], m->ts, m->dur, (const uint64_t *)items, m->n);
+        break;
+    }
+}
 
 static void activity_store(prs_timeline *t, const char *path, int idx)
 {
@@ -753,28 +984,11 @@ static void activity_store(prs_timeline *t, const char *path, int idx)
                 snprintf(pn, sizeof pn, "device %d", dev);
                 process_meta(t, pid, pn, base, NULL, NULL, -1);
             }
-            if (t->pf) {
-                uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 6);
-                int nfl = corr && sqlite3_column_type(st, 6) != SQLITE_NULL;
-                prs_pft_slice(t->pf, pid, stream, kn ? kn : "", type ? type : "KERNEL", s0, e0 > s0 ? e0 - s0 : 0,
-                              "{}", 2, 1, &fl, nfl, NULL, 0);
-            }
-            if (!t->f)
-                continue;
-            begin(t);
-            W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
-            json_str(t->f, kn ? kn : "", kn ? (int)strlen(kn) : 0);
-            W_LIT(t->f, ",\"cat\":");
-            json_str(t->f, type ? type : "KERNEL", type ? (int)strlen(type) : 6);
-            W_LIT(t->f, ",\"pid\":");
-            w_int(t->f, pid);
-            W_LIT(t->f, ",\"tid\":");
-            w_int(t->f, stream);
-            W_LIT(t->f, ",\"ts\":");
-            put_ts(t->f, s0 - t->origin);
-            W_LIT(t->f, ",\"dur\":");
-            put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            W_LIT(t->f, ",\"args\":{}}");
+            uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 6);
+            int nfl = t->pf && corr && sqlite3_column_type(st, 6) != SQLITE_NULL;
+            if (t->pf || t->f)
+                emit_kernel(t, pid, stream, kn ? kn : "", type ? type : "KERNEL", s0, e0 > s0 ? e0 - s0 : 0, &fl,
+                            nfl);
         }
         sqlite3_finalize(st);
     }
@@ -787,26 +1001,11 @@ static void activity_store(prs_timeline *t, const char *path, int idx)
                 process_meta(t, api_pid, name, base, NULL, NULL, -1);
             const char *an = (const char *)sqlite3_column_text(st, 0);
             int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
-            if (t->pf) {
-                uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 4);
-                int nfl = corr && sqlite3_column_type(st, 4) != SQLITE_NULL;
-                prs_pft_slice(t->pf, api_pid, sqlite3_column_int64(st, 3), an ? an : "", "api", s0,
-                              e0 > s0 ? e0 - s0 : 0, "{}", 2, 1, &fl, nfl, NULL, 0);
-            }
-            if (!t->f)
-                continue;
-            begin(t);
-            W_LIT(t->f, "{\"ph\":\"X\",\"name\":");
-            json_str(t->f, an ? an : "", an ? (int)strlen(an) : 0);
-            W_LIT(t->f, ",\"cat\":\"api\",\"pid\":");
-            w_int(t->f, api_pid);
-            W_LIT(t->f, ",\"tid\":");
-            w_int(t->f, sqlite3_column_int64(st, 3));
-            W_LIT(t->f, ",\"ts\":");
-            put_ts(t->f, s0 - t->origin);
-            W_LIT(t->f, ",\"dur\":");
-            put_ts(t->f, e0 > s0 ? e0 - s0 : 0);
-            W_LIT(t->f, ",\"args\":{}}");
+            uint64_t fl = corr_base + (uint64_t)sqlite3_column_int64(st, 4);
+            int nfl = t->pf && corr && sqlite3_column_type(st, 4) != SQLITE_NULL;
+            if (t->pf || t->f)
+                emit_kernel(t, api_pid, sqlite3_column_int64(st, 3), an ? an : "", "api", s0, e0 > s0 ? e0 - s0 : 0,
+                            &fl, nfl);
         }
         sqlite3_finalize(st);
     }
@@ -861,6 +1060,8 @@ int prs_timeline_close(prs_timeline *t, prs_store **stores, int n)
             snprintf(label, sizeof label, "%s (%s)", s->hostname, s->prof_id);
         process_meta(t, prs_timeline_pid(s), role_of(s), label, s->hostname, s->prof_id, s->dp_rank);
     }
+    prs_wq_stop(t->wq); /* the encoders are this thread's again */
+    t->wq = NULL;
     int rc = 0;
     int perfetto_written = t->pf != NULL;
     if (t->pf) {

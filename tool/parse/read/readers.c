@@ -43,8 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argdecode.h"
 #include "plog.h"
 #include "readers.h"
+#include "thrcpu.h"
 #include "xalloc.h"
 
 #define RING_RECS 1024
@@ -58,6 +60,7 @@ typedef struct slot {
     prs_rec rec;
     char *buf;
     size_t cap, len;
+    prs_args args;        /* rec's args decoded here (short ones: PRS_READERS_DECODE_MAX) */
 } slot;
 
 struct worker;
@@ -106,6 +109,22 @@ int prs_readers_cpus(void)
     return n > 0 ? n : 1;
 }
 
+/* The default: every CPU this process may use, unless the machine is
+ * busy — the threads cost about a sixth more work in all (the copies and
+ * hand-overs: docs/benchmarks.md, "Parse"), which pays only when a core
+ * is free for them; with a 1-minute load average above cpus - 1 there is
+ * none, and one thread is faster. The outputs are the same either way. */
+int prs_readers_jobs(int asked)
+{
+    if (asked > 0)
+        return asked;
+    int cpus = prs_readers_cpus();
+    double load;
+    if (cpus > 1 && getloadavg(&load, 1) == 1 && load > cpus - 1)
+        return 1;
+    return cpus;
+}
+
 /* Copies r into sl (its strings into the slot's buffer); returns the bytes. */
 static size_t put(slot *sl, const prs_rec *r)
 {
@@ -125,6 +144,17 @@ static size_t put(slot *sl, const prs_rec *r)
     sl->rec.name = b;
     sl->rec.cat = b + ln;
     sl->rec.args = b + ln + lc;
+    sl->rec.pre = NULL;
+    /* Short args are decoded here, while the copy is in this core's cache:
+     * on the merge's thread the same decode cost 3x (its reads missed),
+     * and it was a sixth of that thread's work. Long ones (a step's rid
+     * list, carried byte-identical by three spans) stay with the model,
+     * whose cache decodes them once (model.c). */
+    if (r->args_len < PRS_READERS_DECODE_MAX) {
+        sl->args.range_errors = 0;
+        prs_args_decode(&sl->args, sl->rec.args, r->args_len);
+        sl->rec.pre = &sl->args;
+    }
     sl->len = need;
     return need;
 }
@@ -152,6 +182,7 @@ static void *work(void *arg)
 {
     worker *w = arg;
     prs_log_set_level(w->level);
+    pthread_setname_np(pthread_self(), "sp-reader");
     int next = 0;
     pthread_mutex_lock(&w->mu);
     while (!w->go && !w->stop)
@@ -201,6 +232,7 @@ static void *work(void *arg)
     if (w->cons_waiting)
         pthread_cond_signal(&w->cons);
     pthread_mutex_unlock(&w->mu);
+    prs_thrcpu_note("sp-reader");
     return NULL;
 }
 
@@ -327,8 +359,10 @@ void prs_readers_stop(prs_readers *r)
         free(w->rings);
     }
     for (int i = 0; i < r->n; i++) {
-        for (int k = 0; k < RING_RECS && r->rings[i].slots; k++)
+        for (int k = 0; k < RING_RECS && r->rings[i].slots; k++) {
             free(r->rings[i].slots[k].buf);
+            prs_args_free(&r->rings[i].slots[k].args);
+        }
         free(r->rings[i].slots);
     }
     free(r->rings);

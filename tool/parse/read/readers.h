@@ -11,9 +11,18 @@
 
 typedef struct prs_readers prs_readers;
 
+/* Args shorter than this are decoded by the reader threads (prs_rec.pre);
+ * model.c decodes the longer ones itself, through its cache of the last
+ * long text (its ARGS_CACHE_MIN: the same bound). */
+#define PRS_READERS_DECODE_MAX 512
+
 /* The CPUs this process may run on (sched_getaffinity), at least 1: the
  * default of --jobs. */
 int prs_readers_cpus(void);
+/* The parse's thread count for --jobs asked (0: the default: the CPUs
+ * above, or 1 when the load average leaves none of them idle); above 1 the
+ * stores' opens, the readers and the writers' threads (wqueue.c) are used. */
+int prs_readers_jobs(int asked);
 /* Starts min(jobs, n) reader threads over stores[0..n) (thread t serves
  * stores t, t + threads, ...). NULL when jobs <= 1 or n < 1: the caller
  * reads the stores on its own thread (prs_store_peek/next). From here on,

@@ -92,6 +92,8 @@ void prs_store_exact(prs_parse_ctx *c, int on)
     c->quiet_open = on;
     c->violations = 0;
     if (!on) { /* a new parse: forget what the last one printed */
+        for (int i = 0; i < c->nbad_warned; i++)
+            free(c->bad_warned[i]);
         free(c->bad_warned);
         c->bad_warned = NULL;
         c->nbad_warned = 0;
@@ -107,17 +109,13 @@ static void warn_bad(const prs_store *s, long long bad)
 {
     prs_parse_ctx *c = s->ctx;
     pthread_mutex_lock(&bad_lock);
-    if (s->index < c->nbad_warned && c->bad_warned[s->index]) {
-        pthread_mutex_unlock(&bad_lock);
-        return;
-    }
-    if (s->index >= c->nbad_warned) {
-        int n = s->index + 16;
-        c->bad_warned = prs_xrealloc(c->bad_warned, (size_t)n);
-        memset(c->bad_warned + c->nbad_warned, 0, (size_t)(n - c->nbad_warned));
-        c->nbad_warned = n;
-    }
-    c->bad_warned[s->index] = 1;
+    for (int i = 0; i < c->nbad_warned; i++)
+        if (!strcmp(c->bad_warned[i], s->path)) {
+            pthread_mutex_unlock(&bad_lock);
+            return;
+        }
+    c->bad_warned = prs_xrealloc(c->bad_warned, (size_t)(c->nbad_warned + 1) * sizeof *c->bad_warned);
+    c->bad_warned[c->nbad_warned++] = prs_xstrdup(s->path);
     pthread_mutex_unlock(&bad_lock);
     prs_log(PRS_WARNING, "store %s: %lld record(s) without a valid timestamp were skipped", s->path, bad);
 }
@@ -856,6 +854,7 @@ int prs_store_peek(prs_store *s, prs_rec *rec)
     }
     *rec = *s->row;
     rec->ts += s->clock_shift; /* the row keeps the host's own time */
+    rec->pre = NULL;
     return 1;
 }
 

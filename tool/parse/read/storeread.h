@@ -18,7 +18,8 @@ typedef struct prs_parse_ctx {
     int exact;            /* prs_store_exact(): a first pass bounds the window */
     int quiet_open;       /* the open-time warnings were printed by the run before */
     atomic_int violations; /* one-pass stores that met a row later than their window */
-    char *bad_warned;     /* by store index: its bad-timestamp line was printed */
+    char **bad_warned;    /* paths of the stores whose bad-timestamp line was printed (by path:
+                           * with --jobs a store's index is given after its open, parse.c) */
     int nbad_warned;
     atomic_int nscans;    /* raw scans open now (rawscan.c): they share one chunk budget */
     /* Atomic, and bad_warned under a lock (storeread.c): with --jobs the
@@ -88,6 +89,9 @@ typedef struct prs_rec {
     int args_len;
     long long pid, tid;
     prs_store *store;
+    /* args already decoded by a reader thread (readers.c, --jobs), valid as
+     * long as the strings; NULL: the model decodes them (model.c). */
+    const struct prs_args *pre;
 } prs_rec;
 
 /* Opens path read-only and positions on its first record. Returns NULL (and
