@@ -350,7 +350,8 @@ static void put_row(prs_out *o, prs_wq *q, prs_table *w, const prs_val *v, int n
     for (int i = 0; i < ncols; i++) {
         c[i] = v[i];
         if (v[i].kind == PRS_TEXT) {
-            memcpy(t + at, v[i].s, (size_t)v[i].n);
+            if (v[i].n > 0) /* an empty text may come as NULL */
+                memcpy(t + at, v[i].s, (size_t)v[i].n);
             c[i].s = NULL;
             c[i].i = (long long)at;
             at += (size_t)v[i].n;

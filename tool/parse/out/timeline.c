@@ -425,7 +425,8 @@ static tmsg *put_event(prs_timeline *t, int kind, int n, const char *s0, int l0,
     for (int i = 0; i < 3; i++) {
         if (m->len[i] < 0)
             continue;
-        memcpy(p, src[i], (size_t)m->len[i]);
+        if (m->len[i] > 0) /* a zero-length field may come as NULL (memcpy's arguments must not) */
+            memcpy(p, src[i], (size_t)m->len[i]);
         p[m->len[i]] = 0;
         p += m->len[i] + 1;
     }
@@ -657,7 +658,8 @@ void prs_timeline_slice(prs_timeline *t, const prs_rec *r, const prs_args *a, in
         m->ts = r->ts;
         m->dur = r->dur;
         m->valid = a->valid;
-        memcpy(items, t->marks, (size_t)t->nmarks * sizeof *t->marks);
+        if (t->nmarks) /* marks is NULL until the first flow mark */
+            memcpy(items, t->marks, (size_t)t->nmarks * sizeof *t->marks);
     }
     t->nmarks = 0;
     if (t->t_slice.ins)
@@ -717,7 +719,8 @@ void prs_timeline_counter(prs_timeline *t, int pid, const char *name, int64_t ts
         free(all);
         m->pid = pid;
         m->ts = ts;
-        memcpy(items, vals, (size_t)n * sizeof *vals);
+        if (n)
+            memcpy(items, vals, (size_t)n * sizeof *vals);
     }
     for (int i = 0; i < n; i++) {
         if (isnan(vals[i]))
@@ -889,7 +892,8 @@ static void emit_kernel(prs_timeline *t, int pid, long long tid, const char *nam
     m->tid = tid;
     m->ts = s0;
     m->dur = dur;
-    memcpy(items, fl, (size_t)nfl * sizeof *fl);
+    if (nfl)
+        memcpy(items, fl, (size_t)nfl * sizeof *fl);
 }
 
 /* The timeline thread: one message, one encoder call (wqueue.c). */
