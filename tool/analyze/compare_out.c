@@ -27,6 +27,7 @@
 
 #include "compare.h"
 #include "fsutil.h"
+#include "render.h"
 
 /* The row of metric key, or NULL. */
 static json_t *row_of(const json_t *rows, const char *key)
@@ -53,22 +54,6 @@ static void put_num(FILE *f, double x)
         fputs(",", f);
     else
         fprintf(f, ",%.10g", x);
-}
-
-/* A span name as a CSV field: quoted when it holds a comma, quote or newline. */
-static void put_name(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 static int write_csv(const json_t *doc, FILE *f)
@@ -99,7 +84,7 @@ static int write_csv(const json_t *doc, FILE *f)
             any |= (!isnan(a[s]) && a[s] != 0) || (!isnan(b[s]) && b[s] != 0);
         if (!any)
             continue;
-        put_name(f, name);
+        sa_csv_str(f, name);
         for (int s = 0; s < 3; s++)
             put_num(f, a[s]);
         for (int s = 0; s < 3; s++)

@@ -230,11 +230,11 @@ static void csv_num(FILE *f, double v)
         fprintf(f, "%.4f", v);
 }
 
-static void csv_str(FILE *f, const char *s)
+void sa_csv_str(FILE *f, const char *s)
 {
     if (!s)
         return;
-    if (!strpbrk(s, ",\"\n")) {
+    if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
         return;
     }
@@ -262,7 +262,7 @@ static void csv_stats(FILE *f, json_t *rows)
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r) {
-        csv_str(f, json_string_value(json_object_get(r, "metric")));
+        sa_csv_str(f, json_string_value(json_object_get(r, "metric")));
         static const char *const keys[] = {"average", "max", "min", "p50", "p90", "p99"};
         csv_nums(f, r, keys, 6);
         fputc('\n', f);
@@ -275,7 +275,7 @@ static void csv_service(FILE *f, json_t *rows)
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r) {
-        csv_str(f, json_string_value(json_object_get(r, "metric")));
+        sa_csv_str(f, json_string_value(json_object_get(r, "metric")));
         fputc(',', f);
         csv_num(f, num(r, "value"));
         fputc('\n', f);
@@ -290,19 +290,19 @@ static void csv_findings(FILE *f, json_t *doc)
     json_array_foreach(json_object_get(doc, "findings"), i, x) {
         json_t *fig = json_object_get(x, "figure"), *th = json_object_get(x, "threshold");
         fprintf(f, "%lld,", (long long)num(x, "rank"));
-        csv_str(f, json_string_value(json_object_get(x, "id")));
+        sa_csv_str(f, json_string_value(json_object_get(x, "id")));
         fprintf(f, ",%d,", json_is_true(json_object_get(x, "bottleneck")));
         csv_num(f, num(x, "score"));
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(x, "title")));
+        sa_csv_str(f, json_string_value(json_object_get(x, "title")));
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(fig, "name")));
+        sa_csv_str(f, json_string_value(json_object_get(fig, "name")));
         fputc(',', f);
         csv_num(f, num(fig, "value"));
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(th, "name")));
+        sa_csv_str(f, json_string_value(json_object_get(th, "name")));
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(th, "op")));
+        sa_csv_str(f, json_string_value(json_object_get(th, "op")));
         fputc(',', f);
         csv_num(f, num(th, "value"));
         fputc(',', f);
@@ -313,9 +313,9 @@ static void csv_findings(FILE *f, json_t *doc)
             size_t n = strlen(wl);
             snprintf(wl + n, sizeof wl - n, "%s%lld", k ? " " : "", (long long)json_integer_value(y));
         }
-        csv_str(f, wl);
+        sa_csv_str(f, wl);
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(x, "knob")));
+        sa_csv_str(f, json_string_value(json_object_get(x, "knob")));
         fputc('\n', f);
     }
 }
@@ -332,9 +332,9 @@ static void csv_windows(FILE *f, json_t *doc)
     size_t i;
     json_t *w;
     json_array_foreach(path(doc, "windows", "rows"), i, w) {
-        csv_str(f, json_string_value(json_object_get(w, "scope")));
+        sa_csv_str(f, json_string_value(json_object_get(w, "scope")));
         fputc(',', f);
-        csv_str(f, json_string_value(json_object_get(w, "prof_id")));
+        sa_csv_str(f, json_string_value(json_object_get(w, "prof_id")));
         fputc(',', f);
         if (json_is_integer(json_object_get(w, "dp_rank")))
             fprintf(f, "%lld", (long long)num(w, "dp_rank"));
@@ -365,7 +365,7 @@ static void csv_ttft(FILE *f, json_t *doc)
     size_t i;
     json_t *r;
     json_array_foreach(path(doc, "ttft_breakdown", "requests"), i, r) {
-        csv_str(f, json_string_value(json_object_get(r, "rid")));
+        sa_csv_str(f, json_string_value(json_object_get(r, "rid")));
         fprintf(f, ",%lld", (long long)json_integer_value(json_object_get(r, "start_ns")));
         static const char *const ks[] = {"ttft_ms", "queue_ms", "schedule_ms", "prefill_ms", "first_decode_wait_ms"};
         csv_nums(f, r, ks, 5);

@@ -20,5 +20,8 @@ void sa_render_csv(json_t *doc, FILE *f);
  * findings.csv, windows.csv, ttft_breakdown.csv and analyze.json into dir
  * (created). 0, or -1 with the reason in err. */
 int sa_render_files(json_t *doc, const char *dir, char *err, size_t errcap);
+/* s as one CSV field (RFC 4180): as it is, or quoted with its quotes doubled
+ * when it holds a comma, a quote or a line break; nothing for NULL. */
+void sa_csv_str(FILE *f, const char *s);
 
 #endif

@@ -46,6 +46,7 @@
 #include "parse.h"
 #include "plog.h"
 #include "profile.h"
+#include "render.h"
 #include "repcols.h"
 #include "split.h"
 
@@ -430,23 +431,6 @@ static void finish_pick(pick *p)
 
 typedef struct stat_acc { double max, min, sum, sumsq; long n; } stat_acc;
 
-static void csv_field(FILE *f, const char *s)
-{
-    if (!s)
-        return;
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* µs // 1000 of the reference: whole milliseconds since the epoch, rounded down */
 static long long whole_ms(int64_t ns) { return (long long)(ns >= 0 ? ns / 1000000 : -((-ns + 999999) / 1000000)); }
 
@@ -489,7 +473,7 @@ static int write_kind(split *s, int k, const char *outdir)
         double mean = a->sum / (double)a->n;
         /* the sample deviation (n - 1), 0 for one value, as the reference's */
         double var = a->n > 1 ? (a->sumsq - a->sum * mean) / (double)(a->n - 1) : 0;
-        csv_field(f, r->name);
+        sa_csv_str(f, r->name);
         fprintf(f, ",%.3f,%.4f,%.4f,%.4f,%.4f,", (double)(r->end - r->start) / 1e6, a->max, a->min, mean,
                 var > 0 ? sqrt(var) : 0.0);
         if (r->has_pt)
@@ -499,7 +483,7 @@ static int write_kind(split *s, int k, const char *outdir)
         fprintf(f, ",%lld,%lld", whole_ms(r->start), whole_ms(r->end));
         if (k == SA_SPLIT_PREFILL) {
             fputc(',', f);
-            csv_field(f, r->rid);
+            sa_csv_str(f, r->rid);
         }
         fputc('\n', f);
     }

@@ -30,19 +30,6 @@
 #include "profile.h"
 #include "render.h"
 
-void chs_ident(const char *s, char *out, size_t cap)
-{
-    size_t k = 0;
-    out[k++] = '`';
-    for (; *s && k + 4 < cap; s++) {
-        if (*s == '`' || *s == '\\')
-            out[k++] = '\\';
-        out[k++] = *s;
-    }
-    out[k++] = '`';
-    out[k] = 0;
-}
-
 int chs_table_exists(ch_src *x, const char *t)
 {
     char sql[1024], a[300], b[300];
@@ -93,7 +80,7 @@ static int open_src(ch_src *x, const char *url, char *err, size_t errcap)
     const char *slash = strchr(s, '/');
     snprintf(x->dbname, sizeof x->dbname, "%s", slash && slash[1] ? slash + 1 : "servprof");
     x->dbname[strcspn(x->dbname, "/?")] = 0;
-    chs_ident(x->dbname, x->db, sizeof x->db);
+    ch_ident(x->dbname, x->db, sizeof x->db);
     const char *pw = getenv("SERVPROF_CLICKHOUSE_PASSWORD");
     const char *eu = getenv("SERVPROF_CLICKHOUSE_USER");
     if (!user[0])

@@ -85,6 +85,19 @@ void ch_conn_close(ch_conn *c)
     memset(c, 0, sizeof *c);
 }
 
+void ch_ident(const char *s, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[k++] = '`';
+    for (; *s && k + 4 < cap; s++) {
+        if (*s == '`' || *s == '\\')
+            out[k++] = '\\';
+        out[k++] = *s;
+    }
+    out[k++] = '`';
+    out[k] = 0;
+}
+
 void ch_quote(const char *s, char *out, size_t cap)
 {
     size_t k = 0;

@@ -56,6 +56,8 @@ int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, s
 int ch_insert(ch_conn *c, const char *insert, const void *body, size_t n, char *err, size_t cap);
 /* Quotes s as a ClickHouse string literal into out ('...' with \\ and \' escaped). */
 void ch_quote(const char *s, char *out, size_t cap);
+/* Quotes s as a ClickHouse identifier into out (`...` with \\ and \` escaped). */
+void ch_ident(const char *s, char *out, size_t cap);
 void ch_conn_close(ch_conn *c);
 
 /* Server error codes the messages name (ClickHouse's ErrorCodes). */

@@ -200,7 +200,7 @@ static int fill_table(ch_src *x, sa_ingest *g, const char *t, int by)
         size_t n = (size_t)snprintf(sql, cap, "SELECT ");
         for (int i = 0; i < f->ncols; i++) {
             char id[300];
-            chs_ident(f->names[i], id, sizeof id);
+            ch_ident(f->names[i], id, sizeof id);
             n += (size_t)snprintf(sql + n, cap - n, "%s%s", i ? ", " : "", id);
         }
         snprintf(sql + n, cap - n, " FROM %s.%s %s ORDER BY export_id, seq FORMAT TabSeparated", x->db, t,

@@ -60,19 +60,6 @@ typedef struct dec {        /* one table's answer being decoded */
     int oom;
 } dec;
 
-static void bq(const char *s, char *out, size_t cap)
-{
-    size_t k = 0;
-    out[k++] = '`';
-    for (; *s && k + 4 < cap; s++) {
-        if (*s == '`' || *s == '\\')
-            out[k++] = '\\';
-        out[k++] = *s;
-    }
-    out[k++] = '`';
-    out[k] = 0;
-}
-
 static int type_of(const char *t, int *nullable)
 {
     static const struct { const char *n; int t; } k[] = {
@@ -276,7 +263,7 @@ ch_reader *ch_reader_open(const char *url, const char *session, const char *host
             snprintf(err, cap, "%s: database name '%s': letters, digits and '_' only", url, r->dbname);
             goto fail;
         }
-    bq(r->dbname, r->db, sizeof r->db);
+    ch_ident(r->dbname, r->db, sizeof r->db);
     if (!host[0]) {
         snprintf(err, cap, "%s: no host (expected clickhouse://HOST:PORT/DATABASE)", url);
         goto fail;
@@ -394,7 +381,7 @@ int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, lo
         d->cols[d->ncols].name = line;
         d->cols[d->ncols].sqltype = t == T_STR ? "TEXT" : (t == T_F64 || t == T_F32) ? "REAL" : "INTEGER";
         char id[300];
-        bq(line, id, sizeof id);
+        ch_ident(line, id, sizeof id);
         k += (size_t)snprintf(q + k, 65536 - k, "%s%s", d->ncols ? ", " : "", id);
         d->ncols++;
     }
@@ -408,7 +395,7 @@ int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, lo
         goto out;
     }
     char tid[300];
-    bq(table, tid, sizeof tid);
+    ch_ident(table, tid, sizeof tid);
     k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, " FROM %s.%s", r->db, tid);
     const char *glue = " WHERE ";
     if (r->where[0]) {

@@ -33,8 +33,6 @@ enum { CHS_BY_NONE, CHS_BY_RID, CHS_BY_HTTP_RID, CHS_BY_PROC };
 const char *chs_where(const ch_src *x, int by, char *buf, size_t cap);
 /* 1 when table t exists in the database (0 also on an error, set in x->err). */
 int chs_table_exists(ch_src *x, const char *t);
-/* s as a quoted identifier (`...`). */
-void chs_ident(const char *s, char *out, size_t cap);
 
 /* chprofile.c: every report row analyze reads, fed to g. 0, or -1 with x->err. */
 int chs_fill_reports(ch_src *x, sa_ingest *g);

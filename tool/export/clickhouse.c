@@ -157,20 +157,6 @@ static void fail(chx *x, const char *fmt, ...)
 
 static int failed(chx *x) { return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE); }
 
-/* `name` quoted as an identifier. */
-static void ident(const char *s, char *out, size_t cap)
-{
-    size_t k = 0;
-    out[k++] = '`';
-    for (; *s && k + 4 < cap; s++) {
-        if (*s == '`' || *s == '\\')
-            out[k++] = '\\';
-        out[k++] = *s;
-    }
-    out[k++] = '`';
-    out[k] = 0;
-}
-
 /* ---- URL, password, nodes ------------------------------------------------ */
 
 typedef struct churl {
@@ -353,11 +339,11 @@ static int create_table(chx *x, const char *name, const char *cols, const char *
 {
     char *sql = malloc(strlen(cols) + 1024);
     char db[140], loc[300], dist[300];
-    ident(x->db, db, sizeof db);
+    ch_ident(x->db, db, sizeof db);
     char lname[300];
     snprintf(lname, sizeof lname, "%s%s", name, x->cluster[0] ? "_local" : "");
-    ident(lname, loc, sizeof loc);
-    ident(name, dist, sizeof dist);
+    ch_ident(lname, loc, sizeof loc);
+    ch_ident(name, dist, sizeof dist);
     sprintf(sql, "CREATE TABLE IF NOT EXISTS %s.%s (%s) ENGINE = %s() ORDER BY (%s)", db, loc, cols, engine,
             order);
     int rc = on_all(x, sql);
@@ -377,9 +363,9 @@ static int create_table(chx *x, const char *name, const char *cols, const char *
 static void local_name(const chx *x, const char *name, char *out, size_t cap)
 {
     char db[140], t[260], l[300];
-    ident(x->db, db, sizeof db);
+    ch_ident(x->db, db, sizeof db);
     snprintf(t, sizeof t, "%s%s", name, x->cluster[0] ? "_local" : "");
-    ident(t, l, sizeof l);
+    ch_ident(t, l, sizeof l);
     snprintf(out, cap, "%s.%s", db, l);
 }
 
@@ -399,8 +385,8 @@ static void stream_ready(chx *x, ctab *t, stream *s, const char *keycol)
     char tn[460], lit[1200], sql[2048], err[1024];
     if (x->cluster[0]) {
         char db[140], tb[300];
-        ident(x->db, db, sizeof db);
-        ident(t->name, tb, sizeof tb);
+        ch_ident(x->db, db, sizeof db);
+        ch_ident(t->name, tb, sizeof tb);
         snprintf(tn, sizeof tn, "%s.%s", db, tb);
     } else
         local_name(x, t->name, tn, sizeof tn);
@@ -689,7 +675,7 @@ static ctab *report_table(chx *x, const prs_table *src)
     size_t n = (size_t)snprintf(cols, cap, "export_id String, seq UInt64");
     for (int i = 0; i < src->ncols; i++) {
         char id[300];
-        ident(src->cols[i].name, id, sizeof id);
+        ch_ident(src->cols[i].name, id, sizeof id);
         t->kind[i] = kind_of(src->cols[i].sqltype);
         n += (size_t)snprintf(cols + n, cap - n, ", %s Nullable(%s)", id,
                               t->kind[i] == K_I64 ? "Int64" : t->kind[i] == K_F64 ? "Float64" : "String");
@@ -889,7 +875,7 @@ static void *ch_open(const exp_opts *o, char *err, size_t cap)
             goto bad;
     if (o->create) {
         char sql[300], db[140];
-        ident(x->db, db, sizeof db);
+        ch_ident(x->db, db, sizeof db);
         snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS %s", db);
         if (on_all(x, sql) != 0 || create_table(x, "span", span_cols, "store, seq", "MergeTree") != 0 ||
             create_table(x, "link", link_cols, "store, seq", "MergeTree") != 0 ||
