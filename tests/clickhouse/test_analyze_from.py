@@ -79,7 +79,7 @@ def from_analyze(url, *extra, check=True):
     return p
 
 
-def demo_run(root):
+def demo_run(root, sampler_hz=0):
     """A real tiny-llm-server run under load, profiled from its start; None when not built."""
     from support.demo_util import LOAD, SMALL_MODEL, Server
     if not (os.path.exists(LOAD) and os.path.exists(os.path.join(os.path.dirname(LOAD), "tiny-llm-server"))):
@@ -88,7 +88,10 @@ def demo_run(root):
     cfg = os.path.join(root, "profiler.json")
     prof = os.path.join(root, "prof")
     with open(cfg, "w") as f:
-        json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}, f)
+        cfg_doc = {"enable": 1, "prof_dir": prof, "profiler_level": "INFO"}
+        if sampler_hz:
+            cfg_doc["host_system_usage_freq"] = sampler_hz
+        json.dump(cfg_doc, f)
     with Server(SMALL_MODEL, env={"SERVICE_PROF_CONFIG_PATH": cfg}, workdir=root) as srv:
         p = subprocess.run([LOAD, "--port", str(srv.port), "--rate", "20", "--duration", "3",
                             "--prompt-len", "16:64", "--output-len", "4:16", "--vocab", "1024", "--quiet",

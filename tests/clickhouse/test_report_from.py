@@ -28,7 +28,7 @@ import unittest
 
 import chlib  # noqa: E402
 from support import servelike  # noqa: E402
-from test_analyze_from import diff  # noqa: E402
+from test_analyze_from import demo_run, diff  # noqa: E402
 from test_export import BIN, build_fleet, env, export  # noqa: E402
 
 
@@ -45,28 +45,6 @@ def report(*args, check=True):
     return p
 
 
-def demo_run(root):
-    """A real tiny-llm-server run with the host sampler on; None when the demo is not built."""
-    from support.demo_util import LOAD, SMALL_MODEL, Server
-    if not (os.path.exists(LOAD) and os.path.exists(os.path.join(os.path.dirname(LOAD), "tiny-llm-server"))):
-        return None
-    os.makedirs(root, exist_ok=True)
-    cfg = os.path.join(root, "profiler.json")
-    prof = os.path.join(root, "prof")
-    with open(cfg, "w") as f:
-        json.dump({"enable": 1, "prof_dir": prof, "profiler_level": "INFO", "host_system_usage_freq": 20}, f)
-    with Server(SMALL_MODEL, env={"SERVICE_PROF_CONFIG_PATH": cfg}, workdir=root) as srv:
-        p = subprocess.run([LOAD, "--port", str(srv.port), "--rate", "20", "--duration", "3",
-                            "--prompt-len", "16:64", "--output-len", "4:16", "--vocab", "1024", "--quiet",
-                            "--out", os.path.join(root, "client.csv")], capture_output=True, text=True,
-                           timeout=300)
-        if p.returncode != 0:
-            raise AssertionError("servprof-load failed:\n" + p.stdout + p.stderr)
-        if srv.stop() != 0:
-            raise AssertionError("server did not stop cleanly:\n" + srv.output())
-    return prof
-
-
 class ReportFrom(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -75,7 +53,7 @@ class ReportFrom(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="sp-ch-rep-")
         cls.cluster = chlib.Cluster(2, "two", os.path.join(cls.tmp, "ch")).start()
         try:
-            cls.prof = demo_run(os.path.join(cls.tmp, "demo"))
+            cls.prof = demo_run(os.path.join(cls.tmp, "demo"), sampler_hz=20)
             if cls.prof is None:  # the demo is not built: the parse tests' serving run
                 cls.prof = os.path.join(cls.tmp, "serve")
                 servelike.build(cls.prof)
