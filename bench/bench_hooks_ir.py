@@ -8,8 +8,10 @@ under `valgrind --tool=callgrind` twice — N calls of the hooked function,
 N calls of its unhooked twin — and the difference of the instructions
 collected, divided by N, is the hook's cost per call in instructions
 (everything else, interpreter start and imports included, is the same in
-both runs). With collection on, the library's writer thread is counted
-too (callgrind counts every thread): it is the same for both wrappers.
+both runs). Two columns: every thread (with collection on, the library's
+writer thread, which is the same for both wrappers, is counted too) and
+the calling thread alone (--separate-threads=yes, thread 1): the
+wrapper's own cost, the figure issue 28's goal is about.
 
     SERVPROF_LIB=build/lib/libservprof.so python3 bench/bench_hooks_ir.py [--calls N]
 
@@ -17,37 +19,52 @@ Needs valgrind; a few minutes (each run is a Python start under callgrind).
 """
 
 import argparse
+import glob
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = [(0, "plain function, span, no expressions"), (1, "method, span, rid + 2 attributes")]
 
 
 def instructions(wrapper, case, phase, which, calls):
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           sys.executable, os.path.join(HERE, "bench_hooks.py"), "--child", "--wrapper", wrapper,
-           "--calls", str(calls), "--one", "%d,%s,%s" % (case, phase, which)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"Collected : (\d+)", p.stderr)
-    if p.returncode != 0 or not m:
-        sys.exit("bench_hooks_ir: %s failed:\n%s" % (" ".join(cmd), p.stderr[-2000:]))
-    return int(m.group(1))
+    """(all threads, the calling thread) instructions of one child run.
+    --separate-threads writes one file per thread; thread 1 is the main
+    thread, the one that calls the hooked function."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--callgrind-out-file=" + out,
+               sys.executable, os.path.join(HERE, "bench_hooks.py"), "--child", "--wrapper", wrapper,
+               "--calls", str(calls), "--one", "%d,%s,%s" % (case, phase, which)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        m = re.search(r"Collected : (\d+)", p.stderr)
+        if p.returncode != 0 or not m:
+            sys.exit("bench_hooks_ir: %s failed:\n%s" % (" ".join(cmd), p.stderr[-2000:]))
+        main_thread = None
+        for f in glob.glob(out + "*-01"):
+            with open(f) as fh:
+                t = re.search(r"^(?:summary|totals): (\d+)", fh.read(), re.M)
+            main_thread = int(t.group(1)) if t else None
+        if main_thread is None:
+            sys.exit("bench_hooks_ir: no per-thread file for the main thread under " + tmp)
+        return int(m.group(1)), main_thread
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=5000)
     a = ap.parse_args()
-    print("%-40s %-8s %-5s %14s" % ("hooked function", "wrapper", "coll.", "+instr/call"))
+    print("%-40s %-8s %-5s %14s %16s" % ("hooked function", "wrapper", "coll.", "+instr/call", "caller's thread"))
     for case, name in CASES:
         for phase in ("off", "on"):
             for wrapper in ("c", "python"):
-                d = (instructions(wrapper, case, phase, "hooked", a.calls)
-                     - instructions(wrapper, case, phase, "twin", a.calls)) / a.calls
-                print("%-40s %-8s %-5s %14.0f" % (name, wrapper, phase, d), flush=True)
+                hooked = instructions(wrapper, case, phase, "hooked", a.calls)
+                twin = instructions(wrapper, case, phase, "twin", a.calls)
+                d = [(h - t) / a.calls for h, t in zip(hooked, twin)]
+                print("%-40s %-8s %-5s %14.0f %16.0f" % (name, wrapper, phase, d[0], d[1]), flush=True)
     return 0
 
 
