@@ -267,6 +267,20 @@ class Scheduler:
         self.assertEqual(man["sources"][1]["date"], "2025-02-10")
         self.assertEqual(man["sources"][1]["mapped"], "main that day")
         self.assertEqual(manifest.check(hooks, man), [])
+        # A file whose earlier lines are commits (an abbreviated sha, as
+        # sglang.releases has) and later ones days: each line resolves alone.
+        sha1 = subprocess.run(["git", "-C", git, "rev-parse", "v1.0"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        mixed = H.write(d, "mixed.releases", "1.0 %s  # the bump\n2.0 2025-02-11\n" % sha1[:9])
+        T.run([H.PY, MANIFEST, "make", "--set", hooks, "--git", git, "--releases", mixed,
+               "-o", out], cwd=d)
+        with open(out) as f:
+            mixed_man = json.load(f)
+        self.assertEqual([(s["version"], s["commit"], s["ref"]) for s in mixed_man["sources"]],
+                         [("1.0", sha1, sha1[:9]), ("2.0", man["sources"][1]["commit"],
+                                                    "2025-02-11")])
+        self.assertEqual(mixed_man["sources"][0]["date"], "2025-01-10")
+        self.assertEqual(manifest.check(hooks, mixed_man), [])
         # Without the ranges, each entry fails in the release it was not
         # written for.
         with open(hooks) as f:
