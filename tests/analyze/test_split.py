@@ -6,7 +6,9 @@ raw stores, a session folder's parse output folder and its profiler.db, and
 bad options (one line, exit 2) and a pick that finds nothing (exit 1, the batch
 sizes there named); --log-level (parse's names and meaning) and the
 reference's debug files it adds at debug (<kind>_detail.csv, <kind>_<N>.csv),
-their columns and one row worked out here.
+their columns and one row worked out here; the temporary folder of a killed run
+(killed for real: a file-size limit) removed by the next run, and never one
+still in use.
 
 The store, times in ms after T0, one engine process (pid 100), threads 1
 (requests), 3 (scheduler) and 4 (worker):
@@ -22,9 +24,13 @@ The store, times in ms after T0, one engine process (pid 100), threads 1
 """
 import csv
 import datetime
+import fcntl
 import os
+import resource
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from support.fixtures import T0, Store, run_parse
@@ -232,6 +238,54 @@ class Split(unittest.TestCase):
         self.assertEqual((gap["during_time(ms)"], gap["start_datetime"]), ("-3000.000", ""))  # 20 -> 17
         _, pg = read(os.path.join(out, "prefill_1.csv"))
         self.assertEqual({r["rid"] for r in pg if r["name"] in ("httpReq", "tokenize", "httpRes")}, {"p1"})
+
+    def test_killed_runs_folder_removed_by_the_next(self):
+        root = self.out("tmproot")
+        os.makedirs(root)
+        env = dict(os.environ, TMPDIR=root)
+
+        def plant(name, lock=True, age=0):
+            d = os.path.join(root, name)
+            os.makedirs(d)
+            with open(os.path.join(d, "profiler.db.partial"), "w") as f:
+                f.write("x" * 1000)
+            if lock:
+                open(os.path.join(d, ".lock"), "w").close()
+            if age:
+                os.utime(d, (time.time() - age, time.time() - age))
+            return d
+
+        plant("servprof-split-killed")                   # its lock no longer held: the run died
+        busy = plant("servprof-split-inuse")             # a run still at work holds its lock
+        plant("servprof-split-oldnol", lock=False, age=120)  # died before locking, long ago
+        plant("servprof-split-newnol", lock=False)       # just made by a run about to lock it
+        plant("other-folder", lock=True)                 # not ours
+        held = open(os.path.join(busy, ".lock"))
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            split(self.raw, self.out("k"), "--decode-batch-size", "2", env=env)
+            self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-inuse",
+                                                        "servprof-split-newnol"])
+            self.assertTrue(os.path.exists(os.path.join(busy, "profiler.db.partial")))
+        finally:
+            held.close()
+        # released: the next run takes it; its own folder is gone when it ends
+        split(self.raw, self.out("k"), "--decode-batch-size", "2", env=env)
+        self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-newnol"])
+        self.assertTrue(os.path.exists(os.path.join(self.out("k"), "decode.csv")))
+        # a run killed mid-parse: a file-size limit smaller than its profiler.db kills it (SIGXFSZ)
+        # while it writes into its folder, which stays behind, locked by no one
+        limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # noqa: E731
+        p = subprocess.run([CLI, "split", self.raw, "-o", self.out("k2"), "--decode-batch-size", "2"], env=env,
+                           capture_output=True, timeout=120, preexec_fn=limit)
+        self.assertEqual(p.returncode, -signal.SIGXFSZ, p.stderr)
+        left = sorted(set(os.listdir(root)) - {"other-folder", "servprof-split-newnol"})
+        self.assertEqual(len(left), 1, left)
+        self.assertTrue(left[0].startswith("servprof-split-"))
+        self.assertIn(".lock", os.listdir(os.path.join(root, left[0])))
+        self.assertFalse(os.path.exists(os.path.join(self.out("k2"), "decode.csv")))
+        split(self.raw, self.out("k2"), "--decode-batch-size", "2", env=env)
+        self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-newnol"])
 
     def test_bad_options(self):
         for opts, word in ((["--decode-batch-size", "-1"], "--decode-batch-size"),

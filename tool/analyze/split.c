@@ -23,15 +23,15 @@
  * its profiler.db (slice_data: every record; batch: each step's type, size
  * and rid list); raw stores or a session folder are first parsed, with
  * profiler.db as the only output, into a private temporary folder that is
- * removed afterwards, so the three inputs give the same files by
- * construction. The timeline is read in one pass (rows are in time
+ * removed afterwards (splittmp.c: locked while in use, so the next run can
+ * remove one a killed run left), so the three inputs give the same files
+ * by construction. The timeline is read in one pass (rows are in time
  * order); a row finds its picked step by binary search on (pid, start),
  * so the cost does not grow with --*-number. At --log-level debug the
  * reference's debug files are written beside the two (see "debug files"
  * below).
  */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -52,6 +52,7 @@
 #include "render.h"
 #include "repcols.h"
 #include "split.h"
+#include "splittmp.h"
 
 #define SCHED_SQL "('BatchSchedule', 'batchFrameworkProcessing')"
 /* A row's args: long texts are stored once in slice_args (timeline.c) */
@@ -725,13 +726,6 @@ static int write_groups(split *s, int k, long number, const char *outdir)
 
 /* ------------------------------------------------------------ input */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* Raw stores or a session folder: parsed into tmp (profiler.db only). */
 static int parse_to(const sa_split_opts *o, const char *tmp)
 {
@@ -871,11 +865,13 @@ static int run_input(const sa_split_opts *o)
         snprintf(dbpath, sizeof dbpath, "%s/profiler.db", o->input);
     if (is_file(dbpath))
         return run_db(o, dbpath);
-    const char *tmpdir = getenv("TMPDIR");
+    int swept = sa_split_tmp_sweep();
+    if (swept)
+        say(PRS_DEBUG, "removed %d folder(s) that killed runs left in the temporary folder", swept);
     char tmp[3072];
-    snprintf(tmp, sizeof tmp, "%s/servprof-split-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(tmp)) {
-        say(PRS_ERROR, "%s: cannot make a folder for the parse: %s", tmp, strerror(errno));
+    int lock = sa_split_tmp_make(tmp, sizeof tmp);
+    if (lock < 0) {
+        say(PRS_ERROR, "%s: cannot make a folder for the parse: %s", tmp, strerror(-lock));
         return 1;
     }
     int rc = parse_to(o, tmp);
@@ -885,7 +881,7 @@ static int run_input(const sa_split_opts *o)
         rc = 2;
     } else
         rc = run_db(o, dbpath);
-    nftw(tmp, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    sa_split_tmp_remove(tmp, lock);
     return rc;
 }
 

@@ -37,7 +37,9 @@ typedef struct sa_split_opts {
  * Messages go to stderr, one line each, prefixed "servprof split: ", those
  * below o->log_level left out; at PRS_DEBUG the reference's debug files
  * (<kind>_detail.csv, <kind>_<number>.csv) are written too. Sets the
- * calling thread's parse log level (plog.h) for the call and restores it. */
+ * calling thread's parse log level (plog.h) for the call and restores it.
+ * Before it parses raw stores, removes the temporary folders that earlier
+ * runs killed mid-parse left behind (their lock no longer held). */
 int sa_split_run(const sa_split_opts *o);
 
 #endif
