@@ -4,7 +4,11 @@ request id; the first --*-number of them), the rows and columns of prefill.csv
 and decode.csv with their statistics worked out by hand, the same files from
 raw stores, a session folder's parse output folder and its profiler.db, and
 bad options (one line, exit 2) and a pick that finds nothing (exit 1, the batch
-sizes there named).
+sizes there named); --log-level (parse's names and meaning) and the
+reference's debug files it adds at debug (<kind>_detail.csv, <kind>_<N>.csv),
+their columns and one row worked out here; the temporary folder of a killed run
+(killed for real: a file-size limit) removed by the next run, and never one
+still in use.
 
 The store, times in ms after T0, one engine process (pid 100), threads 1
 (requests), 3 (scheduler) and 4 (worker):
@@ -19,9 +23,14 @@ The store, times in ms after T0, one engine process (pid 100), threads 1
   p2: httpReq 2 (no prefill step of its own)
 """
 import csv
+import datetime
+import fcntl
 import os
+import resource
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from support.fixtures import T0, Store, run_parse
@@ -55,9 +64,9 @@ def build(root):
     s.close()
 
 
-def split(inp, out, *opts, rc=0):
+def split(inp, out, *opts, rc=0, env=None):
     p = subprocess.run([CLI, "split", inp, "-o", out, "--no-progress", *opts], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=env)
     assert p.returncode == rc, (p.returncode, p.stdout, p.stderr)
     return p
 
@@ -164,6 +173,119 @@ class Split(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.out("n"), "decode.csv")))
         p = split(self.raw, self.out("n"), "--prefill-rid", "p2", rc=1)  # p2 has no Prefill step
         self.assertIn("holds request p2", p.stderr)
+
+    def test_log_level(self):
+        args = ("--decode-batch-size", "2")
+        p = split(self.raw, self.out("l0"), *args, "--log-level", "loud", rc=2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("--log-level 'loud' is not one of: debug, info", p.stderr)
+        # none: not even the "nothing found" line; the status still says it
+        p = split(self.raw, self.out("l1"), "--decode-batch-size", "7", "--log-level", "none", rc=1)
+        self.assertEqual(p.stderr, "")
+        p = split(self.raw, self.out("l1"), "--decode-batch-size", "7", "--log-level", "fatal", rc=1)
+        self.assertEqual(p.stderr, "")  # the reference's fatal is error: the warning is left out
+        p = split(self.raw, self.out("l1"), "--decode-batch-size", "7", "--log-level", "warning", rc=1)
+        self.assertIn("batch sizes of its Decode steps", p.stderr)
+        # debug reaches the in-process parse too; by default the parse says nothing below warning
+        p = split(self.raw, self.out("l2"), *args, "--log-level", "debug")
+        self.assertIn("servprof parse: debug:", p.stderr)
+        self.assertIn("servprof split: debug: wrote", p.stderr)
+        p = split(self.raw, self.out("l3"), *args)
+        self.assertEqual(p.stderr, "")
+        self.assertEqual(os.listdir(self.out("l3")), ["decode.csv"])  # no debug files below debug
+        self.assertIn("--log-level", subprocess.run([CLI, "split", "--help"], capture_output=True,
+                                                    text=True).stdout)
+
+    def test_debug_files(self):
+        out = self.out("dbg")
+        split(self.raw, out, "--decode-batch-size", "2", "--decode-number", "5", "--prefill-batch-size", "1",
+              "--log-level", "debug")
+        self.assertEqual(sorted(os.listdir(out)), ["decode.csv", "decode_5.csv", "decode_detail.csv",
+                                                   "prefill.csv", "prefill_1.csv", "prefill_detail.csv"])
+        cols = ["name", "during_time(ms)", "pid", "tid", "start_time(ms)", "end_time(ms)", "rid", "start_datetime",
+                "end_datetime", "batch_type", "batch_size", "rid_list", "token_id_list"]
+        _, dec = read(os.path.join(out, "decode.csv"))
+        pid, tid = {r["name"]: r for r in dec}["BatchSchedule"]["pid"], {r["name"]: r for r in dec}["forward"]["tid"]
+        us = T0 // 1000  # the detail files keep the reference's unconverted microseconds
+        # the detail: every step (5), an AllTime for each with a next (4), the HTTP records from the first step on
+        head, det = read(os.path.join(out, "decode_detail.csv"))
+        self.assertEqual(head, cols)
+        self.assertEqual([r["name"] for r in det],
+                         ["BatchSchedule", "AllTime"] * 4 + ["httpRes", "BatchSchedule", "httpRes"])
+        step3 = det[4]
+        local = datetime.datetime.fromtimestamp((T0 + 16_000_000) / 1e9)  # as batch.csv's start_datetime
+        self.assertEqual(step3, {
+            "name": "BatchSchedule", "during_time(ms)": "1000.000", "pid": pid, "tid": step3["tid"],
+            "start_time(ms)": "%d.000" % (us + 16000), "end_time(ms)": "%d.000" % (us + 17000), "rid": "",
+            "start_datetime": local.strftime("%Y-%m-%d %H:%M:%S.%f"),
+            "end_datetime": (local + datetime.timedelta(milliseconds=1)).strftime("%Y-%m-%d %H:%M:%S.%f"),
+            "batch_type": "Decode", "batch_size": "2", "rid_list": "['p1', 'p2']", "token_id_list": ""})
+        self.assertEqual(det[5], {**{c: "" for c in cols}, "name": "AllTime", "during_time(ms)": "6000.000",
+                                  "start_time(ms)": "%d.000" % (us + 16000), "end_time(ms)": "%d.000" % (us + 22000)})
+        _, pdet = read(os.path.join(out, "prefill_detail.csv"))
+        self.assertEqual(pdet[0]["name"], "httpReq")  # from the first httpReq on
+        self.assertEqual(pdet[0]["rid"], "p1")
+        # the groups: each picked step's rows before the statistics, each led by an empty row
+        head, grp = read(os.path.join(out, "decode_5.csv"))
+        self.assertEqual(head, cols)
+        names = [r["name"] for r in dec]
+        self.assertEqual([r["name"] for r in grp], ([""] + names) * 2)
+        fw = [r for r in grp if r["name"] == "forward"]
+        self.assertEqual([r["during_time(ms)"] for r in fw], ["2000.000", "3000.000"])  # steps 3 and 4
+        self.assertEqual(fw[1]["start_time(ms)"], "%d.000" % (us + 23000))
+        self.assertEqual(fw[1]["tid"], tid)
+        gap = [r for r in grp if r["name"] == "Between-modelExec-forward"][0]
+        self.assertEqual((gap["during_time(ms)"], gap["start_datetime"]), ("-3000.000", ""))  # 20 -> 17
+        _, pg = read(os.path.join(out, "prefill_1.csv"))
+        self.assertEqual({r["rid"] for r in pg if r["name"] in ("httpReq", "tokenize", "httpRes")}, {"p1"})
+
+    def test_killed_runs_folder_removed_by_the_next(self):
+        root = self.out("tmproot")
+        os.makedirs(root)
+        env = dict(os.environ, TMPDIR=root)
+
+        def plant(name, lock=True, age=0):
+            d = os.path.join(root, name)
+            os.makedirs(d)
+            with open(os.path.join(d, "profiler.db.partial"), "w") as f:
+                f.write("x" * 1000)
+            if lock:
+                open(os.path.join(d, ".lock"), "w").close()
+            if age:
+                os.utime(d, (time.time() - age, time.time() - age))
+            return d
+
+        plant("servprof-split-killed")                   # its lock no longer held: the run died
+        busy = plant("servprof-split-inuse")             # a run still at work holds its lock
+        plant("servprof-split-oldnol", lock=False, age=120)  # died before locking, long ago
+        plant("servprof-split-newnol", lock=False)       # just made by a run about to lock it
+        plant("other-folder", lock=True)                 # not ours
+        held = open(os.path.join(busy, ".lock"))
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            split(self.raw, self.out("k"), "--decode-batch-size", "2", env=env)
+            self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-inuse",
+                                                        "servprof-split-newnol"])
+            self.assertTrue(os.path.exists(os.path.join(busy, "profiler.db.partial")))
+        finally:
+            held.close()
+        # released: the next run takes it; its own folder is gone when it ends
+        split(self.raw, self.out("k"), "--decode-batch-size", "2", env=env)
+        self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-newnol"])
+        self.assertTrue(os.path.exists(os.path.join(self.out("k"), "decode.csv")))
+        # a run killed mid-parse: a file-size limit smaller than its profiler.db kills it (SIGXFSZ)
+        # while it writes into its folder, which stays behind, locked by no one
+        limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # noqa: E731
+        p = subprocess.run([CLI, "split", self.raw, "-o", self.out("k2"), "--decode-batch-size", "2"], env=env,
+                           capture_output=True, timeout=120, preexec_fn=limit)
+        self.assertEqual(p.returncode, -signal.SIGXFSZ, p.stderr)
+        left = sorted(set(os.listdir(root)) - {"other-folder", "servprof-split-newnol"})
+        self.assertEqual(len(left), 1, left)
+        self.assertTrue(left[0].startswith("servprof-split-"))
+        self.assertIn(".lock", os.listdir(os.path.join(root, left[0])))
+        self.assertFalse(os.path.exists(os.path.join(self.out("k2"), "decode.csv")))
+        split(self.raw, self.out("k2"), "--decode-batch-size", "2", env=env)
+        self.assertEqual(sorted(os.listdir(root)), ["other-folder", "servprof-split-newnol"])
 
     def test_bad_options(self):
         for opts, word in ((["--decode-batch-size", "-1"], "--decode-batch-size"),

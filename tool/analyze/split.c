@@ -23,13 +23,15 @@
  * its profiler.db (slice_data: every record; batch: each step's type, size
  * and rid list); raw stores or a session folder are first parsed, with
  * profiler.db as the only output, into a private temporary folder that is
- * removed afterwards, so the three inputs give the same files by
- * construction. The timeline is read in one pass (rows are in time
+ * removed afterwards (splittmp.c: locked while in use, so the next run can
+ * remove one a killed run left), so the three inputs give the same files
+ * by construction. The timeline is read in one pass (rows are in time
  * order); a row finds its picked step by binary search on (pid, start),
- * so the cost does not grow with --*-number.
+ * so the cost does not grow with --*-number. At --log-level debug the
+ * reference's debug files are written beside the two (see "debug files"
+ * below).
  */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,6 +44,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "fmt.h"
 #include "fsutil.h"
 #include "parse.h"
 #include "plog.h"
@@ -49,6 +52,7 @@
 #include "render.h"
 #include "repcols.h"
 #include "split.h"
+#include "splittmp.h"
 
 #define SCHED_SQL "('BatchSchedule', 'batchFrameworkProcessing')"
 /* A row's args: long texts are stored once in slice_args (timeline.c) */
@@ -56,12 +60,16 @@
 static const char *const kind_name[SA_SPLIT_NSEL] = {"Prefill", "Decode"};
 static const char *const file_name[SA_SPLIT_NSEL] = {"prefill.csv", "decode.csv"};
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+/* One line on stderr unless `level` is below the thread's threshold
+ * (plog.h, set from --log-level for the run). */
+static void say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int level, const char *fmt, ...)
 {
+    if (level < prs_log_level() || level >= PRS_NONE)
+        return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("servprof split: ", stderr);
+    fputs(level == PRS_DEBUG ? "servprof split: debug: " : "servprof split: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -69,7 +77,7 @@ static void say(const char *fmt, ...)
 
 /* A scheduling step of the timeline, with what batch.csv says of it. */
 typedef struct step {
-    int64_t ts, next;      /* start; start of the next step of the same process (-1: none) */
+    int64_t ts, dur, next; /* start; duration; start of the next step of the same process (-1: none) */
     long long pid, tid;
     char *name, *type, *res; /* owned; type and res NULL when batch has no row for it */
     long bs;
@@ -154,8 +162,8 @@ static step *step_at(split *s, int64_t us, const char *name)
 static int load_steps(split *s)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT timestamp, name, pid, tid FROM slice_data WHERE name IN " SCHED_SQL
-                                  " ORDER BY timestamp, rowid", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT timestamp, name, pid, tid, duration FROM slice_data WHERE name IN "
+                                  SCHED_SQL " ORDER BY timestamp, rowid", -1, &st, NULL) != SQLITE_OK)
         return -1;
     int cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -165,7 +173,8 @@ static int load_steps(split *s)
         }
         s->steps[s->nsteps++] = (step){.ts = sqlite3_column_int64(st, 0), .next = -1,
                                        .name = dup_or_null(sqlite3_column_text(st, 1)),
-                                       .pid = sqlite3_column_int64(st, 2), .tid = sqlite3_column_int64(st, 3)};
+                                       .pid = sqlite3_column_int64(st, 2), .tid = sqlite3_column_int64(st, 3),
+                                       .dur = sqlite3_column_int64(st, 4)};
     }
     sqlite3_finalize(st);
     if (s->nsteps > 1) /* already in order: keeps it so */
@@ -492,21 +501,230 @@ static int write_kind(split *s, int k, const char *outdir)
     snprintf(path, sizeof path, "%s/%s", outdir, file_name[k]);
     int rc = sp_write_atomic(path, buf, len, 0644);
     if (rc != 0)
-        say("%s: cannot write: %s", path, strerror(errno));
+        say(PRS_ERROR, "%s: cannot write: %s", path, strerror(errno));
     free(buf);
     free(acc);
     sa_strmap_free(&names);
     return rc == 0 ? 0 : 1;
 }
 
-/* ------------------------------------------------------------ input */
+/* ------------------------------------------------------------ debug files
+ *
+ * At --log-level debug the reference also writes <kind>_detail.csv (the
+ * timeline it picks from) and <kind>_<number>.csv (every picked step's
+ * rows before the statistics, each step led by an empty row), with the
+ * columns of its timeline table. Their times are the reference's
+ * unconverted ones, microseconds (despite the "(ms)" in the names), here
+ * with the nanoseconds as three decimals. */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+#define DBG_HEAD "name,during_time(ms),pid,tid,start_time(ms),end_time(ms),rid,start_datetime,end_datetime," \
+                 "batch_type,batch_size,rid_list,token_id_list\n"
+
+/* ns as µs with three decimals, exactly (a double would round the epoch's) */
+static void put_us(FILE *f, int64_t ns)
 {
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+}
+
+/* A step's rid list as one CSV field, as the reference's table prints it
+ * (a Python list of strings: ['a', 'b']). */
+static void put_rid_list(FILE *f, const step *x)
+{
+    json_t *doc = NULL;
+    int n;
+    const char **rids = step_rids(x, &doc, &n);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    fputc('[', m);
+    for (int i = 0; i < n; i++)
+        fprintf(m, "%s'%s'", i ? ", " : "", rids[i]);
+    fputc(']', m);
+    fclose(m);
+    sa_csv_str(f, buf);
+    free(buf);
+    free(rids);
+    json_decref(doc);
+}
+
+/* One row of a debug file. has_pt: pid/tid known; dated: a record of the
+ * timeline (the datetimes shown), not a gap or AllTime; x: the step whose
+ * batch columns the row carries, or NULL. */
+static void dbg_row(FILE *f, const char *name, int64_t start, int64_t end, const long long *pt, int dated,
+                    const char *rid, const step *x)
+{
+    sa_csv_str(f, name);
+    fputc(',', f);
+    put_us(f, end - start);
+    if (pt)
+        fprintf(f, ",%lld,%lld,", pt[0], pt[1]);
+    else
+        fputs(",,,", f);
+    put_us(f, start);
+    fputc(',', f);
+    put_us(f, end);
+    fputc(',', f);
+    sa_csv_str(f, rid);
+    char sdt[40] = "", edt[40] = "";
+    if (dated) {
+        prs_fmt_datetime(start, sdt);
+        prs_fmt_datetime(end, edt);
+    }
+    fprintf(f, ",%s,%s,", sdt, edt);
+    if (x && x->type) {
+        sa_csv_str(f, x->type);
+        fprintf(f, ",%ld,", x->bs);
+        put_rid_list(f, x);
+    } else
+        fputs(",,", f);
+    fputs(",\n", f); /* token_id_list: not recorded */
+}
+
+/* A row of the detail file, to be sorted (start ascending, name descending). */
+typedef struct dbg_line {
+    int64_t start, end;
+    long long pt[2];
+    const char *name;      /* owned by the step, the all-time literal or `rid_text` */
+    char *rid_text;        /* owned: the HTTP record's name and rid, NUL between */
+    const step *x;         /* the step of a step row, NULL otherwise */
+    int all_time;
+} dbg_line;
+
+static int cmp_dbg_line(const void *a, const void *b)
+{
+    const dbg_line *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return strcmp(y->name, x->name);
+}
+
+static void add_line(dbg_line **v, int *n, int *cap, dbg_line l)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        *v = realloc(*v, (size_t)*cap * sizeof **v);
+    }
+    (*v)[(*n)++] = l;
+}
+
+/* The HTTP records of every request (httpReq, encode, tokenize, decodeEnd,
+ * httpRes, with their rid) into *v. */
+static int detail_http(split *s, dbg_line **v, int *n, int *cap)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT timestamp, duration, name, pid, tid, CAST(json_extract(a, '$.rid') AS TEXT)"
+                           " FROM (SELECT timestamp, duration, name, pid, tid, " ARGS_SQL " AS a FROM slice_data d"
+                           " WHERE name IN ('httpReq', 'httpRes', 'encode', 'tokenize', 'decodeEnd'))"
+                           " WHERE json_valid(a) AND json_type(a, '$.rid') IN ('text', 'integer')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 2), *rid = (const char *)sqlite3_column_text(st, 5);
+        if (!name || !rid)
+            continue;
+        size_t ln = strlen(name), lr = strlen(rid);
+        char *t = malloc(ln + lr + 2);
+        memcpy(t, name, ln + 1);
+        memcpy(t + ln + 1, rid, lr + 1);
+        int64_t ts = sqlite3_column_int64(st, 0);
+        add_line(v, n, cap, (dbg_line){ts, ts + sqlite3_column_int64(st, 1),
+                                       {sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)}, t, t, NULL, 0});
+    }
+    sqlite3_finalize(st);
     return 0;
 }
+
+/* <kind>_detail.csv: every step (each type), an AllTime row for each step
+ * followed by another of its process, and every request's HTTP records,
+ * from the first httpReq (prefill) or the first step (decode) on. */
+static int write_detail(split *s, int k, const char *outdir)
+{
+    dbg_line *v = NULL;
+    int n = 0, cap = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        const step *x = &s->steps[i];
+        add_line(&v, &n, &cap, (dbg_line){x->ts, x->ts + x->dur, {x->pid, x->tid}, x->name, NULL, x, 0});
+        if (x->next >= 0)
+            add_line(&v, &n, &cap, (dbg_line){x->ts, x->next, {0, 0}, "AllTime", NULL, NULL, 1});
+    }
+    int rc = detail_http(s, &v, &n, &cap);
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof *v, cmp_dbg_line);
+    int from = 0; /* the reference's start: its first httpReq, or its first step */
+    while (from < n && (k == SA_SPLIT_PREFILL ? strcmp(v[from].name, "httpReq") != 0 : !v[from].x))
+        from++;
+    if (from == n)
+        from = 0; /* none: all of it, as the reference does */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fputs(DBG_HEAD, f);
+    for (int i = from; i < n; i++) {
+        const dbg_line *l = &v[i];
+        dbg_row(f, l->name, l->start, l->end, l->all_time ? NULL : l->pt, !l->all_time,
+                l->rid_text ? l->rid_text + strlen(l->rid_text) + 1 : NULL, l->x);
+    }
+    fclose(f);
+    for (int i = 0; i < n; i++)
+        free(v[i].rid_text);
+    free(v);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_detail.csv", outdir, k == SA_SPLIT_PREFILL ? "prefill" : "decode");
+    if (rc == 0 && (rc = sp_write_atomic(path, buf, len, 0644)) != 0)
+        say(PRS_ERROR, "%s: cannot write: %s", path, strerror(errno));
+    else if (rc == 0)
+        say(PRS_DEBUG, "wrote %s", path);
+    free(buf);
+    return rc == 0 ? 0 : 1;
+}
+
+static int cmp_pick_ts(const void *a, const void *b)
+{
+    const pick *x = *(const pick *const *)a, *y = *(const pick *const *)b;
+    return (x->st->ts > y->st->ts) - (x->st->ts < y->st->ts);
+}
+
+/* <kind>_<number>.csv: the rows of every picked step of kind k, in time
+ * order, each step led by an empty row, before the statistics. */
+static int write_groups(split *s, int k, long number, const char *outdir)
+{
+    const pick **v = malloc((size_t)(s->npicks + 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; i < s->npicks; i++)
+        if (s->picks[i].kind == k)
+            v[n++] = &s->picks[i];
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof *v, cmp_pick_ts);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fputs(DBG_HEAD, f);
+    for (int i = 0; i < n; i++) {
+        fputs(",,,,,,,,,,,,\n", f);
+        for (int j = 0; j < v[i]->n; j++) {
+            const row *r = &v[i]->rows[j];
+            long long pt[2] = {r->pid, r->tid};
+            const step *x = is_sched(r->name) && r->start == v[i]->st->ts ? v[i]->st : NULL;
+            int record = !r->between && r->has_pt;
+            dbg_row(f, r->name, r->start, r->end, r->has_pt ? pt : NULL, record, r->rid, x);
+        }
+    }
+    fclose(f);
+    free(v);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_%ld.csv", outdir, k == SA_SPLIT_PREFILL ? "prefill" : "decode", number);
+    int rc = sp_write_atomic(path, buf, len, 0644);
+    if (rc != 0)
+        say(PRS_ERROR, "%s: cannot write: %s", path, strerror(errno));
+    else
+        say(PRS_DEBUG, "wrote %s", path);
+    free(buf);
+    return rc == 0 ? 0 : 1;
+}
+
+/* ------------------------------------------------------------ input */
 
 /* Raw stores or a session folder: parsed into tmp (profiler.db only). */
 static int parse_to(const sa_split_opts *o, const char *tmp)
@@ -516,8 +734,10 @@ static int parse_to(const sa_split_opts *o, const char *tmp)
     po.output = tmp;
     po.db = 1;
     po.progress = o->progress;
+    /* the parse's info lines (its summary) are not split's: shown only when
+     * --log-level asks for them */
     int level = prs_log_level();
-    if (level < PRS_WARNING)
+    if (o->log_level < 0 && level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);
     int rc = prs_run(&po);
     prs_log_set_level(level);
@@ -561,14 +781,15 @@ static int run_db(const sa_split_opts *o, const char *dbpath)
     int rc = sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
     sqlite3_free(uri);
     if (rc != SQLITE_OK || sqlite3_exec(s.db, "SELECT 1 FROM slice_data LIMIT 1", NULL, NULL, NULL) != SQLITE_OK) {
-        say("%s: no timeline in it (slice_data: %s); parse the stores again with --format db", dbpath,
+        say(PRS_ERROR, "%s: no timeline in it (slice_data: %s); parse the stores again with --format db", dbpath,
             sqlite3_errmsg(s.db));
         split_free(&s);
         return 2;
     }
     rc = load_steps(&s);
     if (rc != 0) {
-        say("%s: %s (%s)", dbpath, rc == -1 ? "the timeline cannot be read" : "no batch table: its steps' types "
+        say(PRS_ERROR, "%s: %s (%s)", dbpath,
+            rc == -1 ? "the timeline cannot be read" : "no batch table: its steps' types "
             "and sizes are unknown", sqlite3_errmsg(s.db));
         split_free(&s);
         return 2;
@@ -584,15 +805,16 @@ static int run_db(const sa_split_opts *o, const char *dbpath)
     }
     sa_strmap_free(&http);
     if (gather(&s) != 0) {
-        say("%s: the timeline cannot be read (%s)", dbpath, sqlite3_errmsg(s.db));
+        say(PRS_ERROR, "%s: the timeline cannot be read (%s)", dbpath, sqlite3_errmsg(s.db));
         split_free(&s);
         return 2;
     }
     for (int i = 0; i < s.npicks; i++)
         finish_pick(&s.picks[i]);
-    if ((want[0] && got[0]) || (want[1] && got[1])) {
+    int debug = prs_log_level() <= PRS_DEBUG;
+    if ((want[0] && (got[0] || debug)) || (want[1] && (got[1] || debug))) {
         if (sp_mkdirs(o->output, 0755) != 0) {
-            say("%s: cannot create the output folder: %s", o->output, strerror(errno));
+            say(PRS_ERROR, "%s: cannot create the output folder: %s", o->output, strerror(errno));
             split_free(&s);
             return 1;
         }
@@ -601,17 +823,23 @@ static int run_db(const sa_split_opts *o, const char *dbpath)
         if (!want[k])
             continue;
         const sa_split_select *sel = &o->sel[k];
+        if (debug) /* the detail even when nothing was picked: it shows what there was */
+            status |= write_detail(&s, k, o->output);
         if (got[k]) {
             status |= write_kind(&s, k, o->output);
+            if (debug)
+                status |= write_groups(&s, k, sel->number, o->output);
             continue;
         }
         char sizes[256];
         sizes_seen(&s, k, sizes, sizeof sizes);
         if (sel->rid)
-            say("%s: no %s step (followed by another step of its process) holds request %s; %s not written",
+            say(PRS_WARNING,
+                "%s: no %s step (followed by another step of its process) holds request %s; %s not written",
                 kind_name[k], kind_name[k], sel->rid, file_name[k]);
         else
-            say("%s: no %s step of batch size %ld (followed by another step of its process%s); %s not written; "
+            say(PRS_WARNING,
+                "%s: no %s step of batch size %ld (followed by another step of its process%s); %s not written; "
                 "batch sizes of its %s steps: %s",
                 kind_name[k], kind_name[k], sel->batch_size, k == SA_SPLIT_PREFILL ? ", its request's httpReq seen" : "",
                 file_name[k], kind_name[k], sizes[0] ? sizes : "none (no such step)");
@@ -621,11 +849,12 @@ static int run_db(const sa_split_opts *o, const char *dbpath)
     return status;
 }
 
-int sa_split_run(const sa_split_opts *o)
+/* The input's profiler.db, or raw stores parsed into a folder of our own. */
+static int run_input(const sa_split_opts *o)
 {
     struct stat st;
     if (!o->input || stat(o->input, &st) != 0) {
-        say("%s: %s", o->input ? o->input : "(no input)", strerror(errno));
+        say(PRS_ERROR, "%s: %s", o->input ? o->input : "(no input)", strerror(errno));
         return 2;
     }
     char dbpath[4096];
@@ -636,20 +865,32 @@ int sa_split_run(const sa_split_opts *o)
         snprintf(dbpath, sizeof dbpath, "%s/profiler.db", o->input);
     if (is_file(dbpath))
         return run_db(o, dbpath);
-    const char *tmpdir = getenv("TMPDIR");
+    int swept = sa_split_tmp_sweep();
+    if (swept)
+        say(PRS_DEBUG, "removed %d folder(s) that killed runs left in the temporary folder", swept);
     char tmp[3072];
-    snprintf(tmp, sizeof tmp, "%s/servprof-split-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(tmp)) {
-        say("%s: cannot make a folder for the parse: %s", tmp, strerror(errno));
+    int lock = sa_split_tmp_make(tmp, sizeof tmp);
+    if (lock < 0) {
+        say(PRS_ERROR, "%s: cannot make a folder for the parse: %s", tmp, strerror(-lock));
         return 1;
     }
     int rc = parse_to(o, tmp);
     snprintf(dbpath, sizeof dbpath, "%s/profiler.db", tmp);
     if (rc == 2 || !is_file(dbpath)) {
-        say("%s: no raw store (ms_service_*.db) could be read, and no profiler.db there", o->input);
+        say(PRS_ERROR, "%s: no raw store (ms_service_*.db) could be read, and no profiler.db there", o->input);
         rc = 2;
     } else
         rc = run_db(o, dbpath);
-    nftw(tmp, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    sa_split_tmp_remove(tmp, lock);
+    return rc;
+}
+
+int sa_split_run(const sa_split_opts *o)
+{
+    int level = prs_log_level();
+    if (o->log_level >= 0)
+        prs_log_set_level(o->log_level);
+    int rc = run_input(o);
+    prs_log_set_level(level);
     return rc;
 }

@@ -5,18 +5,23 @@
  * decode.csv. The options are the reference's (--prefill-batch-size,
  * --prefill-number, --prefill-rid and the decode ones) with the tool's
  * conventions (opts.h): DIR as the argument or -i, -o OUT, one line per
- * usage error, exit status 2.
+ * usage error, exit status 2, --log-level with parse's names and meaning
+ * (debug also writes the reference's debug files).
  */
 #include <string.h>
 
 #include "commands.h"
 #include "opts.h"
+#include "plog.h"
 #include "split.h"
 
 enum {
     OPT_INPUT = 1, OPT_OUTPUT, OPT_PBS, OPT_PNUM, OPT_PRID, OPT_DBS, OPT_DNUM, OPT_DRID, OPT_PROGRESS,
-    OPT_NO_PROGRESS,
+    OPT_NO_PROGRESS, OPT_LOG_LEVEL,
 };
+
+/* parse's names (cmd_parse.c); fatal and critical, the reference's, are error */
+static const char *const levels[] = {"debug", "info", "warning", "error", "fatal", "critical", "none", NULL};
 
 static const cli_opt opts[] = {
     {OPT_INPUT, "input-path", 'i', CLI_VALUE, "DIR", NULL,
@@ -31,6 +36,8 @@ static const cli_opt opts[] = {
     {OPT_PROGRESS, "progress", 0, CLI_FLAG, NULL, NULL,
      "show the parse's progress on stderr (default: on a terminal, for a large input)"},
     {OPT_NO_PROGRESS, "no-progress", 0, CLI_FLAG, NULL, NULL, "never show progress"},
+    {OPT_LOG_LEVEL, "log-level", 0, CLI_VALUE, "LEVEL", levels,
+     "messages shown, as parse's (default info); debug also writes the reference's debug files"},
     {0},
 };
 
@@ -39,7 +46,7 @@ static const cli_verb verb = {
     "[-i|--input-path] DIR [-o|--output-path OUT]\n"
     "                      [--prefill-batch-size N | --prefill-rid RID] [--prefill-number N]\n"
     "                      [--decode-batch-size N | --decode-rid RID] [--decode-number N]\n"
-    "                      [--progress|--no-progress]",
+    "                      [--progress|--no-progress] [--log-level LEVEL]",
     "Writes the reference's prefill.csv and decode.csv into OUT: the spans of one scheduling\n"
     "step of the picked kind (its process's spans until the next step, the gaps between them,\n"
     "for a prefill its request's HTTP spans, and AllTime, the step to the next), each with the\n"
@@ -63,7 +70,7 @@ static int rid_ok(const char *s)
 
 int cmd_split(int argc, char **argv)
 {
-    sa_split_opts o = {.output = "output", .progress = -1};
+    sa_split_opts o = {.output = "output", .progress = -1, .log_level = -1};
     o.sel[SA_SPLIT_PREFILL].number = o.sel[SA_SPLIT_DECODE].number = 1;
     cli_parser p;
     cli_init(&p, &verb, argc, argv);
@@ -99,6 +106,7 @@ int cmd_split(int argc, char **argv)
             break;
         case OPT_PROGRESS: o.progress = 1; break;
         case OPT_NO_PROGRESS: o.progress = 0; break;
+        case OPT_LOG_LEVEL: o.log_level = prs_log_level_from_name(p.value); break;
         }
     }
     if (!o.input)
