@@ -77,7 +77,7 @@ const char *chs_where(const ch_src *x, int by, char *w, size_t cap)
         return x->where;
     static const char *const col[] = {[CHS_BY_RID] = "rid", [CHS_BY_HTTP_RID] = "http_rid",
                                       [CHS_BY_PROC] = "prof_id", [CHS_BY_COORD] = "rid", [CHS_BY_RANK] = "rank"};
-    char subq[1600];
+    char subq[2400];
     snprintf(subq, sizeof subq, host_subquery(by), x->db, x->host);
     if (!x->where[0])
         snprintf(w, cap, "WHERE %s GLOBAL IN (%s)", col[by], subq);
