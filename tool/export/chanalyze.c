@@ -42,17 +42,18 @@ int chs_table_exists(ch_src *x, const char *t)
     return ch_query(&x->c, sql, x->err, sizeof x->err) == 0 && atoi(x->c.resp) > 0;
 }
 
+/* moeset.c's default_names (an export parses with them: no --moe-names);
+ * only MoE records name MoE ranks (a KV pull's `rank` is another rank). */
+#define MOE_NAMES "'MoeDistributeDispatch', 'GroupedMatmul', " \
+                  "'aclnnGroupedMatmulV4_GroupedMatmul_GroupedMatmul', 'MoeDistributeCombine'"
+#define RANK_RE "\"rank\"[[:space:]]*:[[:space:]]*(-?[0-9]+)"
+
 /* --host's subquery per kind of row: the ids HOST's records name; HOST's
  * processes; the ids of HOST's coordinator records (a coordinator row is
  * made by the coordinator's records: local analyze of a prefill or decode
  * host alone has none); the expert-parallel ranks of HOST's records, under
  * the labels moe_rank gives them (moeset.c: the `rank` attribute, else the
  * process id; "R@PID" when two processes say the same rank). */
-/* moeset.c's default_names (an export parses with them: no --moe-names);
- * only MoE records name MoE ranks (a KV pull's `rank` is another rank). */
-#define MOE_NAMES "'MoeDistributeDispatch', 'GroupedMatmul', " \
-                  "'aclnnGroupedMatmulV4_GroupedMatmul_GroupedMatmul', 'MoeDistributeCombine'"
-#define RANK_RE "\"rank\"[[:space:]]*:[[:space:]]*(-?[0-9]+)"
 static const char *host_subquery(int by)
 {
     switch (by) {
@@ -205,11 +206,11 @@ static int fill_quality(ch_src *x, sa_ingest *g)
     char example[320] = "";
     char *save = NULL;
     for (char *line = strtok_r(x->c.resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        long long d, e;
-        int off = 0;
-        if (sscanf(line, "%lld\t%lld\t%n", &d, &e, &off) != 2 || !off)
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t2)
             continue;
-        char *ex = line + off;
+        long long d = atoll(line), e = atoll(t1 + 1);
+        char *ex = t2 + 1;
         ex[chs_unescape(ex, strlen(ex))] = 0;
         if (d > 0 && !example[0])
             snprintf(example, sizeof example, "%s", ex);
