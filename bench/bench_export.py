@@ -18,17 +18,23 @@ Phases, each reported apart (wall and, for servprof, CPU of the child):
      ReplacingMergeTree (store, seq) copy of the spans — what every query
      would pay if idempotence came from the engine instead of the resume;
   5. analyze: `servprof analyze --from` on bench_a vs local `servprof
-     analyze IN` (both --format json to /dev/null).
+     analyze IN` (both --format json to /dev/null);
+  6. with --rounds N (N > 1): N-1 more pairs, each an export into a fresh
+     database then the same raw curl into fresh twins, alternating, and
+     the median ratio of the N pairs with its min and max. The server's
+     own speed varies from run to run (single runs measured 68-131 %), so
+     one pair is not a figure; the median of pairs run back to back is.
 
 The input is bench_parse's generator (bench/bench_parse.c, --dir reuses
 it): run `build/bench/bench_parse --requests N --dir D` first, then
-  python3 bench/bench_export.py D/in [--bin build/bin/servprof]
+  python3 bench/bench_export.py D/in [--bin build/bin/servprof] [--rounds N]
 """
 import argparse
 import os
 import resource
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
 
@@ -48,12 +54,50 @@ def timed(cmd, env=None):
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), p.stderr
 
 
+def curl_files(n, db, files):
+    """Sends each RowBinary file into its table of db with curl; the wall time."""
+    t0 = time.perf_counter()
+    for t, path in files:
+        q = "INSERT INTO %s.`%s` FORMAT RowBinary" % (db, t)
+        r = subprocess.run(["curl", "-sS", "-w", "%{http_code}", "-u", "default:" + chlib.PASSWORD,
+                            "--data-binary", "@" + path, "-H", "Expect:",
+                            "http://127.0.0.1:%d/?query=%s" % (n.http_port, q.replace(" ", "%20").replace("`", "%60"))],
+                           capture_output=True, text=True)
+        if not r.stdout.endswith("200"):
+            raise SystemExit("curl into %s: %s" % (t, r.stdout[:500]))
+    return time.perf_counter() - t0
+
+
+def more_rounds(a, env, n, tables, files, first, rounds):
+    """Rounds 2..rounds: an export into a fresh database, then raw curl into fresh twins; each pair's
+    ratio (curl wall / export wall). Each round's databases are dropped after it (disk)."""
+    ratios = [first]
+    for k in range(2, rounds + 1):
+        da, db = "bench_a%d" % k, "bench_b%d" % k
+        wall, _, _ = timed([a.bin, "export", a.input, "--to", n.url(da), "--create", "--no-progress",
+                            "--block-rows", a.block_rows], env)
+        n.query("CREATE DATABASE %s" % db)
+        for t in tables:
+            n.query("CREATE TABLE %s.`%s` AS bench_a.`%s`" % (db, t, t))
+        cwall = curl_files(n, db, files)
+        ratios.append(100 * cwall / wall)
+        print("round %d: export %.2f s wall, raw curl %.2f s wall: %.0f %%" % (k, wall, cwall, ratios[-1]))
+        n.query("DROP DATABASE %s" % da)
+        n.query("DROP DATABASE %s" % db)
+    print("rounds: %d pairs (export then raw curl), ratio median %.0f %% (min %.0f %%, max %.0f %%): %s"
+          % (rounds, statistics.median(ratios), min(ratios), max(ratios),
+             ", ".join("%.0f" % r for r in ratios)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("input")
     ap.add_argument("--bin", default=os.path.join("build", "bin", "servprof"))
     ap.add_argument("--block-rows", default="200000")
+    ap.add_argument("--rounds", type=int, default=1, help="export / raw curl pairs; the median ratio")
     a = ap.parse_args()
+    if a.rounds < 1:
+        raise SystemExit("--rounds: at least 1")
     if not chlib.available():
         raise SystemExit("clickhouse-server is not installed (scripts/install-deps.sh)")
     env = dict(os.environ, SERVPROF_CLICKHOUSE_PASSWORD=chlib.PASSWORD)
@@ -65,7 +109,7 @@ def main():
                                 "--block-rows", a.block_rows], env)
         print(err.strip())
         tables = [t for t in n.scalar("SELECT name FROM system.tables WHERE database = 'bench_a' "
-                                      "AND name != 'exports' ORDER BY name").split("\n") if t]
+                                      "AND name NOT IN ('exports', 'data_quality') ORDER BY name").split("\n") if t]
         rows = {t: int(n.scalar("SELECT count() FROM bench_a.`%s`" % t)) for t in tables}
         total = sum(rows.values())
         spans = rows.get("span", 0)
@@ -85,16 +129,7 @@ def main():
                                     % (t, "store" if t in ("span", "link") else "export_id", k, blk)))
                 files.append((t, path))
                 nbytes += os.path.getsize(path)
-        t0 = time.perf_counter()
-        for t, path in files:
-            q = "INSERT INTO bench_b.`%s` FORMAT RowBinary" % t
-            r = subprocess.run(["curl", "-sS", "-w", "%{http_code}", "-u", "default:" + chlib.PASSWORD,
-                                "--data-binary", "@" + path, "-H", "Expect:",
-                                "http://127.0.0.1:%d/?query=%s" % (n.http_port, q.replace(" ", "%20").replace("`", "%60"))],
-                               capture_output=True, text=True)
-            if not r.stdout.endswith("200"):
-                raise SystemExit("curl into %s: %s" % (t, r.stdout[:500]))
-        cwall = time.perf_counter() - t0
+        cwall = curl_files(n, "bench_b", files)
         print("raw curl: %d rows, %.1f MB RowBinary in %d INSERTs, %.2f s wall: %.0f rows/s"
               % (total, nbytes / 1e6, len(files), cwall, total / cwall))
         print("ratio: export reaches %.0f %% of raw curl's rate (parse included)" % (100 * cwall / wall))
@@ -121,6 +156,9 @@ def main():
         fw, _, _ = timed([a.bin, "analyze", "--from", url, "--format", "json"], env)
         lw, lc, _ = timed([a.bin, "analyze", a.input, "--format", "json"])
         print("analyze --from clickhouse: %.2f s wall; local analyze: %.2f s wall (%.2f s CPU)" % (fw, lw, lc))
+        # 6. more export / raw curl pairs
+        if a.rounds > 1:
+            more_rounds(a, env, n, tables, files, 100 * cwall / wall, a.rounds)
 
 
 if __name__ == "__main__":

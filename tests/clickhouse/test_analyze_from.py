@@ -28,16 +28,13 @@ from support.pd_stores import build_unbalanced  # noqa: E402
 from test_export import BIN, build_fleet, env, export  # noqa: E402
 
 # Keys of the document that honestly differ between a local analyze and
-# --from, and why:
+# --from, and why (the parse's data-quality counts are compared: the
+# exporter stores them, table data_quality):
 DIFFERENT = {
     "input": "the local path vs the clickhouse:// URL",
     "source": "'raw' (the parse) vs 'clickhouse'",
-    # the parse's own counts of what was wrong in the stores: made while
-    # parsing, not stored in the database (null from it, as from a profiler.db)
-    "data_quality.duplicate_ids": "the parse's count, not in the database",
-    "data_quality.duplicate_example": "the parse's example, not in the database",
-    "data_quality.figures_left_empty": "the parse's count, not in the database",
 }
+QUALITY = ("duplicate_ids", "duplicate_example", "figures_left_empty")
 
 
 def diff(got, want, path=""):
@@ -62,6 +59,50 @@ def diff(got, want, path=""):
             out += diff(a, b, "%s[%d]" % (path, i))
         return out
     return [] if got == want else ["%s: --from %r, local %r" % (path, got, want)]
+
+
+def build_faulty(root):
+    """Two hosts whose processes both link engine id "0" (one duplicate id) and a forward naming r1
+    11.6 days after its end (one figure left empty): every data-quality count non-zero."""
+    from support.fixtures import Store, simple_request
+    for host, pid, rid in (("a", 1, "A"), ("b", 2, "B")):
+        s = Store(os.path.join(root, "ms_service_%s-%d.db" % (host, pid)), host, pid)
+        simple_request(s, rid, 0 + pid, 10 + pid)
+        s.link(1 + pid, "0", rid)
+        if host == "a":
+            simple_request(s, "r1", 0, 10)
+            s.span("forward", 1_000_000_000, 1_000_000_001, "ModelExecute", rid=[{"rid": "r1", "iter": 0}])
+        s.close()
+
+
+def moe_store(path, host, pid):
+    """Expert-parallel ranks 0 and 1 in one process of host, rank 1 hot (expert_imbalance)."""
+    from support.fixtures import Store
+    st = Store(path, host, pid)
+
+    def layer(step, lay, t, rank, d, c, k, experts, tokens):
+        a = {"step": step, "layer": lay, "tokens": sum(tokens), "rank": rank}
+        st.span("MoeDistributeDispatch", t, t + d, "MoE", **a)
+        st.span("GroupedMatmul", t + d, t + d + c, "MoE", expert_ids=experts, expert_tokens=tokens, **a)
+        st.span("MoeDistributeCombine", t + d + c, t + d + c + k, "MoE", **a)
+    for step in range(1, 6):
+        t0 = step * 40
+        st.span("forward", t0, t0 + 30, "ModelExecute", rid=[{"rid": "a"}])
+        layer(step, 0, t0 + 1, 0, 1, 2, 6, [0, 1], [1, 1])
+        layer(step, 0, t0 + 1, 1, 1, 6, 2, [2, 3], [8, 2])
+    st.close()
+
+
+def coordinator_store(path, host, pid):
+    """A PD coordinator's moments for c1..c3 (support.pd_stores.build_coordinator_only, on its own host)."""
+    from support.fixtures import Store
+    co = Store(path, host, pid)
+    for rid, pend, end in (("c1", 10, 22), ("c2", 40, 62), ("c3", 70, 82)):
+        co.event("RequestDispatch", 0, cat="Coordinator", rid=rid, PrefillAddress="10.0.0.1:1025",
+                 DecodeAddress="10.0.0.2:1025")
+        co.event("GenerateToken", pend, cat="Coordinator", rid=rid, Phase="prefill")
+        co.event("ReqFinish", end, cat="Coordinator", rid=rid)
+    co.close()
 
 
 def local_analyze(inp):
@@ -182,6 +223,65 @@ class AnalyzeFrom(unittest.TestCase):
         got = json.loads(from_analyze(self.url("hosts"), "--host", "no-such-host").stdout)
         self.assertEqual(got["headline"]["requests"], 0)
 
+    def test_host_pd_moe_fleet(self):
+        """--host on a fleet whose PD coordinator and MoE ranks live on hosts of their own: every
+        section (coordinator and MoE rows too) is that host's, as local analyze of its stores alone."""
+        inp = os.path.join(self.tmp, "pdmoe")
+        build_unbalanced(os.path.join(inp, "node"))
+        coordinator_store(os.path.join(inp, "coord", "ms_service_co-300.db"), "coord", 300)
+        moe_store(os.path.join(inp, "moe", "ms_service_moe-400.db"), "moe", 400)
+        self.put(inp, "pdmoe")
+        docs = {}
+        for host in ("node", "coord", "moe"):
+            got = json.loads(from_analyze(self.url("pdmoe"), "--host", host).stdout)
+            self.assert_equal_docs(got, local_analyze(os.path.join(inp, host)))
+            docs[host] = got
+        ids = {h: [f["id"] for f in d["findings"]] for h, d in docs.items()}
+        self.assertIn("expert_imbalance", ids["moe"])
+        self.assertNotIn("expert_imbalance", ids["node"])  # the MoE rows stay on their host
+        self.assertNotIn("expert_imbalance", ids["coord"])
+        self.assertNotEqual(docs["coord"]["run"], docs["node"]["run"])  # the coordinator's moments: its own
+
+    def test_data_quality_counts(self):
+        """The parse's data-quality counts travel with the export (table data_quality, one row per
+        export) and come back in the document and its text; a repeated export stores them once; an
+        export without the table (an older servprof) analyzes with the counts null and a note."""
+        inp = os.path.join(self.tmp, "faulty")
+        build_faulty(inp)
+        want = local_analyze(inp)
+        self.assertEqual(want["data_quality"]["duplicate_ids"], 1)
+        self.assertEqual(want["data_quality"]["figures_left_empty"], 1)
+        self.put(inp, "dq")
+        p = export(inp, self.url("dq"), "--cluster", "two", "--nodes", self.cluster.node_urls("dq"))
+        self.assertIn(" 0 rows sent", p.stderr)
+        n0 = self.cluster.nodes[0]
+        self.assertEqual(n0.query("SELECT count() FROM dq.data_quality").strip(), b"1")
+        url = self.url("dq")
+        got = json.loads(from_analyze(url).stdout)
+        self.assert_equal_docs(got, want)
+        self.assertIn('"0" in ms_service_a-1', got["data_quality"]["duplicate_example"])
+        text = subprocess.run([BIN, "analyze", "--from", url], env=env(), capture_output=True, text=True)
+        self.assertIn("data quality: 1 id(s) linked from two process stores", text.stdout)
+        self.assertIn("data quality: 1 figure(s) left empty", text.stdout)
+        # --host: the export's counts are not the host's (non-zero here): null, with a note
+        p = from_analyze(url, "--host", "b")
+        self.assertIn("are not the host's", p.stderr)
+        self.assertIsNone(json.loads(p.stdout)["data_quality"]["duplicate_ids"])
+        # an export by an older servprof: no data_quality table
+        for n in self.cluster.nodes:
+            n.query("DROP TABLE dq.data_quality")
+            n.query("DROP TABLE dq.data_quality_local")
+        p = from_analyze(url)
+        self.assertIn("no data_quality table", p.stderr)
+        got = json.loads(p.stdout)
+        for k in QUALITY:
+            self.assertIsNone(got["data_quality"][k], k)
+        d = [x for x in diff(got, want) if not x.startswith(tuple("data_quality." + k for k in QUALITY))]
+        self.assertEqual(d, [], "\n".join(d))
+        # exporting into it again without --create: the counts are not stored, the export still succeeds
+        p = export(inp, url, "--cluster", "two", "--nodes", self.cluster.node_urls("dq"))
+        self.assertIn("no data_quality table", p.stderr)
+
     def test_hand_made_fixture(self):
         inp = os.path.join(self.tmp, "fixture")
         fixture.build(inp)
@@ -195,21 +295,8 @@ class AnalyzeFrom(unittest.TestCase):
 
     def test_moe_run(self):
         """Expert-parallel ranks, one hot: the moe_rank and expert_load rows make the same finding."""
-        from support.fixtures import Store
         inp = os.path.join(self.tmp, "moe")
-        st = Store(os.path.join(inp, "h", "Trace_Service", "ms_service_h-100.db"), "h", 100)
-
-        def layer(step, lay, t, rank, d, c, k, experts, tokens):
-            a = {"step": step, "layer": lay, "tokens": sum(tokens), "rank": rank}
-            st.span("MoeDistributeDispatch", t, t + d, "MoE", **a)
-            st.span("GroupedMatmul", t + d, t + d + c, "MoE", expert_ids=experts, expert_tokens=tokens, **a)
-            st.span("MoeDistributeCombine", t + d + c, t + d + c + k, "MoE", **a)
-        for step in range(1, 6):
-            t0 = step * 40
-            st.span("forward", t0, t0 + 30, "ModelExecute", rid=[{"rid": "a"}])
-            layer(step, 0, t0 + 1, 0, 1, 2, 6, [0, 1], [1, 1])
-            layer(step, 0, t0 + 1, 1, 1, 6, 2, [2, 3], [8, 2])
-        st.close()
+        moe_store(os.path.join(inp, "h", "Trace_Service", "ms_service_h-100.db"), "h", 100)
         got = self.check(inp, "moe")
         self.assertIn("expert_imbalance", [f["id"] for f in got["findings"]])
 

@@ -42,8 +42,7 @@ typedef struct feed {
     prs_val v[MAXCOLS];
 } feed;
 
-/* TabSeparated's escapes, undone in place; the new length. */
-static size_t unescape(char *s, size_t n)
+size_t chs_unescape(char *s, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -86,7 +85,7 @@ static int on_row(void *ctx, char *s, size_t n)
         } else if (f->kind[i] == K_TEXT) {
             v->kind = PRS_TEXT;
             v->s = s;
-            v->n = (int)unescape(s, len);
+            v->n = (int)chs_unescape(s, len);
         } else {
             char *q;
             if (f->kind[i] == K_INT) {
@@ -140,7 +139,7 @@ static int list_columns(ch_src *x, feed *f, const char *t)
         if (!tab)
             continue;
         *tab = 0;
-        size_t nl = unescape(line, strlen(line));
+        size_t nl = chs_unescape(line, strlen(line));
         line[nl] = 0;
         const char *type = tab + 1;
         if (!wanted(t, line))
@@ -221,8 +220,8 @@ int chs_fill_reports(ch_src *x, sa_ingest *g)
      * are numbered by first sight, batch rows before forward rows */
     static const struct { const char *t; int by; } tabs[] = {
         {PRS_T_REQUEST, CHS_BY_HTTP_RID}, {PRS_T_BATCH, CHS_BY_PROC},   {PRS_T_FORWARD, CHS_BY_PROC},
-        {PRS_T_PD_COMM, CHS_BY_RID},      {PRS_T_PD_KV, CHS_BY_RID},    {PRS_T_COORDINATOR, CHS_BY_NONE},
-        {PRS_T_MOE_RANK, CHS_BY_NONE},    {PRS_T_EXPERT_LOAD, CHS_BY_NONE}};
+        {PRS_T_PD_COMM, CHS_BY_RID},      {PRS_T_PD_KV, CHS_BY_RID},    {PRS_T_COORDINATOR, CHS_BY_COORD},
+        {PRS_T_MOE_RANK, CHS_BY_RANK},    {PRS_T_EXPERT_LOAD, CHS_BY_RANK}};
     for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
         if (fill_table(x, g, tabs[i].t, tabs[i].by) != 0)
             return -1;

@@ -25,15 +25,18 @@ typedef struct ch_src {
 } ch_src;
 
 /* What a WHERE selects rows by (chs_where). */
-enum { CHS_BY_NONE, CHS_BY_RID, CHS_BY_HTTP_RID, CHS_BY_PROC };
+enum { CHS_BY_NONE, CHS_BY_RID, CHS_BY_HTTP_RID, CHS_BY_PROC, CHS_BY_COORD, CHS_BY_RANK };
 /* The WHERE of a report table, into buf: the session's exports and, with
  * --host, the rows of that host: requests whose id a record of the host
- * names (by CHS_BY_HTTP_RID/RID), steps of the host's processes (CHS_BY_PROC).
- * CHS_BY_NONE: the session filter only. */
+ * names (by CHS_BY_HTTP_RID/RID), steps of the host's processes (CHS_BY_PROC),
+ * coordinator rows of the host's coordinator records (CHS_BY_COORD), MoE
+ * rows of the host's ranks (CHS_BY_RANK). CHS_BY_NONE: the session filter only. */
 const char *chs_where(const ch_src *x, int by, char *buf, size_t cap);
 /* 1 when table t exists in the database (0 also on an error, set in x->err). */
 int chs_table_exists(ch_src *x, const char *t);
 
+/* chprofile.c: TabSeparated's escapes undone in place in s[0..n); the new length. */
+size_t chs_unescape(char *s, size_t n);
 /* chprofile.c: every report row analyze reads, fed to g. 0, or -1 with x->err. */
 int chs_fill_reports(ch_src *x, sa_ingest *g);
 /* chspans.c: the span table's aggregates per name and the record count. 0, or -1. */

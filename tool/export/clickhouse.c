@@ -7,7 +7,8 @@
  * attributes as columns, every request id of the record flattened into
  * the `rids` array, args kept verbatim); `link`: one row per Link record;
  * one table per parse report (request, batch, forward, kvcache, ...), the
- * report's own columns with (export_id, seq) in front. With --cluster the
+ * report's own columns with (export_id, seq) in front; `data_quality`: the
+ * parse's data-quality counts, one row per export. With --cluster the
  * rows go to `X_local` tables on every node and a Distributed table `X`
  * over the cluster reads them all; without, `X` is a MergeTree.
  *
@@ -126,6 +127,9 @@ typedef struct chx {
     char *scratch;           /* unescaped strings */
     size_t scap;
     long long converted;     /* report values that had to change type */
+    int q_known;             /* the parse's data-quality counts came (ch_quality) */
+    long long q_dup, q_empty;
+    char q_example[320];
     struct timespec t0;
 } chx;
 
@@ -318,6 +322,9 @@ static const char *const link_cols =
 static const char *const exports_cols =
     "export_id String, session String, input String, stores UInt64, records UInt64, t DateTime, "
     "store_ids Array(String)";
+/* The parse's data-quality counts, one row per export, under analyze's own key names. */
+static const char *const quality_cols =
+    "export_id String, duplicate_ids UInt64, duplicate_example String, figures_left_empty UInt64";
 
 /* A query (DDL) on every node; 0 or -1 (failed, named). "Already exists"
  * counts as done: two exports creating at once race between the IF NOT
@@ -369,6 +376,20 @@ static void local_name(const chx *x, const char *name, char *out, size_t cap)
     snprintf(out, cap, "%s.%s", db, l);
 }
 
+/* The table that holds all of name's rows: the Distributed one on a
+ * cluster (every shard), else the MergeTree itself. */
+static void whole_name(const chx *x, const char *name, char *out, size_t cap)
+{
+    if (!x->cluster[0]) {
+        local_name(x, name, out, cap);
+        return;
+    }
+    char db[140], tb[300];
+    ch_ident(x->db, db, sizeof db);
+    ch_ident(name, tb, sizeof tb);
+    snprintf(out, cap, "%s.%s", db, tb);
+}
+
 /* ---- streams: resume ------------------------------------------------------- */
 
 /* Asks what an earlier run left of the stream: sets skip. On a cluster the
@@ -383,13 +404,7 @@ static void stream_ready(chx *x, ctab *t, stream *s, const char *keycol)
     if (failed(x))
         return;
     char tn[460], lit[1200], sql[2048], err[1024];
-    if (x->cluster[0]) {
-        char db[140], tb[300];
-        ch_ident(x->db, db, sizeof db);
-        ch_ident(t->name, tb, sizeof tb);
-        snprintf(tn, sizeof tn, "%s.%s", db, tb);
-    } else
-        local_name(x, t->name, tn, sizeof tn);
+    whole_name(x, t->name, tn, sizeof tn);
     ch_quote(s->key, lit, sizeof lit);
     snprintf(sql, sizeof sql, "SELECT count(), max(seq) FROM %s WHERE %s = %s FORMAT TabSeparated", tn, keycol, lit);
     if (ch_query(&x->node[s->node], sql, err, sizeof err) != 0) {
@@ -879,7 +894,8 @@ static void *ch_open(const exp_opts *o, char *err, size_t cap)
         snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS %s", db);
         if (on_all(x, sql) != 0 || create_table(x, "span", span_cols, "store, seq", "MergeTree") != 0 ||
             create_table(x, "link", link_cols, "store, seq", "MergeTree") != 0 ||
-            create_table(x, "exports", exports_cols, "export_id", "ReplacingMergeTree") != 0) {
+            create_table(x, "exports", exports_cols, "export_id", "ReplacingMergeTree") != 0 ||
+            create_table(x, "data_quality", quality_cols, "export_id", "ReplacingMergeTree") != 0) {
             snprintf(err, cap, "%s", x->err);
             goto bad;
         }
@@ -909,6 +925,48 @@ static void flush_all(chx *x, ctab *t)
         flush(x, t, i);
 }
 
+static void ch_quality(void *mv, const prs_quality *q)
+{
+    chx *x = mv;
+    x->q_known = 1;
+    x->q_dup = q->dup_ids;
+    x->q_empty = q->empty_figures;
+    snprintf(x->q_example, sizeof x->q_example, "%s", q->dup_example ? q->dup_example : "");
+}
+
+/* The export's data-quality row, once: like a stream of one row, it is
+ * sent only when no earlier run of the same export left it (the question
+ * goes to the Distributed table, as stream_ready's), so a repeated or
+ * resumed export does not store it twice; two exports at once might, and
+ * analyze reads any() per export_id, so even then nothing is doubled.
+ * Sent before the exports row: an export listed there has its counts. */
+static void put_quality(chx *x)
+{
+    if (!x->q_known || failed(x))
+        return;
+    char tn[460], id[40], ex[700], sql[2048], err[1024];
+    whole_name(x, "data_quality", tn, sizeof tn);
+    ch_quote(x->export_id, id, sizeof id);
+    snprintf(sql, sizeof sql, "SELECT count() FROM %s WHERE export_id = %s FORMAT TabSeparated", tn, id);
+    if (ch_query(&x->node[0], sql, err, sizeof err) != 0) {
+        if (x->node[0].server_code == 60) { /* a database made by an older servprof, without --create now */
+            fprintf(stderr, "servprof export: note: database %s has no data_quality table (made by an older "
+                            "servprof): the parse's data-quality counts are not stored (add --create to make "
+                            "it)\n", x->db);
+            return;
+        }
+        fail(x, "%s", err);
+        return;
+    }
+    if (atoll(x->node[0].resp) > 0)
+        return;
+    local_name(x, "data_quality", tn, sizeof tn);
+    ch_quote(x->q_example, ex, sizeof ex);
+    snprintf(sql, sizeof sql, "INSERT INTO %s VALUES (%s, %lld, %s, %lld)", tn, id, x->q_dup, ex, x->q_empty);
+    if (ch_query(&x->node[0], sql, err, sizeof err) != 0)
+        fail(x, "%s", err);
+}
+
 static int ch_finish(void *mv, int parse_rc)
 {
     chx *x = mv;
@@ -930,6 +988,8 @@ static int ch_finish(void *mv, int parse_rc)
         rep_rows += x->rep[i]->report.seq;
     }
     const char *label = x->node[0].label;
+    if (!x->failed && parse_rc == 0 && records > 0)
+        put_quality(x);
     if (!x->failed && parse_rc == 0 && records > 0) {
         /* the export is whole: say so where analyze --session finds it */
         char tn[460], id[40], ses[600], in[2200];
@@ -1022,4 +1082,4 @@ static void ch_close(void *mv)
     free(x);
 }
 
-const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close, 1};
+const exp_module exp_clickhouse = {"clickhouse", ch_open, ch_row, ch_record, ch_finish, ch_close, 1, ch_quality};

@@ -52,6 +52,13 @@ static void on_record(void *ctx, const prs_rec *r)
     f->mod->record(f->m, r);
 }
 
+static void on_quality(void *ctx, const prs_quality *q)
+{
+    feed *f = ctx;
+    if (f->mod->quality)
+        f->mod->quality(f->m, q);
+}
+
 int exp_run(const exp_opts *o)
 {
     const char *known = "";
@@ -78,7 +85,7 @@ int exp_run(const exp_opts *o)
     int level = prs_log_level();
     if (!o->verbose && level < PRS_WARNING)
         prs_log_set_level(PRS_WARNING);
-    prs_tap tap = {.row = on_row, .record = on_record, .restart = NULL, .ctx = &f};
+    prs_tap tap = {.row = on_row, .record = on_record, .restart = NULL, .quality = on_quality, .ctx = &f};
     po.tap = &tap;
     int rc = prs_run(&po);
     prs_log_set_level(level);

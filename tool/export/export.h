@@ -27,6 +27,7 @@
 
 #include "storeread.h"
 #include "table.h"
+#include "tap.h"
 
 typedef struct exp_opts {
     const char *input;         /* INPUT, as parse takes it */
@@ -55,6 +56,8 @@ typedef struct exp_module {
     void (*close)(void *m);    /* frees; close(NULL) is a no-op */
     int counters;              /* 1: also the timeline's counter rows (table "counter", as profiler.db
                                   has it: what `report --from` draws the samplers' charts from) */
+    void (*quality)(void *m, const prs_quality *q); /* the parse's data-quality counts, once at the end of
+                                                       the parse (before finish); NULL: not kept */
 } exp_module;
 
 /* The module for url's scheme, or NULL (then *known lists the schemes). */

@@ -645,5 +645,5 @@ static int ox_finish(void *mv, int parse_rc)
     return 0;
 }
 
-const exp_module exp_otlp_http = {"otlp+http", ox_open, ox_row, ox_record, ox_finish, ox_close, 0};
-const exp_module exp_otlp_https = {"otlp+https", ox_open, ox_row, ox_record, ox_finish, ox_close, 0};
+const exp_module exp_otlp_http = {"otlp+http", ox_open, ox_row, ox_record, ox_finish, ox_close, 0, NULL};
+const exp_module exp_otlp_https = {"otlp+https", ox_open, ox_row, ox_record, ox_finish, ox_close, 0, NULL};
