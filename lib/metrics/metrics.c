@@ -53,7 +53,11 @@
  * fill at the fastest one thread records), doubling up to 100 ms
  * otherwise. Wake-ups are what this thread's CPU is made of: at the
  * writer's 1..20 ms they were most of it in the demo (docs/benchmarks.md,
- * "Figures behind design comments"; bench_metrics_demo.py). */
+ * "Figures behind design comments"; bench_metrics_demo.py). Idle, that is
+ * 10 wake-ups a second (bench_idle); a wake-up signalled by the producers
+ * instead would put a check and a syscall on the serving threads for
+ * ~0.4 ms of CPU a second: weighed and left out (docs/metrics.md, "Idle
+ * wake-ups"). */
 #define DRAIN_BUSY_BYTES (16 * 1024)
 #define DRAIN_BUSY_MS 10
 #define DRAIN_IDLE_MAX_MS 100

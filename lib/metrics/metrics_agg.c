@@ -13,7 +13,7 @@
  *
  * Per-request metrics need the request's earlier times, so requests in
  * flight have a small state (start, first scheduling, first token, time
- * waited) in a chained hash table keyed by id. `Link {from, to}` makes the
+ * waited) in the consumer's request-id table (ridtab.h), keyed by id. `Link {from, to}` makes the
  * engine's id an alias of the front end's (as `servprof parse` does), so
  * httpReq/httpRes (front-end id) and Enqueue/Dequeue (engine id) meet in one
  * state. The state is dropped at httpRes, where every per-request histogram
@@ -28,34 +28,30 @@
  * (common/reqtokens.h): the last recvTokenSize/replyTokenSize on any record
  * naming the request, added to the counters when the request ends.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
 #include "reqtokens.h"
+#include "ridtab.h"
 
-#define HASH_BUCKETS 16384
 #define SP_MAGG_MAX_REQUESTS 65536
 
 typedef struct req {
-    struct req *next;     /* hash chain */
-    struct req *canon;    /* the state this id stands for (itself unless an alias) */
-    struct req *aliases;  /* canonical: its alias ids; alias: the next alias */
+    sp_ridtab_ent e;       /* first: the table's link, canon, aliases, touch */
     struct req *done_next; /* the list of ended states, observed after the next pass */
-    int64_t touch, start, sched, first, wait_since, wait_sum, end;
+    int64_t start, sched, first, wait_since, wait_sum, end;
     double recv, reply;    /* token counts so far (reqtokens.h's rule); NAN unknown */
     uint64_t end_pass;     /* the pass its httpRes came in; 0 still running */
     int waits;
-    uint32_t hash;
-    size_t idl;
     char id[];
 } req;
 
 static struct {
     sp_mdata v;
-    req *bucket[HASH_BUCKETS];
-    int nreq, ncanon;
+    sp_ridtab t; /* requests in flight (t.ncanon of them) */
     uint64_t pass; /* passes over the rings so far (sp_magg_pass_end) */
     req *done;     /* ended states waiting for their observations */
 } A;
@@ -217,44 +213,15 @@ static void decode_attrs(view *v, cur *c)
 
 /* ---- request states ------------------------------------------------- */
 
-static uint32_t hash_id(const char *s, size_t n)
+static req *create(const char *id, size_t n, uint32_t h, int64_t ts)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-static req *find(const char *id, size_t n)
-{
-    uint32_t h = hash_id(id, n);
-    for (req *r = A.bucket[h % HASH_BUCKETS]; r; r = r->next)
-        if (r->hash == h && r->idl == n && !memcmp(r->id, id, n))
-            return r;
-    return NULL;
-}
-
-static req *create(const char *id, size_t n, int64_t ts)
-{
-    if (A.nreq >= SP_MAGG_MAX_REQUESTS) {
-        A.v.counter[SP_MC_UNTRACKED]++;
-        return NULL;
-    }
-    req *r = calloc(1, sizeof *r + n);
+    req *r = A.t.n < SP_MAGG_MAX_REQUESTS
+                 ? (req *)sp_ridtab_add(&A.t, id, n, h, offsetof(req, id), ts) : NULL;
     if (!r) {
         A.v.counter[SP_MC_UNTRACKED]++;
         return NULL;
     }
-    memcpy(r->id, id, n);
-    r->idl = n;
-    r->hash = hash_id(id, n);
-    r->canon = r;
-    r->touch = ts;
     r->recv = r->reply = NAN;
-    r->next = A.bucket[r->hash % HASH_BUCKETS];
-    A.bucket[r->hash % HASH_BUCKETS] = r;
-    A.nreq++;
-    A.ncanon++;
     return r;
 }
 
@@ -263,38 +230,11 @@ static req *state(const char *id, size_t n, int64_t ts, int make)
 {
     if (!id || !n)
         return NULL;
-    req *r = find(id, n);
+    uint32_t h = sp_ridtab_hash(id, n); /* once, for the lookup and the add */
+    req *r = (req *)sp_ridtab_lookup(&A.t, id, n, h, ts);
     if (!r && make)
-        r = create(id, n, ts);
-    if (!r)
-        return NULL;
-    r = r->canon;
-    r->touch = ts;
+        r = create(id, n, h, ts);
     return r;
-}
-
-static void unlink_one(req *r)
-{
-    req **pp = &A.bucket[r->hash % HASH_BUCKETS];
-    while (*pp && *pp != r)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = r->next;
-    A.nreq--;
-    free(r);
-}
-
-/* Removes a canonical state and every alias of it. */
-static void drop_state(req *c)
-{
-    req *a = c->aliases;
-    while (a) {
-        req *next = a->aliases;
-        unlink_one(a);
-        a = next;
-    }
-    A.ncanon--;
-    unlink_one(c);
 }
 
 static int64_t min_set(int64_t a, int64_t b)
@@ -319,18 +259,7 @@ static void link_ids(const view *v, int64_t ts)
     sp_tokens_merge(&t->reply, f->reply);
     if (!t->wait_since)
         t->wait_since = f->wait_since;
-    /* f's aliases, then f itself, join t's list. */
-    for (req *a = f->aliases; a;) {
-        req *next = a->aliases;
-        a->canon = t;
-        a->aliases = t->aliases;
-        t->aliases = a;
-        a = next;
-    }
-    f->aliases = t->aliases;
-    t->aliases = f;
-    f->canon = t;
-    A.ncanon--;
+    sp_ridtab_alias(&A.t, &t->e, &f->e);
 }
 
 /* ---- observations --------------------------------------------------- */
@@ -395,7 +324,7 @@ static void observe_request(req *r)
     }
     if (r->waits)
         observe(SP_MH_QUEUE, secs(r->wait_sum));
-    drop_state(r);
+    sp_ridtab_drop(&A.t, &r->e);
 }
 
 /* httpRes: counters now; histograms after the next whole pass, because the
@@ -557,40 +486,30 @@ void sp_magg_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
 
 sp_mdata *sp_magg_values(void)
 {
-    A.v.gauge[SP_MG_REQUESTS_TRACKED] = A.ncanon;
+    A.v.gauge[SP_MG_REQUESTS_TRACKED] = A.t.ncanon;
     A.v.gauge_set |= (uint64_t)1 << SP_MG_REQUESTS_TRACKED;
     return &A.v;
 }
 
+/* Stale unless its end is queued (observed after the pass). */
+static int untracked(sp_ridtab_ent *e, void *arg)
+{
+    (void)arg;
+    if (((req *)e)->end_pass)
+        return 0;
+    A.v.counter[SP_MC_UNTRACKED]++;
+    return 1;
+}
+
 void sp_magg_sweep(int64_t now_ns, int64_t max_age_ns)
 {
-    for (int b = 0; b < HASH_BUCKETS; b++) {
-        req *r = A.bucket[b];
-        while (r) {
-            req *next = r->next;
-            if (r->canon == r && !r->end_pass && now_ns - r->touch > max_age_ns) {
-                A.v.counter[SP_MC_UNTRACKED]++;
-                /* next may be one of r's aliases, freed below: restart the chain. */
-                drop_state(r);
-                next = A.bucket[b];
-            }
-            r = next;
-        }
-    }
+    sp_ridtab_sweep(&A.t, now_ns, max_age_ns, untracked, NULL);
 }
 
 void sp_magg_free(int forget)
 {
-    if (!forget) {
-        for (int b = 0; b < HASH_BUCKETS; b++) {
-            req *r = A.bucket[b];
-            while (r) {
-                req *next = r->next;
-                free(r);
-                r = next;
-            }
-        }
-    }
+    if (!forget)
+        sp_ridtab_free(&A.t);
     memset(&A, 0, sizeof A);
 }
 

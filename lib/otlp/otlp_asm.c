@@ -6,7 +6,7 @@
  * Runs on the rings' consumer thread, beside the live metrics aggregate
  * (metrics_agg.c) and in the same way: each record is decoded once from the
  * ring's bytes (rec_format.h), keeping only what the spans need; requests in
- * flight have a state in a chained hash table keyed by id; `Link {from, to}`
+ * flight have a state in the consumer's request-id table (ridtab.h); `Link {from, to}`
  * makes the two ids one state (the front end's id names it, as in the
  * reports). The figures are request.csv's (docs/parse.md), so a span and a
  * parsed row agree:
@@ -47,8 +47,8 @@
 #include "msgdec.h"
 #include "otlp.h"
 #include "otlp_ctx.h"
+#include "ridtab.h"
 
-#define HASH_BUCKETS 16384
 #define MAX_REQUESTS 65536
 #define MAX_OPEN 4096
 #define MAX_AGE_NS (1800 * 1000000000LL)
@@ -58,8 +58,9 @@
 #define STATE_LEN 256
 
 typedef struct req {
-    struct req *next, *canon, *aliases, *done_next;
-    int64_t seen, touch, start, end, first_enq, first_sched, iter0_end, tok_end, send_end;
+    sp_ridtab_ent e; /* first: the table's link, canon, aliases, touch */
+    struct req *done_next;
+    int64_t seen, start, end, first_enq, first_sched, iter0_end, tok_end, send_end;
     int64_t wait_since, wait_sum, sched_ns, exec_ns, fwd_ns, handoff0, handoff1;
     int64_t preempt_ts[MAX_PREEMPT];
     int npreempt, nwait, has_ctx, has_start_rec;
@@ -71,8 +72,6 @@ typedef struct req {
     char ctx_rid[128]; /* the id the context was given for: span ids derive from it */
     size_t ctx_ridl;
     uint64_t end_pass;
-    uint32_t hash;
-    size_t idl;
     char id[];
 } req;
 
@@ -90,8 +89,7 @@ typedef struct open_span {
 static struct {
     sp_otlp_conf c;
     uint64_t seed;
-    req *bucket[HASH_BUCKETS];
-    int nreq;
+    sp_ridtab t; /* requests in flight */
     uint64_t pass;
     req *done;
     open_span *open;
@@ -417,36 +415,12 @@ static int kind_of(const char *n, size_t nl)
 
 /* ---- request states (as metrics_agg.c) ------------------------------ */
 
-static uint32_t hash_id(const char *s, size_t n)
+static req *create(const char *id, size_t n, uint32_t h, int64_t ts)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-static req *find(const char *id, size_t n)
-{
-    uint32_t h = hash_id(id, n);
-    for (req *r = A.bucket[h % HASH_BUCKETS]; r; r = r->next)
-        if (r->hash == h && r->idl == n && !memcmp(r->id, id, n))
-            return r;
-    return NULL;
-}
-
-static req *create(const char *id, size_t n, int64_t ts)
-{
-    req *r = A.nreq < MAX_REQUESTS ? calloc(1, sizeof *r + n + 1) : NULL;
-    if (!r)
-        return NULL; /* counted when its context or end shows it mattered */
-    memcpy(r->id, id, n);
-    r->idl = n;
-    r->hash = hash_id(id, n);
-    r->canon = r;
-    r->touch = r->seen = ts;
-    r->next = A.bucket[r->hash % HASH_BUCKETS];
-    A.bucket[r->hash % HASH_BUCKETS] = r;
-    A.nreq++;
+    req *r = A.t.n < MAX_REQUESTS
+                 ? (req *)sp_ridtab_add(&A.t, id, n, h, offsetof(req, id), ts) : NULL;
+    if (r) /* else counted when its context or end shows it mattered */
+        r->seen = ts;
     return r;
 }
 
@@ -454,36 +428,11 @@ static req *state(const char *id, size_t n, int64_t ts, int make)
 {
     if (!id || !n)
         return NULL;
-    req *r = find(id, n);
+    uint32_t h = sp_ridtab_hash(id, n); /* once, for the lookup and the add */
+    req *r = (req *)sp_ridtab_lookup(&A.t, id, n, h, ts);
     if (!r && make)
-        r = create(id, n, ts);
-    if (!r)
-        return NULL;
-    r = r->canon;
-    r->touch = ts;
+        r = create(id, n, h, ts);
     return r;
-}
-
-static void unlink_one(req *r)
-{
-    req **pp = &A.bucket[r->hash % HASH_BUCKETS];
-    while (*pp && *pp != r)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = r->next;
-    A.nreq--;
-    free(r);
-}
-
-static void drop_state(req *c)
-{
-    req *a = c->aliases;
-    while (a) {
-        req *next = a->aliases;
-        unlink_one(a);
-        a = next;
-    }
-    unlink_one(c);
 }
 
 static int64_t min_set(int64_t a, int64_t b) { return !a ? b : !b ? a : (a < b ? a : b); }
@@ -549,16 +498,7 @@ static void link_ids(const char *from, size_t fl, const char *to, size_t tl, int
     }
     t->end_pass = 0;
     /* t, its aliases, become f's aliases. */
-    for (req *a = t->aliases; a;) {
-        req *next = a->aliases;
-        a->canon = f;
-        a->aliases = f->aliases;
-        f->aliases = a;
-        a = next;
-    }
-    t->aliases = f->aliases;
-    f->aliases = t;
-    t->canon = f;
+    sp_ridtab_alias(&A.t, &f->e, &t->e);
 }
 
 /* ---- the spans ------------------------------------------------------- */
@@ -659,9 +599,9 @@ static void finish(req *r)
             sp_otlp_count(SP_OC_UNSAMPLED, 1);
             return;
         }
-        sp_tc_auto_trace_id(A.seed, r->id, r->idl, r->ctx.trace_id);
+        sp_tc_auto_trace_id(A.seed, r->id, r->e.idl, r->ctx.trace_id);
         r->ctx.flags = 1;
-        r->ctx_ridl = r->idl < sizeof r->ctx_rid ? r->idl : sizeof r->ctx_rid;
+        r->ctx_ridl = r->e.idl < sizeof r->ctx_rid ? r->e.idl : sizeof r->ctx_rid;
         memcpy(r->ctx_rid, r->id, r->ctx_ridl);
     }
     if (!sampled(r)) {
@@ -669,10 +609,10 @@ static void finish(req *r)
         return;
     }
     int64_t start = r->start ? r->start : r->seen; /* no httpReq: its first record */
-    int64_t end = r->end ? r->end : r->touch;
+    int64_t end = r->end ? r->end : r->e.touch;
     int64_t ft = first_token(r);
     char id[256];
-    snprintf(id, sizeof id, "%.*s", (int)r->idl, r->id);
+    snprintf(id, sizeof id, "%.*s", (int)r->e.idl, r->id);
 
     sp_otlp_attr at[24];
     int na = 0;
@@ -981,6 +921,18 @@ void sp_otlp_asm_record(const sp_rec_hdr *h, const uint8_t *rec, size_t len)
     }
 }
 
+/* Stale unless its end is queued (finished after the pass). */
+static int untracked(sp_ridtab_ent *e, void *arg)
+{
+    (void)arg;
+    const req *r = (const req *)e;
+    if (r->end_pass)
+        return 0;
+    if (r->has_ctx)
+        sp_otlp_count(SP_OC_DROP_UNTRACKED, 1);
+    return 1;
+}
+
 void sp_otlp_asm_pass_end(int64_t now_ns)
 {
     req **pp = &A.done;
@@ -989,7 +941,7 @@ void sp_otlp_asm_pass_end(int64_t now_ns)
         if (r->end_pass <= A.pass) {
             *pp = r->done_next;
             finish(r);
-            drop_state(r);
+            sp_ridtab_drop(&A.t, &r->e);
         } else {
             pp = &r->done_next;
         }
@@ -998,19 +950,7 @@ void sp_otlp_asm_pass_end(int64_t now_ns)
     if (now_ns - A.last_sweep < 10 * 1000000000LL)
         return;
     A.last_sweep = now_ns;
-    for (int b = 0; b < HASH_BUCKETS; b++) {
-        req *r = A.bucket[b];
-        while (r) {
-            req *next = r->next;
-            if (r->canon == r && !r->end_pass && now_ns - r->touch > MAX_AGE_NS) {
-                if (r->has_ctx)
-                    sp_otlp_count(SP_OC_DROP_UNTRACKED, 1);
-                drop_state(r);
-                next = A.bucket[b];
-            }
-            r = next;
-        }
-    }
+    sp_ridtab_sweep(&A.t, now_ns, MAX_AGE_NS, untracked, NULL);
 }
 
 void sp_otlp_asm_reset(const sp_otlp_conf *c, uint64_t seed)
@@ -1028,16 +968,9 @@ void sp_otlp_asm_free(int forget)
             req *r = A.done;
             A.done = r->done_next;
             finish(r);
-            drop_state(r);
+            sp_ridtab_drop(&A.t, &r->e);
         }
-        for (int b = 0; b < HASH_BUCKETS; b++) {
-            req *r = A.bucket[b];
-            while (r) {
-                req *next = r->next;
-                free(r);
-                r = next;
-            }
-        }
+        sp_ridtab_free(&A.t);
         while (A.open) {
             open_span *o = A.open;
             A.open = o->next;

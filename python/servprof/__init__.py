@@ -71,15 +71,28 @@ __all__ = [
     "trace_outgoing",
 ]
 
-def _own_verb() -> bool:
-    """True while `python -m servprof run|hooks ...` imports this package:
-    the runner execs the server (which loads the library itself) and
-    `hooks check` records nothing, so neither loads the library nor warns
-    about it. (runpy keeps sys.argv[0] == "-m" while it imports the package.)"""
+def _cli_verb() -> bool:
+    """True while `python -m servprof VERB ...` imports this package: every
+    verb either runs the C tool (__main__.py execs it) or is the binding's
+    own `run` (which execs the server, and the server loads the library
+    itself) or `hooks check` (which records nothing), so none loads the
+    library or warns about it. runpy keeps sys.argv[0] == "-m" while it
+    imports the package; sys.orig_argv (Python >= 3.10) tells `-m servprof`
+    from `-m servprof.submodule`, which imports the package as a library.
+    The console command a wheel installs (named servprof) is the same."""
+    import os
     import sys
-    return len(sys.argv) > 1 and sys.argv[0] == "-m" and sys.argv[1] in ("run", "hooks")
+    if sys.argv and os.path.basename(sys.argv[0]) == "servprof":
+        return True
+    if not sys.argv or sys.argv[0] != "-m":
+        return False
+    orig = getattr(sys, "orig_argv", None)
+    if orig and "-m" in orig:
+        i = orig.index("-m")
+        return i + 1 < len(orig) and orig[i + 1] == "servprof"
+    return len(sys.argv) > 1 and sys.argv[1] in ("run", "hooks")
 
 
-if not _own_verb():
+if not _cli_verb():
     _try_load()
 _install_exit_hooks()

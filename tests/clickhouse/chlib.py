@@ -3,8 +3,13 @@
 
 Each Node is one `clickhouse-server --config-file=DIR/config.xml` with a
 generated config, its data, logs and tmp in a temporary folder, listening
-on 127.0.0.1 ports chosen here (bound once to port 0, then handed to the
-server; a server that loses that race is started again on other ports).
+on 127.0.0.1 ports reserved for this test (tests/support/ports.py: no two
+tests of this tree get the same port at once). A server that still does
+not get its ports — its log says "Address already in use", or a listener
+on them is not its own (a /ping answered by the process holding the port,
+before ours exits; or a listener with SO_REUSEPORT sharing it) — is
+started again on fresh ports, at its first start: after that its URL is
+out and a restart keeps the ports.
 The system service and /etc/clickhouse-server are never touched. A Cluster
 is N such nodes, each one shard of a `remote_servers` cluster named in
 every node's config, so a Distributed table on any node reads them all.
@@ -21,11 +26,12 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.parse
+
+from support import ports
 
 SERVER = shutil.which("clickhouse-server") or ("/usr/sbin/clickhouse-server"
                                                if os.path.exists("/usr/sbin/clickhouse-server") else None)
@@ -55,10 +61,16 @@ def main():
     unittest.main()
 
 
+START_TRIES = 5
+
+
+class PortTaken(RuntimeError):
+    """The server did not get its ports (to itself)."""
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing of this tree's tests uses now (reserved until exit)."""
+    return ports.reserve()
 
 
 def _xml_escape(s):
@@ -78,11 +90,21 @@ class Node:
         self.tcp_port = free_port()
         self.proc = None
         self.log = None
+        self.clusters = None
+        self.started = False  # once up, its URL is out: a restart keeps its ports
+
+    def new_ports(self):
+        """Fresh ports (the config is to be written again)."""
+        ports.release(self.http_port)
+        ports.release(self.tcp_port)
+        self.http_port = free_port()
+        self.tcp_port = free_port()
 
     def url(self, db="servprof"):
         return "clickhouse://127.0.0.1:%d/%s" % (self.http_port, db)
 
     def write_config(self, clusters=None):
+        self.clusters = clusters
         d = self.dir
         shards = ""
         for cname, members in (clusters or {}).items():
@@ -132,8 +154,23 @@ class Node:
         with open(os.path.join(d, "users.xml"), "w") as f:
             f.write(users)
 
-    def start(self, timeout=30):
+    def start(self, timeout=30, move=True):
+        """Starts the server and waits for it. At the first start, when it
+        did not get its ports, it is started again on fresh ones (move=False:
+        PortTaken is raised instead, for a Cluster, whose configs name every
+        node's port)."""
+        for attempt in range(START_TRIES):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if self.started or not move or attempt == START_TRIES - 1:
+                    raise
+                self.new_ports()
+                self.write_config(self.clusters)
+
+    def _start_once(self, timeout):
         assert self.proc is None or self.proc.poll() is not None
+        marks = self._log_sizes()
         self.log = open(os.path.join(self.dir, "stdout.log"), "ab")
         self.proc = subprocess.Popen([SERVER, "--config-file=" + os.path.join(self.dir, "config.xml")],
                                      cwd=self.dir, stdout=self.log, stderr=subprocess.STDOUT,
@@ -142,9 +179,21 @@ class Node:
         deadline = time.time() + timeout * SLACK
         while True:
             if self.proc.poll() is not None:
+                err = self.errors(marks)
+                self.stop()
+                if "Address already in use" in err:
+                    raise PortTaken("clickhouse-server %s: ports %d/%d taken"
+                                    % (self.name, self.http_port, self.tcp_port))
                 raise RuntimeError("clickhouse-server %s exited at start (status %s):\n%s"
-                                   % (self.name, self.proc.returncode, self.errors()))
+                                   % (self.name, self.proc.returncode, err))
             if self.ping():
+                # The answer may be another server's on this port: ours must
+                # be the only listener on both ports.
+                if ports.owns_listeners(self.proc.pid, (self.http_port, self.tcp_port)) is False:
+                    self.stop(signal.SIGKILL)
+                    raise PortTaken("clickhouse-server %s: another server listens on %d or %d"
+                                    % (self.name, self.http_port, self.tcp_port))
+                self.started = True
                 return self
             if time.time() > deadline:
                 self.stop()
@@ -162,12 +211,25 @@ class Node:
         finally:
             c.close()
 
-    def errors(self):
+    LOGS = ("error.log", "stdout.log")
+
+    def _log_sizes(self):
+        sizes = {}
+        for n in self.LOGS:
+            try:
+                sizes[n] = os.path.getsize(os.path.join(self.dir, n))
+            except OSError:
+                sizes[n] = 0
+        return sizes
+
+    def errors(self, since=None):
+        """The logs' last lines; `since` (sizes from _log_sizes): what came after."""
         out = []
-        for n in ("error.log", "stdout.log"):
+        for n in self.LOGS:
             p = os.path.join(self.dir, n)
             if os.path.exists(p):
                 with open(p, "rb") as f:
+                    f.seek((since or {}).get(n, 0))
                     out.append(f.read()[-3000:].decode(errors="replace"))
         return "\n".join(out)
 
@@ -223,18 +285,34 @@ class Cluster:
         self.root = root or tempfile.mkdtemp(prefix="sp-ch-")
         self.name = name
         self.nodes = [Node(self.root, "shard%d" % i) for i in range(nshards)]
+        self.started = False
+        self.write_configs()
+
+    def write_configs(self):
         members = [("127.0.0.1", n.tcp_port) for n in self.nodes]
         for n in self.nodes:
-            n.write_config({name: members})
+            n.write_config({self.name: members})
 
     def start(self):
-        try:
-            for n in self.nodes:
-                n.start()
-        except Exception:
-            self.stop()
-            raise
-        return self
+        """Starts every node; when one did not get its ports, all stop, that
+        one takes fresh ports, every config is written again, and all start."""
+        for attempt in range(START_TRIES):
+            try:
+                for n in self.nodes:
+                    n.start(move=False)
+                self.started = True
+                return self
+            except PortTaken:
+                self.stop()
+                if attempt == START_TRIES - 1 or self.started:
+                    raise
+                for n in self.nodes:
+                    n.started = False  # its URL was not handed out yet
+                    n.new_ports()
+                self.write_configs()
+            except Exception:
+                self.stop()
+                raise
 
     def stop(self):
         for n in self.nodes:

@@ -14,6 +14,7 @@ import time
 import unittest
 
 from support.demo_util import CLI, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support import ports  # noqa: E402
 
 
 def run(*args, **kw):
@@ -146,10 +147,7 @@ class MetricPort(unittest.TestCase):
 
     def test_takeover(self):
         work = tempfile.mkdtemp(prefix="sp-mport-")
-        import socket
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = ports.reserve()  # the servers bind it later: no other test gets it meanwhile
         cfg = os.path.join(work, "prof.json")
         with open(cfg, "w") as f:
             json.dump({"enable": 0, "metric_enable": 1, "metric_port": port,

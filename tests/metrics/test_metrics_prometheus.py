@@ -20,7 +20,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,15 +28,16 @@ import urllib.parse
 import urllib.request
 
 from support.demo_util import CLI, LOAD, SANITIZE, SLACK, SMALL_MODEL, Server  # noqa: E402
+from support import ports  # noqa: E402
 
 SOURCE = os.environ.get("SERVPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 DASHBOARD = os.path.join(SOURCE, "dashboards", "grafana-live-metrics.json")
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """Reserved for this test (support/ports.py): Prometheus binds it later,
+    and no other test of this tree is handed it in between."""
+    return ports.reserve()
 
 
 def wait_until(pred, seconds, what):

@@ -78,6 +78,29 @@ class Loader(unittest.TestCase):
         self.assertIn("ctypes.util.find_library('servprof')", p.stdout)
         self.assertIn("SERVPROF_LIB=/path/to/libservprof.so", p.stdout)
 
+    def test_cli_verb_loads_no_library(self):
+        """`python -m servprof parse ...` only runs the C tool: with SERVPROF_LIB
+        naming no file, and a config that asks for collection (which makes an
+        import that loads the library raise), the verb still runs, silently."""
+        tool = os.environ.get("SERVPROF_BIN")
+        if not tool or not os.access(tool, os.X_OK):
+            self.skipTest("SERVPROF_BIN (the built C tool) is not set")
+        d = T.tmpdir(self)
+        cfg = os.path.join(d, "prof.json")
+        with open(cfg, "w") as f:
+            f.write('{"enable": 1, "prof_dir": "%s"}\n' % d)
+        e = {"PYTHONPATH": T.PYDIR, "LD_LIBRARY_PATH": "", "SERVICE_PROF_CONFIG_PATH": cfg,
+             "SERVPROF_LIB": "/no/such/dir/libservprof.so", "SERVPROF_BIN": tool}
+        for verb in (["parse", "--help"], ["--version"]):
+            p = T.run([sys.executable, "-B", "-m", "servprof"] + verb, env=e)
+            self.assertNotIn("libservprof", p.stderr, verb)
+            self.assertNotIn("RuntimeWarning", p.stderr, verb)
+            self.assertTrue(p.stdout.strip(), verb)
+        # the same import as a library still looks for it (and raises: enable 1)
+        p = T.run([sys.executable, "-B", "-c", "import servprof"], env=e, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("/no/such/dir/libservprof.so", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
