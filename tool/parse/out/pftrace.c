@@ -56,7 +56,9 @@
  * The write cost is the args' JSON parsed (the JSON writer copies it), so
  * what the stream repeats is not redone: an args key is compared with the
  * key met last at the same position of the same event name's args (the
- * dicts of one array share a position; put_key), event names with the
+ * dicts of one array share a position; put_key) — in a dict, with the
+ * key text and entry bytes its position's skeleton holds, which spares
+ * the lookup too (put_object) —, event names with the
  * last one under the same first bytes (intern_named), thread tracks by
  * (pid, tid) (thread_track). Every such cache remembers the sequence its
  * ids belong to. None of them changes the output.
@@ -142,6 +144,9 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 /* The key cache by position (put_key): slots, and the longest key it keeps. */
 #define KEY_SLOTS 1024
 #define KEY_MAXLEN 40
+/* Dict skeletons (put_object): slots, and the keys each remembers. */
+#define SKEL_SLOTS 64
+#define SKEL_KEYS 8
 /* Thread tracks remembered by (pid, tid) (thread_track). */
 #define TCACHE 64
 /* Event names and categories remembered by their first bytes (name_cat). */
@@ -172,6 +177,19 @@ typedef struct kslot {
     uint64_t iid;
     char s[KEY_MAXLEN];
 } kslot;
+
+/* The keys of the dicts met at one position of an args shape (put_object):
+ * key i's text with its quotes and colon, and the dict entry's name
+ * fields (DA_NAME_IID and its id). */
+typedef struct skel {
+    uint64_t pos;
+    uint32_t seq;   /* the sequence the ids belong to; 0: empty */
+    struct skey {
+        unsigned char litlen, enclen; /* litlen 0: key i not known */
+        char lit[KEY_MAXLEN + 3];
+        unsigned char enc[16];
+    } k[SKEL_KEYS];
+} skel;
 
 typedef struct pend { int64_t end; uint64_t order, uuid; } pend;
 
@@ -209,6 +227,7 @@ struct prs_pft {
     struct small_enc { uint64_t h; uint32_t seq; short len, nenc; char text[ARGS_CACHE_MIN]; unsigned char enc[SMALL_ENC]; } *small;
     unsigned long long literals; /* string values sent as text so far */
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
+    skel *skels;                /* SKEL_SLOTS: dict skeletons by position (put_object) */
     kslot names[NAME_SLOTS];    /* event names, then categories, by first bytes (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
@@ -761,6 +780,31 @@ static uint64_t shape_at(uint64_t ctx, uint64_t i)
     return h ^ (h >> 31);
 }
 
+/* The first byte at or after q (before e) that ends a plain string: a
+ * quote, a backslash, or a byte outside printable ASCII. Eight bytes at a
+ * time while they last (a byte at a time was a tenth of the writer). */
+static const char *plain_end(const char *q, const char *e)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (e - q >= 8) {
+        uint64_t x, qu, bs, de;
+        memcpy(&x, q, 8);
+        qu = x ^ (ones * '"');
+        bs = x ^ (ones * '\\');
+        de = x ^ (ones * 0x7f);
+        /* whether a byte is below 0x20, is '"', '\\' or 0x7f, or has its
+         * high bit: exact for the word as a whole (not for which byte) */
+        uint64_t special = ((x - ones * 0x20) & ~x) | ((qu - ones) & ~qu) | ((bs - ones) & ~bs) |
+                           ((de - ones) & ~de) | x;
+        if (special & highs)
+            break;
+        q += 8;
+    }
+    while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
+        q++;
+    return q;
+}
+
 /* s at a string's opening quote: its name fields (a key) into m; returns
  * the byte after the closing quote. `at` is the key's position in its
  * args shape (shape_at).
@@ -790,6 +834,14 @@ static int same(const char *a, const char *b, int n)
                 return 1;
         }
     }
+    if (n >= 4) { /* two words of four, overlapping */
+        uint32_t x4, y4, u4, v4;
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        memcpy(&u4, a + n - 4, 4);
+        memcpy(&v4, b + n - 4, 4);
+        return x4 == y4 && u4 == v4;
+    }
     while (n-- > 0)
         if (*a++ != *b++)
             return 0;
@@ -806,9 +858,7 @@ static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, 
         return s + 2 + c->len;
     }
     /* the common key, plain ASCII without escapes, found and checked in one pass */
-    const char *q = s + 1;
-    while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
-        q++;
+    const char *q = plain_end(s + 1, e);
     if (q < e && *q == '"') {
         int kn = (int)(q - (s + 1));
         uint64_t kid = annot_name(p, m, s + 1, kn);
@@ -829,21 +879,72 @@ static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, 
 
 static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t at);
 
+/* The skeleton of the dicts at position pos, emptied when it held
+ * another position's or another sequence's keys. */
+static skel *skel_of(prs_pft *p, uint64_t pos)
+{
+    skel *sk = &p->skels[(pos >> 44) & (SKEL_SLOTS - 1)];
+    if (sk->seq != p->seq || sk->pos != pos) {
+        sk->seq = p->seq;
+        sk->pos = pos;
+        for (int i = 0; i < SKEL_KEYS; i++)
+            sk->k[i].litlen = 0;
+    }
+    return sk;
+}
+
+/* Remembers key text k0..k1 (`"key":`) and the name fields it encoded to
+ * (enc, n bytes) as key i of sk, when they are the common kind: an
+ * interned name, compact text. */
+static void skel_learn(struct skey *k, const char *k0, const char *k1, const unsigned char *enc, size_t n)
+{
+    size_t ln = (size_t)(k1 - k0);
+    if (ln < 4 || ln > sizeof k->lit || k1[-2] != '"' || n > sizeof k->enc || enc[0] != (DA_NAME_IID << 3 | PB_VARINT))
+        return;
+    memcpy(k->lit, k0, ln);
+    memcpy(k->enc, enc, n);
+    k->litlen = (unsigned char)ln;
+    k->enclen = (unsigned char)n;
+}
+
 /* Object v..e (v at '{', at its position in the args shape) as
  * dict_entries of m, each an annotation written in place; returns the
- * byte after its '}'. */
+ * byte after its '}'.
+ *
+ * The dicts at one position (the entries of a rid list) repeat one set
+ * of keys: the position's skeleton holds each key's text and the name
+ * fields it encodes to, so a key that matches it costs one comparison and
+ * one copy (the bytes put_key would write: its id is the sequence's). */
 static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
 {
     const char *s = ws(v + 1, e);
+    skel *sk = skel_of(p, pos);
     for (uint64_t i = 0; s < e && *s == '"'; i++) {
-        size_t at = pb_open(m, DA_DICT);
-        uint64_t kat = shape_at(pos, i);
-        s = ws(put_key(p, m, s, e, kat), e);
-        if (s >= e || *s != ':') {
-            pb_close(m, at);
-            return e;
+        size_t at;
+        struct skey *k = i < SKEL_KEYS ? &sk->k[i] : NULL;
+        if (k && k->litlen && e - s >= k->litlen && same(s, k->lit, k->litlen)) {
+            pb_reserve(m, 2 + sizeof k->enc);
+            unsigned char *b = m->b + m->n;
+            b[0] = DA_DICT << 3 | PB_LEN;
+            b[1] = 0;
+            memcpy(b + 2, k->enc, sizeof k->enc);
+            at = m->n + 2;
+            m->n = at + k->enclen;
+            s += k->litlen;
+            p->st.key_hits++;
+        } else {
+            at = pb_open(m, DA_DICT);
+            const char *k0 = s;
+            s = ws(put_key(p, m, s, e, shape_at(pos, i)), e);
+            if (s >= e || *s != ':') {
+                pb_close(m, at);
+                return e;
+            }
+            s++;
+            if (k)
+                skel_learn(k, k0, s, m->b + at, m->n - at);
         }
-        const char *val = ws(s + 1, e), *q = val;
+        const char *val = ws(s, e), *q = val;
         /* The usual value in a dict, a small non-negative integer, without
          * the call (put_value writes the same for it). */
         uint64_t u = 0;
@@ -853,7 +954,7 @@ static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *
             pb_uint(m, DA_INT, u);
             s = q;
         } else {
-            s = put_value(p, m, val, e, depth + 1, kat);
+            s = put_value(p, m, val, e, depth + 1, shape_at(pos, i));
         }
         pb_close(m, at);
         s = ws(s, e);
@@ -907,9 +1008,7 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
     if (v >= e)
         return e;
     if (*v == '"') {
-        const char *q = v + 1; /* plain ASCII without escapes: found and checked in one pass */
-        while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
-            q++;
+        const char *q = plain_end(v + 1, e); /* plain ASCII without escapes: found and checked in one pass */
         if (q < e && *q == '"') {
             str_value(p, m, v + 1, (int)(q - (v + 1)));
             return q + 1;
@@ -1097,6 +1196,7 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
         p->in[k] = prs_xmalloc(in_slots[k] * sizeof *p->in[k]);
     reset_interning(p);
     p->keys = prs_xcalloc(KEY_SLOTS, sizeof *p->keys);
+    p->skels = prs_xcalloc(SKEL_SLOTS, sizeof *p->skels);
     p->small = prs_xcalloc(SMALL_SLOTS, sizeof *p->small);
     p->tslots = 256;
     p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
@@ -1288,6 +1388,7 @@ static void release(prs_pft *p)
         free(p->tracks[i].ends);
     }
     free(p->keys);
+    free(p->skels);
     free(p->small);
     free(p->tracks);
     free(p->thash);
