@@ -160,6 +160,14 @@ typedef struct islot {
     char s[IN_MAXLEN];
 } islot;
 
+/* A key met at one position of one args shape, and its name id. */
+typedef struct kslot {
+    uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
+    int len;
+    uint64_t iid;
+    char s[KEY_MAXLEN];
+} kslot;
+
 typedef struct track {
     uint64_t h;
     int kind, pid;   /* kind: 0 process, 1 thread, 2 counter */
@@ -168,15 +176,9 @@ typedef struct track {
     uint64_t uuid;
     int64_t *ends;   /* thread: the open spans' ends, innermost last */
     int nends, capends;
+    kslot last_name, last_cat; /* thread: the last event name and category on it (name_cat) */
 } track;
 
-/* A key met at one position of one args shape, and its name id. */
-typedef struct kslot {
-    uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
-    int len;
-    uint64_t iid;
-    char s[KEY_MAXLEN];
-} kslot;
 
 /* The keys of the dicts met at one position of an args shape (put_object):
  * key i's text with its quotes and colon, and the dict entry's name
@@ -384,6 +386,60 @@ static void event_head(prs_pft *p, prs_pb *head, int64_t ts)
     pb_uint(head, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
 }
 
+static unsigned char *varint_at(unsigned char *q, uint64_t v)
+{
+    while (v >= 0x80) {
+        *q++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    return q;
+}
+
+/* Writes the event packet of p->te at ts, with the interned data in
+ * interned (NULL: none): the bytes event_head and packet() write, but
+ * straight into the output buffer when the packet fits (one check and
+ * the three copies, not a head built apart and four put()s). */
+static void event_packet(prs_pft *p, int64_t ts, const prs_pb *interned)
+{
+    uint64_t delta = (uint64_t)(ts - p->last);
+    size_t in_n = interned ? interned->n : 0;
+    const prs_pb *ev = &p->te;
+    size_t n = 1 + (size_t)pb_varint_len(delta) + 1 + (size_t)pb_varint_len(p->seq) + 2;
+    if (in_n)
+        n += 1 + (size_t)pb_varint_len(in_n) + in_n;
+    n += 1 + (size_t)pb_varint_len(ev->n) + ev->n;
+    size_t total = 1 + (size_t)pb_varint_len(n) + n;
+    if (total > PRS_DW_BUF - p->n) { /* straddles a buffer hand-over: the long way */
+        event_head(p, &p->hd, ts);
+        packet(p, &p->hd, interned, TP_TRACK_EVENT, ev);
+        return;
+    }
+    p->last = ts;
+    unsigned char *q = (unsigned char *)p->b + p->n;
+    *q++ = TRACE_PACKET << 3 | PB_LEN;
+    q = varint_at(q, n);
+    *q++ = TP_TIMESTAMP << 3 | PB_VARINT;
+    q = varint_at(q, delta);
+    *q++ = TP_SEQ_ID << 3 | PB_VARINT;
+    q = varint_at(q, p->seq);
+    *q++ = TP_SEQ_FLAGS << 3 | PB_VARINT;
+    *q++ = SEQ_NEEDS_STATE;
+    if (in_n) {
+        *q++ = TP_INTERNED << 3 | PB_LEN;
+        q = varint_at(q, in_n);
+        memcpy(q, interned->b, in_n);
+        q += in_n;
+    }
+    *q++ = TP_TRACK_EVENT << 3 | PB_LEN;
+    q = varint_at(q, ev->n);
+    memcpy(q, ev->b, ev->n);
+    q += ev->n;
+    p->n += total;
+    p->st.packets++;
+    p->st.bytes += total;
+}
+
 /* The iid of text s (n bytes) of kind k in this sequence, interning it
  * into p->id when new; 0 when it is not to be interned (too long, or a
  * string value seen for the first time). */
@@ -518,6 +574,7 @@ static track *track_of(prs_pft *p, int kind, int pid, long long tid, const char 
     t->uuid = p->next_uuid++;
     t->ends = NULL;
     t->nends = t->capends = 0;
+    t->last_name.seq = t->last_cat.seq = 0;
     p->thash[i] = p->ntracks;
     if ((unsigned)p->ntracks * 2 > p->tslots) {
         unsigned ns = p->tslots * 2;
@@ -625,11 +682,10 @@ static void flush_ends(prs_pft *p, int64_t ts)
 {
     while (p->nheap && p->heap[0].end <= ts) {
         pend e = heap_pop(p);
-        event_head(p, &p->hd, e.end);
         p->te.n = 0;
         pb_uint(&p->te, TE_TYPE, T_END);
         pb_uint(&p->te, TE_TRACK, e.uuid);
-        packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
+        event_packet(p, e.end, NULL);
     }
 }
 
@@ -1246,18 +1302,44 @@ static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
     return iid;
 }
 
-/* Name and category of the event being built, interned or literal. */
-static void name_cat(prs_pft *p, const char *name, const char *cat)
+/* intern_named through a slot of the event's track first: a lane carries
+ * one name or a few (a request's per-token events) and one domain, so
+ * the last one is compared with the text, not hashed and looked up. */
+static uint64_t intern_on_track(prs_pft *p, kslot *c, int k, const char *s, int *n)
+{
+    if (c->seq == p->seq) {
+        const char *a = s, *b = c->s;
+        while (*a == *b && *a) {
+            a++;
+            b++;
+        }
+        if (*a == *b) {
+            *n = c->len;
+            return c->iid;
+        }
+    }
+    uint64_t iid = intern_named(p, k, s, n);
+    if (iid && *n < KEY_MAXLEN) {
+        c->seq = p->seq;
+        c->len = *n;
+        c->iid = iid;
+        memcpy(c->s, s, (size_t)*n + 1);
+    }
+    return iid;
+}
+
+/* Name and category of the event being built on track t, interned or literal. */
+static void name_cat(prs_pft *p, track *t, const char *name, const char *cat)
 {
     int n;
-    uint64_t iid = intern_named(p, IN_NAME, name, &n);
+    uint64_t iid = intern_on_track(p, &t->last_name, IN_NAME, name, &n);
     p->shape = shape_at(0x243F6A8885A308D3ULL, iid); /* args keys are cached per event name */
     if (iid)
         pb_uint(&p->te, TE_NAME_IID, iid);
     else
         pb_bytes(&p->te, TE_NAME, name, (size_t)n);
     if (cat && *cat) {
-        iid = intern_named(p, IN_CAT, cat, &n);
+        iid = intern_on_track(p, &t->last_cat, IN_CAT, cat, &n);
         if (iid)
             pb_uint(&p->te, TE_CATEGORY_IIDS, iid);
         else
@@ -1278,15 +1360,14 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
     p->id.n = 0;
     pb_uint(&p->te, TE_TYPE, dur > 0 ? T_BEGIN : T_INSTANT);
     pb_uint(&p->te, TE_TRACK, uuid);
-    name_cat(p, name ? name : "", cat);
+    name_cat(p, t, name ? name : "", cat);
     if (len > 0)
         annotations_cached(p, args, len, valid);
     for (int i = 0; i < nflows; i++)
         pb_fixed64(&p->te, TE_FLOWS, flows[i]);
     for (int i = 0; i < nterm; i++)
         pb_fixed64(&p->te, TE_TERM_FLOWS, term[i]);
-    event_head(p, &p->hd, ts);
-    packet(p, &p->hd, &p->id, TP_TRACK_EVENT, &p->te);
+    event_packet(p, ts, &p->id);
     if (dur > 0) {
         while (t->nends && t->ends[t->nends - 1] <= ts)
             t->nends--; /* ended (advance wrote them) */
@@ -1366,8 +1447,7 @@ void prs_pft_counter(prs_pft *p, int pid, const char *name, int64_t ts, const ch
             pb_double(&p->te, TE_EXTRA_DVALUES, v);
         }
     }
-    event_head(p, &p->hd, ts);
-    packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
+    event_packet(p, ts, NULL);
     p->st.counters += k;
 }
 
