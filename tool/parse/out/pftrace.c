@@ -246,8 +246,18 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
         h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
         h ^= h >> 29;
     }
-    w = 0;
-    memcpy(&w, s, n);
+    /* the last n < 8 bytes as memcpy into a zeroed word would put them,
+     * from two overlapping loads (a memcpy of variable size is a call) */
+    if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, s, 4);
+        memcpy(&hi, s + n - 4, 4);
+        w = lo | (uint64_t)hi << (8 * (n - 4));
+    } else if (n) {
+        w = s[0] | (uint64_t)s[n >> 1] << (8 * (n >> 1)) | (uint64_t)s[n - 1] << (8 * (n - 1));
+    } else {
+        w = 0;
+    }
     h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9E3779B97F4A7C15ULL;
     return h ^ (h >> 32);
 }
@@ -874,7 +884,7 @@ static const char *plain_end(const char *q, const char *e)
  * cache or not (the slot remembers the sequence). */
 /* Whether the n bytes at a and b are equal: keys are short, and a call
  * to memcmp cost more than the comparison. */
-static int same(const char *a, const char *b, int n)
+static inline __attribute__((always_inline)) int same(const char *a, const char *b, int n)
 {
     uint64_t x, y;
     if (n >= 8) {
@@ -1013,6 +1023,9 @@ static inline __attribute__((always_inline)) const char *put_members(prs_pft *p,
         if (q > val && q < e && (*q == ',' || *q == '}')) {
             pb_uint(m, DA_INT, u);
             s = q;
+        } else if (val < e && *val == '"' && (q = plain_end(val + 1, e)) < e && *q == '"') {
+            str_value(p, m, val + 1, (int)(q - (val + 1))); /* a plain string, as put_value does it */
+            s = q + 1;
         } else {
             s = put_value(p, m, val, e, vdepth, shape_at(pos, i));
         }
@@ -1387,7 +1400,18 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
 static uint64_t counter_track(prs_pft *p, int pid, const char *name, const char *series)
 {
     char full[512];
-    snprintf(full, sizeof full, "%s %s", name, series);
+    /* snprintf(full, sizeof full, "%s %s", name, series), without the
+     * format's cost (a counter sample names a track per series) */
+    size_t cap = sizeof full - 1, k = strlen(name), sn = strlen(series);
+    if (k > cap)
+        k = cap;
+    memcpy(full, name, k);
+    if (k < cap)
+        full[k++] = ' ';
+    if (sn > cap - k)
+        sn = cap - k;
+    memcpy(full + k, series, sn);
+    full[k + sn] = 0;
     int created;
     uint64_t parent = process_uuid(p, pid);
     track *t = track_of(p, 2, pid, 0, full, &created);
