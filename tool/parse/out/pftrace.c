@@ -262,6 +262,38 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
     return h ^ (h >> 32);
 }
 
+/* Whether the n bytes at a and b are equal: keys are short, and a call
+ * to memcmp cost more than the comparison. */
+static inline __attribute__((always_inline)) int same(const char *a, const char *b, int n)
+{
+    uint64_t x, y;
+    if (n >= 8) {
+        /* whole words, the last one overlapping the one before */
+        for (int i = 0;; i += 8) {
+            if (i > n - 8)
+                i = n - 8;
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+            if (i == n - 8)
+                return 1;
+        }
+    }
+    if (n >= 4) { /* two words of four, overlapping */
+        uint32_t x4, y4, u4, v4;
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        memcpy(&u4, a + n - 4, 4);
+        memcpy(&v4, b + n - 4, 4);
+        return x4 == y4 && u4 == v4;
+    }
+    while (n-- > 0)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
+}
+
 /* ------------------------------------------------------------- output */
 
 static void put(prs_pft *p, const void *src, size_t n)
@@ -460,7 +492,7 @@ static uint64_t intern(prs_pft *p, int k, const char *s, int n)
     uint64_t h = hash_bytes(14695981039346656037ULL ^ (uint64_t)k, s, (size_t)n);
     islot *set = &p->in[k][(h & (in_slots[k] / IN_WAYS - 1)) * IN_WAYS], *e = set;
     for (int w = 0; w < IN_WAYS; w++) {
-        if (set[w].len == n && set[w].h == h && memcmp(set[w].s, s, (size_t)n) == 0) {
+        if (set[w].len == n && set[w].h == h && same(set[w].s, s, n)) {
             e = &set[w];
             e->used = ++p->clock_use;
             if (e->iid)
@@ -882,38 +914,6 @@ static const char *plain_end(const char *q, const char *e)
  * '"' or '\\', so its bytes followed by '"' are exactly this key. Its id
  * stays defined for the whole sequence, evicted from the interning
  * cache or not (the slot remembers the sequence). */
-/* Whether the n bytes at a and b are equal: keys are short, and a call
- * to memcmp cost more than the comparison. */
-static inline __attribute__((always_inline)) int same(const char *a, const char *b, int n)
-{
-    uint64_t x, y;
-    if (n >= 8) {
-        /* whole words, the last one overlapping the one before */
-        for (int i = 0;; i += 8) {
-            if (i > n - 8)
-                i = n - 8;
-            memcpy(&x, a + i, 8);
-            memcpy(&y, b + i, 8);
-            if (x != y)
-                return 0;
-            if (i == n - 8)
-                return 1;
-        }
-    }
-    if (n >= 4) { /* two words of four, overlapping */
-        uint32_t x4, y4, u4, v4;
-        memcpy(&x4, a, 4);
-        memcpy(&y4, b, 4);
-        memcpy(&u4, a + n - 4, 4);
-        memcpy(&v4, b + n - 4, 4);
-        return x4 == y4 && u4 == v4;
-    }
-    while (n-- > 0)
-        if (*a++ != *b++)
-            return 0;
-    return 1;
-}
-
 static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, uint64_t at)
 {
     kslot *c = &p->keys[(at >> 40) & (KEY_SLOTS - 1)];
