@@ -147,6 +147,9 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 /* Dict skeletons (put_object): slots, and the keys each remembers. */
 #define SKEL_SLOTS 128
 #define SKEL_KEYS 8
+/* The string value cache by position (str_value_at): slots, longest text. */
+#define VAL_SLOTS 1024
+#define VAL_MAXLEN 32
 /* Thread tracks remembered by (pid, tid) (thread_track). */
 #define TCACHE 64
 /* Event names and categories remembered by their first bytes (name_cat). */
@@ -193,6 +196,15 @@ typedef struct skel {
     } k[SKEL_KEYS];
 } skel;
 
+/* The interned string value met last at one position (and list index). */
+typedef struct vslot {
+    uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
+    int len;
+    uint64_t iid;
+    islot *e;       /* where intern() keeps it: its LRU clock is kept as a hit there would */
+    char s[VAL_MAXLEN];
+} vslot;
+
 typedef struct pend { int64_t end; uint64_t order, uuid; } pend;
 
 struct prs_pft {
@@ -230,6 +242,9 @@ struct prs_pft {
     unsigned long long literals; /* string values sent as text so far */
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
     skel *skels;                /* SKEL_SLOTS: dict skeletons by position (put_object) */
+    vslot *vals;                /* VAL_SLOTS: string values by position (str_value_at) */
+    uint64_t elem;              /* the list element being written: its index + 1; 0: none */
+    islot *hit;                 /* where the last intern() that returned an id keeps it */
     kslot names[NAME_SLOTS];    /* event names, then categories, by first bytes (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
@@ -495,6 +510,7 @@ static uint64_t intern(prs_pft *p, int k, const char *s, int n)
         if (set[w].len == n && set[w].h == h && same(set[w].s, s, n)) {
             e = &set[w];
             e->used = ++p->clock_use;
+            p->hit = e;
             if (e->iid)
                 return e->iid;
             goto second_sight;
@@ -509,6 +525,7 @@ static uint64_t intern(prs_pft *p, int k, const char *s, int n)
     e->used = ++p->clock_use;
     if (k == IN_STR)
         return 0; /* a value seen once is sent as is: most rids are */
+    p->hit = e;
 second_sight:
     e->iid = p->next_iid[k]++;
     prs_pb *m = &p->isc;
@@ -858,6 +875,31 @@ static void str_value(prs_pft *p, prs_pb *m, const char *s, int n)
     }
 }
 
+/* A plain string value of annotation m at position key (a place in the
+ * args shape and the list element's index): a rid list names the same
+ * requests in the same order step after step, so the string met last at
+ * this place is compared first, and when intern() still keeps it under
+ * the same id, that id is written as str_value would, and its LRU clock
+ * moved as intern()'s hit moves it (the output stays the same). */
+static void str_value_at(prs_pft *p, prs_pb *m, const char *s, int n, uint64_t key)
+{
+    vslot *c = &p->vals[(key >> 40) & (VAL_SLOTS - 1)];
+    if (c->seq == p->seq && c->len == n && same(c->s, s, n) && c->e->iid == c->iid && c->e->len == n) {
+        c->e->used = ++p->clock_use;
+        pb_uint(m, DA_STRING_IID, c->iid);
+        return;
+    }
+    p->hit = NULL;
+    str_value(p, m, s, n);
+    if (p->hit && n < LONG_STR && n <= VAL_MAXLEN) { /* hit: intern() gave an id */
+        c->seq = p->seq;
+        c->len = n;
+        c->iid = p->hit->iid;
+        c->e = p->hit;
+        memcpy(c->s, s, (size_t)n);
+    }
+}
+
 /* The name of annotation m (n bytes, clean): interned, or as is. Returns
  * its iid (0: sent as is). */
 static uint64_t annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
@@ -891,11 +933,18 @@ static const char *plain_end(const char *q, const char *e)
         bs = x ^ (ones * '\\');
         de = x ^ (ones * 0x7f);
         /* whether a byte is below 0x20, is '"', '\\' or 0x7f, or has its
-         * high bit: exact for the word as a whole (not for which byte) */
-        uint64_t special = ((x - ones * 0x20) & ~x) | ((qu - ones) & ~qu) | ((bs - ones) & ~bs) |
-                           ((de - ones) & ~de) | x;
-        if (special & highs)
+         * high bit (0x80 in that byte; exact for the lowest one) */
+        uint64_t special = (((x - ones * 0x20) & ~x) | ((qu - ones) & ~qu) | ((bs - ones) & ~bs) |
+                            ((de - ones) & ~de) | x) & highs;
+        if (special) {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flag is exact (a borrow only runs upwards from
+             * a byte that is itself flagged): the first byte in memory */
+            return q + (__builtin_ctzll(special) >> 3);
+#else
             break;
+#endif
+        }
         q += 8;
     }
     while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
@@ -1024,7 +1073,7 @@ static inline __attribute__((always_inline)) const char *put_members(prs_pft *p,
             pb_uint(m, DA_INT, u);
             s = q;
         } else if (val < e && *val == '"' && (q = plain_end(val + 1, e)) < e && *q == '"') {
-            str_value(p, m, val + 1, (int)(q - (val + 1))); /* a plain string, as put_value does it */
+            str_value_at(p, m, val + 1, (int)(q - (val + 1)), shape_at(shape_at(pos, i), p->elem));
             s = q + 1;
         } else {
             s = put_value(p, m, val, e, vdepth, shape_at(pos, i));
@@ -1054,17 +1103,21 @@ static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *
 static const char *put_array(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
 {
     const char *s = ws(v + 1, e);
-    uint64_t el = shape_at(pos, 0xA77A);
-    while (s < e && *s != ']') {
+    uint64_t el = shape_at(pos, 0xA77A), outer = p->elem;
+    for (uint64_t j = 1; s < e && *s != ']'; j++) {
         size_t at = pb_open(m, DA_ARRAY);
+        p->elem = j; /* str_value_at's place in the list */
         const char *v1 = put_value(p, m, s, e, depth + 1, el);
         pb_close(m, at);
-        if (v1 == s)
+        if (v1 == s) {
+            p->elem = outer;
             return e; /* not a value: malformed (valid said otherwise) */
+        }
         s = ws(v1, e);
         if (s < e && *s == ',')
             s = ws(s + 1, e);
     }
+    p->elem = outer;
     return s < e ? s + 1 : e;
 }
 
@@ -1267,6 +1320,7 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
     reset_interning(p);
     p->keys = prs_xcalloc(KEY_SLOTS, sizeof *p->keys);
     p->skels = prs_xcalloc(SKEL_SLOTS, sizeof *p->skels);
+    p->vals = prs_xcalloc(VAL_SLOTS, sizeof *p->vals);
     p->small = prs_xcalloc(SMALL_SLOTS, sizeof *p->small);
     p->tslots = 256;
     p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
@@ -1487,6 +1541,7 @@ static void release(prs_pft *p)
     }
     free(p->keys);
     free(p->skels);
+    free(p->vals);
     free(p->small);
     free(p->tracks);
     free(p->thash);
