@@ -457,7 +457,8 @@ static unsigned char *varint_at(unsigned char *q, uint64_t v)
  * interned (NULL: none): the bytes event_head and packet() write, but
  * straight into the output buffer when the packet fits (one check and
  * the three copies, not a head built apart and four put()s). */
-static void event_packet(prs_pft *p, int64_t ts, const prs_pb *interned)
+static inline __attribute__((always_inline)) void event_packet(prs_pft *p, int64_t ts,
+                                                               const prs_pb *interned)
 {
     uint64_t delta = (uint64_t)(ts - p->last);
     size_t in_n = interned ? interned->n : 0;
@@ -1373,7 +1374,8 @@ static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
 /* intern_named through a slot of the event's track first: a lane carries
  * one name or a few (a request's per-token events) and one domain, so
  * the last one is compared with the text, not hashed and looked up. */
-static uint64_t intern_on_track(prs_pft *p, kslot *c, int k, const char *s, int *n)
+static inline __attribute__((always_inline)) uint64_t intern_on_track(prs_pft *p, kslot *c, int k, const char *s,
+                                                                     int *n)
 {
     if (c->seq == p->seq && s[0] == c->s[0] && strcmp(s, c->s) == 0) {
         *n = c->len;
