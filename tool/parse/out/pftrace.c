@@ -456,7 +456,9 @@ static unsigned char *varint_at(unsigned char *q, uint64_t v)
 /* Writes the event packet of p->te at ts, with the interned data in
  * interned (NULL: none): the bytes event_head and packet() write, but
  * straight into the output buffer when the packet fits (one check and
- * the three copies, not a head built apart and four put()s). */
+ * the three copies, not a head built apart and four put()s). Inlined, as
+ * intern_on_track is: the calls themselves were 1 % of a perfetto parse's
+ * instructions. */
 static inline __attribute__((always_inline)) void event_packet(prs_pft *p, int64_t ts,
                                                                const prs_pb *interned)
 {
