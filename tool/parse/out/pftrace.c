@@ -54,14 +54,19 @@
  * token), kept only when its encoding sent no string value as text.
  *
  * The write cost is the args' JSON parsed (the JSON writer copies it), so
- * what the stream repeats is not redone: an args key is compared with the
- * key met last at the same position of the same event name's args (the
- * dicts of one array share a position; put_key) — in a dict, with the
- * key text and entry bytes its position's skeleton holds, which spares
- * the lookup too (put_object) —, event names with the
- * last one under the same first bytes (intern_named), thread tracks by
- * (pid, tid) (thread_track). Every such cache remembers the sequence its
- * ids belong to. None of them changes the output.
+ * what the stream repeats is not redone: the keys of an object are
+ * compared with the skeleton of the objects met at the same position of
+ * the same event name's args (the dicts of one array share a position):
+ * each key's text and the bytes it encodes to (put_members); a key that
+ * does not match is compared with the key met last at its position
+ * (put_key), then looked up. A string value in a list is compared with the
+ * one met last at the same place (a rid list names the same requests in
+ * the same order, step after step; str_value_at). Event names and
+ * categories are compared with the last ones on the event's track, then
+ * with the last one under the same first bytes (intern_named); thread
+ * tracks are found by (pid, tid) (thread_track). Every such cache
+ * remembers the sequence its ids belong to, and none of them changes the
+ * output (str_value_at moves intern()'s LRU clock as a hit there would).
  *
  * Interning is by 4-way set-associative caches per kind (a set per hash,
  * the least recently used entry making room): memory is fixed, a name
@@ -181,7 +186,6 @@ typedef struct track {
     int nends, capends;
     kslot last_name, last_cat; /* thread: the last event name and category on it (name_cat) */
 } track;
-
 
 /* The keys of the dicts met at one position of an args shape (put_object):
  * key i's text with its quotes and colon, and the dict entry's name
