@@ -258,7 +258,8 @@ class KeyCache(unittest.TestCase):
     """The key cache by position (a key compared with the one met last at the
     same place of the same event name's args) never gives a key the wrong
     name: keys that change order, that are prefixes of each other, escaped
-    spellings of a cached key, lists whose dicts differ, and, on a new
+    spellings of a cached key, lists whose dicts differ, string values at
+    one list place that change (the string cache by position), and, on a new
     sequence (the torch trace comes after the records, earlier in time),
     a key at a cached position whose id belongs to the old sequence."""
 
@@ -278,6 +279,14 @@ class KeyCache(unittest.TestCase):
             {"abcdefgh": 1, "abcdefghijkl": 2, "num_scheduled_tokens": 3},
             {"abcdefgX": 1, "abcdefghijkX": 2, "num_scheduled_tokenX": 3},
             {"abcdefgh": 1, "abcdefghijkl": 2, "num_scheduled_tokens": 3},
+            # string values at the same list places changing, swapping, growing
+            # (the string cache by position: each is interned on its second sight)
+            {"l": [{"r": "s1"}, {"r": "s2"}]},
+            {"l": [{"r": "s1"}, {"r": "s2"}]},
+            {"l": [{"r": "s2"}, {"r": "s1"}]},
+            {"l": [{"r": "s1"}, {"r": "s22"}]},
+            {"l": [{"r": "s"}, {"r": "s2"}, {"r": "s1"}]},
+            {"l": [{"r": "s1"}, {"r": "s2"}]},
             # numbers inside a dict (a fast path there for small integers)
             {"n": {"z": 0, "x18": 123456789012345678, "x19": 1234567890123456789, "max": 2 ** 63 - 1,
                    "min": -2 ** 63, "d": 1.5, "e": 1e-7, "neg": -3, "last": 7}},

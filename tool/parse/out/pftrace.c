@@ -54,12 +54,19 @@
  * token), kept only when its encoding sent no string value as text.
  *
  * The write cost is the args' JSON parsed (the JSON writer copies it), so
- * what the stream repeats is not redone: an args key is compared with the
- * key met last at the same position of the same event name's args (the
- * dicts of one array share a position; put_key), event names with the
- * last one under the same first bytes (intern_named), thread tracks by
- * (pid, tid) (thread_track). Every such cache remembers the sequence its
- * ids belong to. None of them changes the output.
+ * what the stream repeats is not redone: the keys of an object are
+ * compared with the skeleton of the objects met at the same position of
+ * the same event name's args (the dicts of one array share a position):
+ * each key's text and the bytes it encodes to (put_members); a key that
+ * does not match is compared with the key met last at its position
+ * (put_key), then looked up. A string value in a list is compared with the
+ * one met last at the same place (a rid list names the same requests in
+ * the same order, step after step; str_value_at). Event names and
+ * categories are compared with the last ones on the event's track, then
+ * with the last one under the same first bytes (intern_named); thread
+ * tracks are found by (pid, tid) (thread_track). Every such cache
+ * remembers the sequence its ids belong to, and none of them changes the
+ * output (str_value_at moves intern()'s LRU clock as a hit there would).
  *
  * Interning is by 4-way set-associative caches per kind (a set per hash,
  * the least recently used entry making room): memory is fixed, a name
@@ -142,6 +149,12 @@ static const unsigned in_field[IN_KINDS] = {ID_NAMES, ID_CATEGORIES, ID_ANNOT_NA
 /* The key cache by position (put_key): slots, and the longest key it keeps. */
 #define KEY_SLOTS 1024
 #define KEY_MAXLEN 40
+/* Dict skeletons (put_object): slots, and the keys each remembers. */
+#define SKEL_SLOTS 128
+#define SKEL_KEYS 8
+/* The string value cache by position (str_value_at): slots, longest text. */
+#define VAL_SLOTS 1024
+#define VAL_MAXLEN 32
 /* Thread tracks remembered by (pid, tid) (thread_track). */
 #define TCACHE 64
 /* Event names and categories remembered by their first bytes (name_cat). */
@@ -155,6 +168,14 @@ typedef struct islot {
     char s[IN_MAXLEN];
 } islot;
 
+/* A key met at one position of one args shape, and its name id. */
+typedef struct kslot {
+    uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
+    int len;
+    uint64_t iid;
+    char s[KEY_MAXLEN];
+} kslot;
+
 typedef struct track {
     uint64_t h;
     int kind, pid;   /* kind: 0 process, 1 thread, 2 counter */
@@ -163,15 +184,30 @@ typedef struct track {
     uint64_t uuid;
     int64_t *ends;   /* thread: the open spans' ends, innermost last */
     int nends, capends;
+    kslot last_name, last_cat; /* thread: the last event name and category on it (name_cat) */
 } track;
 
-/* A key met at one position of one args shape, and its name id. */
-typedef struct kslot {
+/* The keys of the dicts met at one position of an args shape (put_object):
+ * key i's text with its quotes and colon, and the dict entry's name
+ * fields (DA_NAME_IID and its id). */
+typedef struct skel {
+    uint64_t pos;
+    uint32_t seq;   /* the sequence the ids belong to; 0: empty */
+    struct skey {
+        unsigned char litlen, enclen; /* litlen 0: key i not known */
+        char lit[KEY_MAXLEN + 3];
+        unsigned char enc[16];
+    } k[SKEL_KEYS];
+} skel;
+
+/* The interned string value met last at one position (and list index). */
+typedef struct vslot {
     uint32_t seq;   /* the sequence its iid belongs to; 0: empty */
     int len;
     uint64_t iid;
-    char s[KEY_MAXLEN];
-} kslot;
+    islot *e;       /* where intern() keeps it: its LRU clock is kept as a hit there would */
+    char s[VAL_MAXLEN];
+} vslot;
 
 typedef struct pend { int64_t end; uint64_t order, uuid; } pend;
 
@@ -209,6 +245,10 @@ struct prs_pft {
     struct small_enc { uint64_t h; uint32_t seq; short len, nenc; char text[ARGS_CACHE_MIN]; unsigned char enc[SMALL_ENC]; } *small;
     unsigned long long literals; /* string values sent as text so far */
     kslot *keys;                /* KEY_SLOTS: the key cache by position */
+    skel *skels;                /* SKEL_SLOTS: dict skeletons by position (put_object) */
+    vslot *vals;                /* VAL_SLOTS: string values by position (str_value_at) */
+    uint64_t elem;              /* the list element being written: its index + 1; 0: none */
+    islot *hit;                 /* where the last intern() that returned an id keeps it */
     kslot names[NAME_SLOTS];    /* event names, then categories, by first bytes (intern_named) */
     uint64_t shape;             /* the event's shape context: its name id, mixed */
     prs_pft_stats st;
@@ -225,10 +265,52 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
         h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
         h ^= h >> 29;
     }
-    w = 0;
-    memcpy(&w, s, n);
+    /* the last n < 8 bytes as memcpy into a zeroed word would put them,
+     * from two overlapping loads (a memcpy of variable size is a call) */
+    if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, s, 4);
+        memcpy(&hi, s + n - 4, 4);
+        w = lo | (uint64_t)hi << (8 * (n - 4));
+    } else if (n) {
+        w = s[0] | (uint64_t)s[n >> 1] << (8 * (n >> 1)) | (uint64_t)s[n - 1] << (8 * (n - 1));
+    } else {
+        w = 0;
+    }
     h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9E3779B97F4A7C15ULL;
     return h ^ (h >> 32);
+}
+
+/* Whether the n bytes at a and b are equal: keys are short, and a call
+ * to memcmp cost more than the comparison. */
+static inline __attribute__((always_inline)) int same(const char *a, const char *b, int n)
+{
+    uint64_t x, y;
+    if (n >= 8) {
+        /* whole words, the last one overlapping the one before */
+        for (int i = 0;; i += 8) {
+            if (i > n - 8)
+                i = n - 8;
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+            if (i == n - 8)
+                return 1;
+        }
+    }
+    if (n >= 4) { /* two words of four, overlapping */
+        uint32_t x4, y4, u4, v4;
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        memcpy(&u4, a + n - 4, 4);
+        memcpy(&v4, b + n - 4, 4);
+        return x4 == y4 && u4 == v4;
+    }
+    while (n-- > 0)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
 }
 
 /* ------------------------------------------------------------- output */
@@ -365,6 +447,63 @@ static void event_head(prs_pft *p, prs_pb *head, int64_t ts)
     pb_uint(head, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
 }
 
+static unsigned char *varint_at(unsigned char *q, uint64_t v)
+{
+    while (v >= 0x80) {
+        *q++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    return q;
+}
+
+/* Writes the event packet of p->te at ts, with the interned data in
+ * interned (NULL: none): the bytes event_head and packet() write, but
+ * straight into the output buffer when the packet fits (one check and
+ * the three copies, not a head built apart and four put()s). Inlined, as
+ * intern_on_track is: the calls themselves were 1 % of a perfetto parse's
+ * instructions. */
+static inline __attribute__((always_inline)) void event_packet(prs_pft *p, int64_t ts,
+                                                               const prs_pb *interned)
+{
+    uint64_t delta = (uint64_t)(ts - p->last);
+    size_t in_n = interned ? interned->n : 0;
+    const prs_pb *ev = &p->te;
+    size_t n = 1 + (size_t)pb_varint_len(delta) + 1 + (size_t)pb_varint_len(p->seq) + 2;
+    if (in_n)
+        n += 1 + (size_t)pb_varint_len(in_n) + in_n;
+    n += 1 + (size_t)pb_varint_len(ev->n) + ev->n;
+    size_t total = 1 + (size_t)pb_varint_len(n) + n;
+    if (total > PRS_DW_BUF - p->n) { /* straddles a buffer hand-over: the long way */
+        event_head(p, &p->hd, ts);
+        packet(p, &p->hd, interned, TP_TRACK_EVENT, ev);
+        return;
+    }
+    p->last = ts;
+    unsigned char *q = (unsigned char *)p->b + p->n;
+    *q++ = TRACE_PACKET << 3 | PB_LEN;
+    q = varint_at(q, n);
+    *q++ = TP_TIMESTAMP << 3 | PB_VARINT;
+    q = varint_at(q, delta);
+    *q++ = TP_SEQ_ID << 3 | PB_VARINT;
+    q = varint_at(q, p->seq);
+    *q++ = TP_SEQ_FLAGS << 3 | PB_VARINT;
+    *q++ = SEQ_NEEDS_STATE;
+    if (in_n) {
+        *q++ = TP_INTERNED << 3 | PB_LEN;
+        q = varint_at(q, in_n);
+        memcpy(q, interned->b, in_n);
+        q += in_n;
+    }
+    *q++ = TP_TRACK_EVENT << 3 | PB_LEN;
+    q = varint_at(q, ev->n);
+    memcpy(q, ev->b, ev->n);
+    q += ev->n;
+    p->n += total;
+    p->st.packets++;
+    p->st.bytes += total;
+}
+
 /* The iid of text s (n bytes) of kind k in this sequence, interning it
  * into p->id when new; 0 when it is not to be interned (too long, or a
  * string value seen for the first time). */
@@ -375,9 +514,10 @@ static uint64_t intern(prs_pft *p, int k, const char *s, int n)
     uint64_t h = hash_bytes(14695981039346656037ULL ^ (uint64_t)k, s, (size_t)n);
     islot *set = &p->in[k][(h & (in_slots[k] / IN_WAYS - 1)) * IN_WAYS], *e = set;
     for (int w = 0; w < IN_WAYS; w++) {
-        if (set[w].len == n && set[w].h == h && memcmp(set[w].s, s, (size_t)n) == 0) {
+        if (set[w].len == n && set[w].h == h && same(set[w].s, s, n)) {
             e = &set[w];
             e->used = ++p->clock_use;
+            p->hit = e;
             if (e->iid)
                 return e->iid;
             goto second_sight;
@@ -392,6 +532,7 @@ static uint64_t intern(prs_pft *p, int k, const char *s, int n)
     e->used = ++p->clock_use;
     if (k == IN_STR)
         return 0; /* a value seen once is sent as is: most rids are */
+    p->hit = e;
 second_sight:
     e->iid = p->next_iid[k]++;
     prs_pb *m = &p->isc;
@@ -499,6 +640,7 @@ static track *track_of(prs_pft *p, int kind, int pid, long long tid, const char 
     t->uuid = p->next_uuid++;
     t->ends = NULL;
     t->nends = t->capends = 0;
+    t->last_name.seq = t->last_cat.seq = 0;
     p->thash[i] = p->ntracks;
     if ((unsigned)p->ntracks * 2 > p->tslots) {
         unsigned ns = p->tslots * 2;
@@ -606,11 +748,10 @@ static void flush_ends(prs_pft *p, int64_t ts)
 {
     while (p->nheap && p->heap[0].end <= ts) {
         pend e = heap_pop(p);
-        event_head(p, &p->hd, e.end);
         p->te.n = 0;
         pb_uint(&p->te, TE_TYPE, T_END);
         pb_uint(&p->te, TE_TRACK, e.uuid);
-        packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
+        event_packet(p, e.end, NULL);
     }
 }
 
@@ -741,6 +882,31 @@ static void str_value(prs_pft *p, prs_pb *m, const char *s, int n)
     }
 }
 
+/* A plain string value of annotation m at position key (a place in the
+ * args shape and the list element's index): a rid list names the same
+ * requests in the same order step after step, so the string met last at
+ * this place is compared first, and when intern() still keeps it under
+ * the same id, that id is written as str_value would, and its LRU clock
+ * moved as intern()'s hit moves it (the output stays the same). */
+static void str_value_at(prs_pft *p, prs_pb *m, const char *s, int n, uint64_t key)
+{
+    vslot *c = &p->vals[(key >> 40) & (VAL_SLOTS - 1)];
+    if (c->seq == p->seq && c->len == n && same(c->s, s, n) && c->e->iid == c->iid && c->e->len == n) {
+        c->e->used = ++p->clock_use;
+        pb_uint(m, DA_STRING_IID, c->iid);
+        return;
+    }
+    p->hit = NULL;
+    str_value(p, m, s, n);
+    if (p->hit && n < LONG_STR && n <= VAL_MAXLEN) { /* hit: intern() gave an id */
+        c->seq = p->seq;
+        c->len = n;
+        c->iid = p->hit->iid;
+        c->e = p->hit;
+        memcpy(c->s, s, (size_t)n);
+    }
+}
+
 /* The name of annotation m (n bytes, clean): interned, or as is. Returns
  * its iid (0: sent as is). */
 static uint64_t annot_name(prs_pft *p, prs_pb *m, const char *key, int kn)
@@ -761,6 +927,38 @@ static uint64_t shape_at(uint64_t ctx, uint64_t i)
     return h ^ (h >> 31);
 }
 
+/* The first byte at or after q (before e) that ends a plain string: a
+ * quote, a backslash, or a byte outside printable ASCII. Eight bytes at a
+ * time while they last (a byte at a time was a tenth of the writer). */
+static const char *plain_end(const char *q, const char *e)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (e - q >= 8) {
+        uint64_t x, qu, bs, de;
+        memcpy(&x, q, 8);
+        qu = x ^ (ones * '"');
+        bs = x ^ (ones * '\\');
+        de = x ^ (ones * 0x7f);
+        /* whether a byte is below 0x20, is '"', '\\' or 0x7f, or has its
+         * high bit (0x80 in that byte; exact for the lowest one) */
+        uint64_t special = (((x - ones * 0x20) & ~x) | ((qu - ones) & ~qu) | ((bs - ones) & ~bs) |
+                            ((de - ones) & ~de) | x) & highs;
+        if (special) {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flag is exact (a borrow only runs upwards from
+             * a byte that is itself flagged): the first byte in memory */
+            return q + (__builtin_ctzll(special) >> 3);
+#else
+            break;
+#endif
+        }
+        q += 8;
+    }
+    while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
+        q++;
+    return q;
+}
+
 /* s at a string's opening quote: its name fields (a key) into m; returns
  * the byte after the closing quote. `at` is the key's position in its
  * args shape (shape_at).
@@ -772,30 +970,6 @@ static uint64_t shape_at(uint64_t ctx, uint64_t i)
  * '"' or '\\', so its bytes followed by '"' are exactly this key. Its id
  * stays defined for the whole sequence, evicted from the interning
  * cache or not (the slot remembers the sequence). */
-/* Whether the n bytes at a and b are equal: keys are short, and a call
- * to memcmp cost more than the comparison. */
-static int same(const char *a, const char *b, int n)
-{
-    uint64_t x, y;
-    if (n >= 8) {
-        /* whole words, the last one overlapping the one before */
-        for (int i = 0;; i += 8) {
-            if (i > n - 8)
-                i = n - 8;
-            memcpy(&x, a + i, 8);
-            memcpy(&y, b + i, 8);
-            if (x != y)
-                return 0;
-            if (i == n - 8)
-                return 1;
-        }
-    }
-    while (n-- > 0)
-        if (*a++ != *b++)
-            return 0;
-    return 1;
-}
-
 static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, uint64_t at)
 {
     kslot *c = &p->keys[(at >> 40) & (KEY_SLOTS - 1)];
@@ -806,9 +980,7 @@ static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, 
         return s + 2 + c->len;
     }
     /* the common key, plain ASCII without escapes, found and checked in one pass */
-    const char *q = s + 1;
-    while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
-        q++;
+    const char *q = plain_end(s + 1, e);
     if (q < e && *q == '"') {
         int kn = (int)(q - (s + 1));
         uint64_t kid = annot_name(p, m, s + 1, kn);
@@ -829,38 +1001,107 @@ static const char *put_key(prs_pft *p, prs_pb *m, const char *s, const char *e, 
 
 static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t at);
 
-/* Object v..e (v at '{', at its position in the args shape) as
- * dict_entries of m, each an annotation written in place; returns the
- * byte after its '}'. */
-static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
+/* The skeleton of the dicts at position pos, emptied when it held
+ * another position's or another sequence's keys. */
+static skel *skel_of(prs_pft *p, uint64_t pos)
 {
-    const char *s = ws(v + 1, e);
+    skel *sk = &p->skels[(pos >> 44) & (SKEL_SLOTS - 1)];
+    if (sk->seq != p->seq || sk->pos != pos) {
+        sk->seq = p->seq;
+        sk->pos = pos;
+        for (int i = 0; i < SKEL_KEYS; i++)
+            sk->k[i].litlen = 0;
+    }
+    return sk;
+}
+
+/* Remembers key text k0..k1 (`"key":`) and the name fields it encoded to
+ * (enc, n bytes) as key i of sk, when they are the common kind: an
+ * interned name, compact text. */
+static void skel_learn(struct skey *k, const char *k0, const char *k1, const unsigned char *enc, size_t n)
+{
+    size_t ln = (size_t)(k1 - k0);
+    if (ln < 4 || ln > sizeof k->lit || k1[-2] != '"' || n > sizeof k->enc || enc[0] != (DA_NAME_IID << 3 | PB_VARINT))
+        return;
+    memcpy(k->lit, k0, ln);
+    memcpy(k->enc, enc, n);
+    k->litlen = (unsigned char)ln;
+    k->enclen = (unsigned char)n;
+}
+
+/* The members of an object, s at its first key (v..e), as length-delimited
+ * fields `field` of m (dict entries, or the event's annotations at the top),
+ * their values at nesting depth vdepth; pos: the object's position in the
+ * args shape. Returns the byte after its '}' (e when malformed).
+ *
+ * The objects at one position (the entries of a rid list, the args of one
+ * event name) repeat one set of keys: the position's skeleton holds each
+ * key's text and the name fields it encodes to, so a key that matches it
+ * costs one comparison and one copy (the bytes put_key would write: its id
+ * is the sequence's). Inlined into its two callers: a call with `field`
+ * a variable cost the rid lists 4 % more instructions (callgrind). */
+static inline __attribute__((always_inline)) const char *put_members(prs_pft *p, prs_pb *m, const char *s,
+                                                                      const char *e, int vdepth, uint64_t pos,
+                                                                      unsigned field)
+{
+    skel *sk = skel_of(p, pos);
     for (uint64_t i = 0; s < e && *s == '"'; i++) {
-        size_t at = pb_open(m, DA_DICT);
-        uint64_t kat = shape_at(pos, i);
-        s = ws(put_key(p, m, s, e, kat), e);
-        if (s >= e || *s != ':') {
-            pb_close(m, at);
-            return e;
+        size_t at;
+        struct skey *k = i < SKEL_KEYS ? &sk->k[i] : NULL;
+        if (k && k->litlen && e - s >= k->litlen && same(s, k->lit, k->litlen)) {
+            pb_reserve(m, 2 + sizeof k->enc);
+            unsigned char *b = m->b + m->n;
+            b[0] = (unsigned char)(field << 3 | PB_LEN); /* fields < 16: one byte */
+            b[1] = 0;
+            memcpy(b + 2, k->enc, sizeof k->enc);
+            at = m->n + 2;
+            m->n = at + k->enclen;
+            s += k->litlen;
+            p->st.key_hits++;
+        } else {
+            at = pb_open(m, field);
+            const char *k0 = s;
+            s = ws(put_key(p, m, s, e, shape_at(pos, i)), e);
+            if (s >= e || *s != ':') {
+                pb_close(m, at);
+                return e;
+            }
+            s++;
+            if (k)
+                skel_learn(k, k0, s, m->b + at, m->n - at);
         }
-        const char *val = ws(s + 1, e), *q = val;
-        /* The usual value in a dict, a small non-negative integer, without
-         * the call (put_value writes the same for it). */
+        const char *val = ws(s, e), *q = val, *lim = e - val > 18 ? val + 18 : e;
+        /* The usual value, a small non-negative integer, without the call
+         * (put_value writes the same for it). */
         uint64_t u = 0;
-        while (q < e && (unsigned char)(*q - '0') < 10 && q - val < 18)
+        while (q < lim && (unsigned char)(*q - '0') < 10)
             u = u * 10 + (uint64_t)(*q++ - '0');
         if (q > val && q < e && (*q == ',' || *q == '}')) {
             pb_uint(m, DA_INT, u);
             s = q;
+        } else if (val < e && *val == '"' && (q = plain_end(val + 1, e)) < e && *q == '"') {
+            str_value_at(p, m, val + 1, (int)(q - (val + 1)), shape_at(shape_at(pos, i), p->elem));
+            s = q + 1;
         } else {
-            s = put_value(p, m, val, e, depth + 1, kat);
+            s = put_value(p, m, val, e, vdepth, shape_at(pos, i));
         }
-        pb_close(m, at);
+        if (m->n - at < 0x80)
+            m->b[at - 1] = (unsigned char)(m->n - at); /* pb_close's usual case */
+        else
+            pb_close(m, at);
         s = ws(s, e);
         if (s < e && *s == ',')
             s = ws(s + 1, e);
     }
     return s < e ? s + 1 : e;
+}
+
+/* Object v..e (v at '{', at its position in the args shape) as
+ * dict_entries of m, each an annotation written in place; returns the
+ * byte after its '}'. */
+static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
+{
+    return put_members(p, m, ws(v + 1, e), e, depth + 1, pos, DA_DICT);
 }
 
 /* Array v..e (v at '[') as array_values of m; returns the byte after ']'.
@@ -869,17 +1110,21 @@ static const char *put_object(prs_pft *p, prs_pb *m, const char *v, const char *
 static const char *put_array(prs_pft *p, prs_pb *m, const char *v, const char *e, int depth, uint64_t pos)
 {
     const char *s = ws(v + 1, e);
-    uint64_t el = shape_at(pos, 0xA77A);
-    while (s < e && *s != ']') {
+    uint64_t el = shape_at(pos, 0xA77A), outer = p->elem;
+    for (uint64_t j = 1; s < e && *s != ']'; j++) {
         size_t at = pb_open(m, DA_ARRAY);
+        p->elem = j; /* str_value_at's place in the list */
         const char *v1 = put_value(p, m, s, e, depth + 1, el);
         pb_close(m, at);
-        if (v1 == s)
+        if (v1 == s) {
+            p->elem = outer;
             return e; /* not a value: malformed (valid said otherwise) */
+        }
         s = ws(v1, e);
         if (s < e && *s == ',')
             s = ws(s + 1, e);
     }
+    p->elem = outer;
     return s < e ? s + 1 : e;
 }
 
@@ -907,9 +1152,7 @@ static const char *put_value(prs_pft *p, prs_pb *m, const char *v, const char *e
     if (v >= e)
         return e;
     if (*v == '"') {
-        const char *q = v + 1; /* plain ASCII without escapes: found and checked in one pass */
-        while (q < e && (unsigned char)*q - 0x20u < 0x5fu && *q != '"' && *q != '\\')
-            q++;
+        const char *q = plain_end(v + 1, e); /* plain ASCII without escapes: found and checked in one pass */
         if (q < e && *q == '"') {
             str_value(p, m, v + 1, (int)(q - (v + 1)));
             return q + 1;
@@ -987,21 +1230,7 @@ static void annotations(prs_pft *p, const char *args, int len, int valid)
     s = ws(s, e);
     if (s >= e || *s != '{')
         return;
-    s = ws(s + 1, e);
-    for (uint64_t i = 0; s < e && *s == '"'; i++) {
-        size_t at = pb_open(m, TE_ANNOT);
-        uint64_t kat = shape_at(p->shape, i);
-        s = ws(put_key(p, m, s, e, kat), e);
-        if (s >= e || *s != ':') {
-            pb_close(m, at);
-            return;
-        }
-        s = put_value(p, m, ws(s + 1, e), e, 0, kat);
-        pb_close(m, at);
-        s = ws(s, e);
-        if (s < e && *s == ',')
-            s = ws(s + 1, e);
-    }
+    put_members(p, m, ws(s + 1, e), e, 0, p->shape, TE_ANNOT);
 }
 
 /* The annotations of args, from the encoding of an equal long text met
@@ -1097,6 +1326,8 @@ prs_pft *prs_pft_open(prs_dw_stage *stage, const char *dir)
         p->in[k] = prs_xmalloc(in_slots[k] * sizeof *p->in[k]);
     reset_interning(p);
     p->keys = prs_xcalloc(KEY_SLOTS, sizeof *p->keys);
+    p->skels = prs_xcalloc(SKEL_SLOTS, sizeof *p->skels);
+    p->vals = prs_xcalloc(VAL_SLOTS, sizeof *p->vals);
     p->small = prs_xcalloc(SMALL_SLOTS, sizeof *p->small);
     p->tslots = 256;
     p->thash = prs_xcalloc(p->tslots, sizeof *p->thash);
@@ -1146,18 +1377,38 @@ static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
     return iid;
 }
 
-/* Name and category of the event being built, interned or literal. */
-static void name_cat(prs_pft *p, const char *name, const char *cat)
+/* intern_named through a slot of the event's track first: a lane carries
+ * one name or a few (a request's per-token events) and one domain, so
+ * the last one is compared with the text, not hashed and looked up. */
+static inline __attribute__((always_inline)) uint64_t intern_on_track(prs_pft *p, kslot *c, int k, const char *s,
+                                                                     int *n)
+{
+    if (c->seq == p->seq && s[0] == c->s[0] && strcmp(s, c->s) == 0) {
+        *n = c->len;
+        return c->iid;
+    }
+    uint64_t iid = intern_named(p, k, s, n);
+    if (iid && *n < KEY_MAXLEN) {
+        c->seq = p->seq;
+        c->len = *n;
+        c->iid = iid;
+        memcpy(c->s, s, (size_t)*n + 1);
+    }
+    return iid;
+}
+
+/* Name and category of the event being built on track t, interned or literal. */
+static void name_cat(prs_pft *p, track *t, const char *name, const char *cat)
 {
     int n;
-    uint64_t iid = intern_named(p, IN_NAME, name, &n);
+    uint64_t iid = intern_on_track(p, &t->last_name, IN_NAME, name, &n);
     p->shape = shape_at(0x243F6A8885A308D3ULL, iid); /* args keys are cached per event name */
     if (iid)
         pb_uint(&p->te, TE_NAME_IID, iid);
     else
         pb_bytes(&p->te, TE_NAME, name, (size_t)n);
     if (cat && *cat) {
-        iid = intern_named(p, IN_CAT, cat, &n);
+        iid = intern_on_track(p, &t->last_cat, IN_CAT, cat, &n);
         if (iid)
             pb_uint(&p->te, TE_CATEGORY_IIDS, iid);
         else
@@ -1178,15 +1429,14 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
     p->id.n = 0;
     pb_uint(&p->te, TE_TYPE, dur > 0 ? T_BEGIN : T_INSTANT);
     pb_uint(&p->te, TE_TRACK, uuid);
-    name_cat(p, name ? name : "", cat);
+    name_cat(p, t, name ? name : "", cat);
     if (len > 0)
         annotations_cached(p, args, len, valid);
     for (int i = 0; i < nflows; i++)
         pb_fixed64(&p->te, TE_FLOWS, flows[i]);
     for (int i = 0; i < nterm; i++)
         pb_fixed64(&p->te, TE_TERM_FLOWS, term[i]);
-    event_head(p, &p->hd, ts);
-    packet(p, &p->hd, &p->id, TP_TRACK_EVENT, &p->te);
+    event_packet(p, ts, &p->id);
     if (dur > 0) {
         while (t->nends && t->ends[t->nends - 1] <= ts)
             t->nends--; /* ended (advance wrote them) */
@@ -1212,7 +1462,18 @@ void prs_pft_slice(prs_pft *p, int pid, long long tid, const char *name, const c
 static uint64_t counter_track(prs_pft *p, int pid, const char *name, const char *series)
 {
     char full[512];
-    snprintf(full, sizeof full, "%s %s", name, series);
+    /* snprintf(full, sizeof full, "%s %s", name, series), without the
+     * format's cost (a counter sample names a track per series) */
+    size_t cap = sizeof full - 1, k = strlen(name), sn = strlen(series);
+    if (k > cap)
+        k = cap;
+    memcpy(full, name, k);
+    if (k < cap)
+        full[k++] = ' ';
+    if (sn > cap - k)
+        sn = cap - k;
+    memcpy(full + k, series, sn);
+    full[k + sn] = 0;
     int created;
     uint64_t parent = process_uuid(p, pid);
     track *t = track_of(p, 2, pid, 0, full, &created);
@@ -1266,8 +1527,7 @@ void prs_pft_counter(prs_pft *p, int pid, const char *name, int64_t ts, const ch
             pb_double(&p->te, TE_EXTRA_DVALUES, v);
         }
     }
-    event_head(p, &p->hd, ts);
-    packet(p, &p->hd, NULL, TP_TRACK_EVENT, &p->te);
+    event_packet(p, ts, NULL);
     p->st.counters += k;
 }
 
@@ -1288,6 +1548,8 @@ static void release(prs_pft *p)
         free(p->tracks[i].ends);
     }
     free(p->keys);
+    free(p->skels);
+    free(p->vals);
     free(p->small);
     free(p->tracks);
     free(p->thash);
