@@ -6,7 +6,7 @@ timeline's, the figures of docs/benchmarks.md "trace.pftrace".
   1. size: one parse writing both files (`-f json -f perfetto`); prints the
      bytes of each, their ratio and B/record (bytes / records read), with
      the goals (<= 1/3 of the JSON, <= 60 B/record);
-  2. CPU: `farm-bench --vs`, a parse writing only trace.pftrace (A) against
+  2. CPU: bench/pairs.py, a parse writing only trace.pftrace (A) against
      one writing only chrome_tracing.json (B), alternated A B A B so the
      ratio holds while the machine's speed drifts; the median A/B cpu is the
      figure (goal: <= 1.0);
@@ -28,6 +28,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pairs  # noqa: E402
 
 
 def parse_cmd(binary, inp, out, fmt):
@@ -59,17 +61,13 @@ def main():
             print("size: %d records: %.1f B/record vs the JSON's %.1f (goal <= 60)" % (n, pf / n, js / n))
         else:
             print("size: the record count was not found in parse's summary; B/record not computed")
-        if shutil.which("farm-bench"):
-            a_cmd = parse_cmd(a.bin, a.input, os.path.join(tmp, "pf"), "perfetto")
-            b_cmd = parse_cmd(a.bin, a.input, os.path.join(tmp, "js"), "json")
-            p = subprocess.run(["farm-bench", "-n", str(a.runs), "--timeout", "1200", "--vs", " ".join(b_cmd), "--"]
-                               + a_cmd, capture_output=True, text=True)
-            for line in (p.stdout + p.stderr).splitlines():
-                if line.startswith(("A cpu", "B cpu", "A/B cpu", "A/B user")):
-                    print("cpu: " + line)
-            print("cpu: A = -f perfetto, B = -f json; figure: median A/B cpu (goal <= 1.0)")
-        else:
-            print("cpu: farm-bench is not installed; skipped")
+        a_cmd = parse_cmd(a.bin, a.input, os.path.join(tmp, "pf"), "perfetto")
+        b_cmd = parse_cmd(a.bin, a.input, os.path.join(tmp, "js"), "json")
+        rows = pairs.run(a_cmd, b_cmd, a.runs)
+        for line in pairs.table(rows):
+            if line.startswith(("A cpu", "B cpu", "A/B cpu", "A/B user")):
+                print("cpu: " + line)
+        print("cpu: A = -f perfetto, B = -f json; figure: median A/B cpu (goal <= 1.0)")
         if a.callgrind:
             counts = {}
             for fmt in ("json", "perfetto"):
