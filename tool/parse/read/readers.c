@@ -261,8 +261,13 @@ static void *work(void *arg)
         g->bytes += bytes;
         if (ended)
             g->done = 1;
-        if (w->cons_waiting)
+        if (w->cons_waiting) {
+            /* Signalled unlocked: the merge woken under the lock would
+             * at once block on it again (a second switch each way). */
+            pthread_mutex_unlock(&w->mu);
             pthread_cond_signal(&w->cons);
+            pthread_mutex_lock(&w->mu);
+        }
     }
     /* Stopped or all ended: the merge must never wait on these rings. */
     for (int i = 0; i < w->nr; i++)
@@ -334,9 +339,10 @@ static void give_back(ring *g)
     g->bytes -= g->used_bytes;
     /* Woken only once half the ring is free (or all of it): a reader woken
      * for every BATCH would switch threads thousands of times a second. */
-    if (w->prod_waiting && (g->count == 0 || (g->count <= RING_RECS / 2 && g->bytes <= TEXT_BYTES / 4)))
-        pthread_cond_signal(&w->prod);
+    int wake = w->prod_waiting && (g->count == 0 || (g->count <= RING_RECS / 2 && g->bytes <= TEXT_BYTES / 4));
     pthread_mutex_unlock(&w->mu);
+    if (wake) /* unlocked, as in work() */
+        pthread_cond_signal(&w->prod);
     g->used = 0;
     g->used_bytes = 0;
 }
