@@ -137,8 +137,9 @@ int prs_readers_jobs(int asked)
     return cpus;
 }
 
-/* What r's text takes in g's text from g->text_at: its bytes, and the
- * gap before them when they would pass the end; 0 for a big one. */
+/* What r's copy counts against g's text from g->text_at: its bytes (*need),
+ * plus the gap before them when they would pass the end. A big one takes
+ * no room in it but counts all the same, so that the bound holds. */
 static size_t charge(const ring *g, const prs_rec *r, size_t *need)
 {
     *need = strlen(r->name) + 1 + strlen(r->cat) + 1 + (size_t)r->args_len + 1;
