@@ -11,7 +11,9 @@ main scenario (two hosts), the PD split and the clock-alignment fixture
 one-pass window, wrap each reader's ring many times and tie timestamps
 across stores, the same with a late span (the one pass meets a row later
 than its window: the exact-mode restart, with reader threads in both runs)
-and rows without a valid timestamp, and bench_parse's input when the
+and rows without a valid timestamp, three stores of long records (the
+rings' text wrapped, past half full, the longest in buffers of their own),
+and bench_parse's input when the
 bench was built. With --jobs above 1 the outputs are also encoded on
 threads of their own (wqueue.c: the CSVs, profiler.db, the timeline), so
 the same comparison covers them; --span and --db-writer sqlite add the
@@ -58,6 +60,21 @@ def synthetic(inp, stores=7, rows=20000, late=False, bad=False):
             s.span(name, a, b, cat="ModelExecute", rid=[{"rid": "r%d-%d" % (k, j % 97), "iter": j}])
         if late and k == 2:
             s.span("serverLifetime", 0.01, rows * 0.05, cat="Server")  # inserted last: later than any window
+        s.close()
+
+
+def long_records(inp, stores=3, rows=2000):
+    """Records of 50 to 500 bytes of args, every 20th of 5 to 60 KiB, every
+    97th of 200 KiB: a reader's ring text (readers.c, 512 KiB) wraps with a
+    gap at its end, fills past its half, and the longest get buffers of
+    their own."""
+    rng = random.Random(7)
+    for k in range(stores):
+        s = Store(os.path.join(inp, "ms_service_l%d.db" % k), pid=2000 + k)
+        for i in range(rows):
+            n = 200 << 10 if i % 97 == 5 else rng.randint(5 << 10, 60 << 10) if i % 20 == 0 else rng.randint(50, 500)
+            s.event("Enqueue" if i % 2 else "Dequeue", i * 0.01 + k * 0.001, cat="Schedule", rid="r%d" % (i % 31),
+                    note=rng.choice("abcdef") * n)
         s.close()
 
 
@@ -121,6 +138,9 @@ class ParallelParse(unittest.TestCase):
 
     def test_many_stores(self):
         self.compare(lambda inp: synthetic(inp), jobs=(4, 2, 3), restart=False)
+
+    def test_long_records(self):
+        self.compare(lambda inp: long_records(inp), jobs=(2, 3))
 
     def test_restart_and_bad_rows(self):
         p = self.compare(lambda inp: synthetic(inp, rows=18000, late=True, bad=True), restart=True)

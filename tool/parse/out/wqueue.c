@@ -8,9 +8,21 @@
  * on the queue (head..tail, at most PRS_WQ_BLOCKS of them: the producer
  * waits on `room` beyond that, so a slow disk or a slow encoder bounds the
  * memory instead of growing it); the thread takes the oldest, runs every
- * message of it through the encoder, and gives the block back to a small
- * free list so that the steady state allocates nothing. The lock is taken
- * once per block (1 MiB), not per message: the hand-over costs the copy.
+ * message of it through the encoder, and gives the block back to a free
+ * list, so that each block is allocated (and its pages touched) once: at
+ * most PRS_WQ_BLOCKS + 2 of them. (A free list of two freed the others,
+ * and each new block faulted its pages in again.) The lock is taken once
+ * per block, not per message: the hand-over costs the copy. Blocks are
+ * 256 KiB, not 1 MiB as before: the pages a queue touches are a quarter,
+ * and a block is still in cache when its thread reads it; WAKE of them
+ * make a wake-up, as many bytes as one 1 MiB block did.
+ *
+ * Wake-ups cost more than the lock on a loaded machine: a thread woken on
+ * the producer's core preempts it. So each side is woken only when it
+ * sleeps and it pays: the thread when WAKE blocks wait (or the producer
+ * would block, or the output ends), the producer when half the queue is
+ * free again; and the signal is sent after the unlock, so the woken
+ * thread does not block at once on the mutex its waker still holds.
  *
  * Messages of the thread: the encoders report failures through prs_log
  * (table.c, timeline.c: the same lines as the one-thread parse). Those
@@ -19,7 +31,7 @@
  * closes): the thread captures them (prs_log_capture) and prs_wq_stop
  * logs them on the parse thread, at its level, when the output ends.
  *
- * Ownership: mu guards head, tail, nq, nfree/spare and done; cur belongs
+ * Ownership: mu guards head, tail, nq, spare, the waiting flags and done; cur belongs
  * to the producer; the encoder's state to the thread until it is joined
  * (prs_wq_stop's join is the hand-back).
  */
@@ -42,7 +54,7 @@ typedef struct block {
     _Alignas(8) uint8_t data[];
 } block;
 
-#define SPARE 2 /* blocks kept for reuse */
+#define WAKE 4 /* full blocks that wake a sleeping thread */
 
 struct prs_wq {
     pthread_t th;
@@ -50,8 +62,9 @@ struct prs_wq {
     pthread_cond_t room, work;
     block *head, *tail;     /* full blocks, oldest first (mu) */
     int nq;                 /* how many (mu) */
-    block *spare[SPARE];    /* given back by the thread (mu) */
-    int nspare;
+    block *spare;           /* PRS_WQ_BLOCK ones given back by the thread (mu) */
+    int th_waiting;         /* the thread sleeps on work (mu) */
+    int prod_waiting;       /* the producer sleeps on room (mu) */
     int done;               /* nothing more will come (mu) */
     block *cur;             /* being filled (producer) */
     prs_wq_fn fn;           /* the encoder (thread) */
@@ -76,8 +89,11 @@ static void *run(void *arg)
     prs_log_capture(&q->log);
     pthread_mutex_lock(&q->mu);
     for (;;) {
-        while (!q->head && !q->done)
+        while (!q->head && !q->done) {
+            q->th_waiting = 1;
             pthread_cond_wait(&q->work, &q->mu);
+            q->th_waiting = 0;
+        }
         block *b = q->head;
         if (!b)
             break; /* done and drained */
@@ -85,8 +101,10 @@ static void *run(void *arg)
         if (!q->head)
             q->tail = NULL;
         q->nq--;
-        pthread_cond_signal(&q->room);
+        int wake = q->prod_waiting && q->nq <= PRS_WQ_BLOCKS / 2;
         pthread_mutex_unlock(&q->mu);
+        if (wake)
+            pthread_cond_signal(&q->room);
         for (size_t at = 0; at < b->n;) {
             size_t n;
             memcpy(&n, b->data + at, sizeof n);
@@ -94,13 +112,15 @@ static void *run(void *arg)
             q->fn(q->ctx, b->data + at, n);
             at += prs_wq_round(n);
         }
+        if (b->cap != PRS_WQ_BLOCK) {
+            free(b); /* a big message's own */
+            b = NULL;
+        }
         pthread_mutex_lock(&q->mu);
-        if (b->cap == PRS_WQ_BLOCK && q->nspare < SPARE) {
+        if (b) {
             b->n = 0;
-            b->next = NULL;
-            q->spare[q->nspare++] = b;
-        } else {
-            free(b);
+            b->next = q->spare;
+            q->spare = b;
         }
     }
     pthread_mutex_unlock(&q->mu);
@@ -136,21 +156,31 @@ static void hand_over(prs_wq *q, size_t cap)
     pthread_mutex_lock(&q->mu);
     block *b = q->cur;
     q->cur = NULL;
+    int wake = 0;
     if (b && b->n) {
-        while (q->nq >= PRS_WQ_BLOCKS)
+        while (q->nq >= PRS_WQ_BLOCKS) {
+            /* nq >= WAKE: the thread was woken, it will give room */
+            q->prod_waiting = 1;
             pthread_cond_wait(&q->room, &q->mu);
+            q->prod_waiting = 0;
+        }
         if (q->tail)
             q->tail->next = b;
         else
             q->head = b;
         q->tail = b;
         q->nq++;
-        pthread_cond_signal(&q->work);
+        wake = q->th_waiting && q->nq >= WAKE;
         b = NULL;
     }
-    if (cap == PRS_WQ_BLOCK && !b && q->nspare)
-        b = q->spare[--q->nspare];
+    if (cap == PRS_WQ_BLOCK && !b && q->spare) {
+        b = q->spare;
+        q->spare = b->next;
+        b->next = NULL;
+    }
     pthread_mutex_unlock(&q->mu);
+    if (wake)
+        pthread_cond_signal(&q->work);
     if (b && b->cap < cap) {
         free(b);
         b = NULL;
@@ -182,8 +212,11 @@ void prs_wq_stop(prs_wq *q)
     pthread_join(q->th, NULL);
     prs_log_replay(&q->log);
     free(q->cur);
-    for (int i = 0; i < q->nspare; i++)
-        free(q->spare[i]);
+    while (q->spare) {
+        block *b = q->spare;
+        q->spare = b->next;
+        free(b);
+    }
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->room);
     pthread_cond_destroy(&q->work);

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PRS_WQ_BLOCK ((size_t)1 << 20)
+#define PRS_WQ_BLOCK ((size_t)256 << 10)
 #define PRS_WQ_BLOCKS 8
 
 typedef struct prs_wq prs_wq;

@@ -4,8 +4,17 @@
  * docs/parse.md "Parallel parse").
  *
  * Each store gets a ring: a fixed array of RING_RECS slots, each a record
- * whose strings (name, cat, args) are copied into the slot's own buffer,
- * because a store's strings are valid only until its cursor steps. A
+ * whose strings (name, cat, args) are copied, because a store's strings
+ * are valid only until its cursor steps. The copies go, one after the
+ * other, into the ring's text: one buffer of TEXT_BYTES allocated once and
+ * used circularly (a record that would straddle its end starts again at
+ * its start, the gap charged to that record), so the memory the readers
+ * touch is the text buffers and nothing more; a record over BIG bytes (an
+ * args text near argcap's 1 MiB limit) gets a buffer of its own instead,
+ * freed when its slot is used again. (Each slot had a buffer of its own
+ * before: every one grew to the longest record it had seen, 3.7 KiB of a
+ * step's rid list, so the rings touched 36 MiB for 3 MiB of records — 45 %
+ * of --jobs 2's page faults.) A
  * reader thread serves its stores round robin (thread t: stores t,
  * t + threads, ...): it runs exactly what the parse thread would run —
  * prs_store_peek, copy, prs_store_next, so the SQLite or raw scan, argcap,
@@ -13,9 +22,10 @@
  * fills whichever of its rings has room, up to BATCH records at a time.
  * It never waits on one ring while another of its rings has room, so the
  * merge waiting on an empty ring of a thread whose other rings are full
- * cannot deadlock it. A ring is full at RING_RECS records or RING_BYTES of
- * text, whichever comes first, which bounds what the readers hold to
- * about stores x RING_BYTES whatever the input.
+ * cannot deadlock it. A ring takes records while it holds fewer than
+ * RING_RECS and no more than half its text (then any record up to BIG
+ * fits), which bounds what the readers hold to stores x (TEXT_BYTES + one
+ * record) whatever the input.
  *
  * The merge (merge.c) stays on the parse thread and pops the rings in
  * today's order (timestamp, store index; each ring is its store's own
@@ -50,16 +60,15 @@
 #include "xalloc.h"
 
 #define RING_RECS 1024
-#define RING_BYTES ((size_t)4 << 20)
+/* A ring's text: 1,024 records of bench_parse's stores take 330 KiB. */
+#define TEXT_BYTES ((size_t)512 << 10)
+#define BIG (TEXT_BYTES / 4)
 #define BATCH 128
-/* A slot's buffer beyond this, four times what it now holds, is shrunk:
- * one 1 MiB args (argcap's limit) must not pin 1 MiB per slot for good. */
-#define SLOT_KEEP ((size_t)256 << 10)
 
 typedef struct slot {
     prs_rec rec;
-    char *buf;
-    size_t cap, len;
+    char *big;            /* its own buffer, when its text is over BIG */
+    size_t len;           /* what it holds of the ring's text, the gap included */
     prs_args args;        /* rec's args decoded here (short ones: PRS_READERS_DECODE_MAX) */
 } slot;
 
@@ -69,11 +78,14 @@ typedef struct ring {
     prs_store *s;
     struct worker *w;
     slot *slots;          /* RING_RECS of them */
+    char *text;           /* TEXT_BYTES, used circularly (see the top) */
     /* under w->mu */
     int count;            /* published and not yet given back */
-    size_t bytes;         /* their text */
+    size_t bytes;         /* their text (the gaps and big ones' too) */
     int done;             /* the store ended: no record after these */
     unsigned tail;        /* the reader's next slot */
+    /* the reader's own */
+    size_t text_at;       /* where the next record's text goes */
     /* the merge's own (parse thread) */
     unsigned head;        /* its current slot */
     int avail;            /* published records it has seen and not used */
@@ -125,17 +137,35 @@ int prs_readers_jobs(int asked)
     return cpus;
 }
 
-/* Copies r into sl (its strings into the slot's buffer); returns the bytes. */
-static size_t put(slot *sl, const prs_rec *r)
+/* What r's copy counts against g's text from g->text_at: its bytes (*need),
+ * plus the gap before them when they would pass the end. A big one takes
+ * no room in it but counts all the same, so that the bound holds. */
+static size_t charge(const ring *g, const prs_rec *r, size_t *need)
 {
-    size_t ln = strlen(r->name) + 1, lc = strlen(r->cat) + 1, la = (size_t)r->args_len + 1;
-    size_t need = ln + lc + la;
-    if (need > sl->cap || (sl->cap > SLOT_KEEP && need < sl->cap / 4)) {
-        free(sl->buf);
-        sl->cap = need < 256 ? 256 : need;
-        sl->buf = prs_xmalloc(sl->cap);
+    *need = strlen(r->name) + 1 + strlen(r->cat) + 1 + (size_t)r->args_len + 1;
+    if (*need > BIG)
+        return *need; /* its own buffer, but it counts towards the bound */
+    if (g->text_at + *need > TEXT_BYTES)
+        return TEXT_BYTES - g->text_at + *need;
+    return *need;
+}
+
+/* Copies r into sl: its strings into g's text (or sl->big), need bytes of
+ * it; cost is what charge() said. */
+static void put(ring *g, slot *sl, const prs_rec *r, size_t need, size_t cost)
+{
+    free(sl->big);
+    sl->big = NULL;
+    char *b;
+    if (need > BIG) {
+        b = sl->big = prs_xmalloc(need);
+    } else {
+        if (g->text_at + need > TEXT_BYTES)
+            g->text_at = 0;
+        b = g->text + g->text_at;
+        g->text_at += need;
     }
-    char *b = sl->buf;
+    size_t ln = strlen(r->name) + 1, lc = strlen(r->cat) + 1, la = (size_t)r->args_len + 1;
     memcpy(b, r->name, ln);
     memcpy(b + ln, r->cat, lc);
     memcpy(b + ln + lc, r->args, la - 1);
@@ -155,8 +185,7 @@ static size_t put(slot *sl, const prs_rec *r)
         prs_args_decode(&sl->args, sl->rec.args, r->args_len);
         sl->rec.pre = &sl->args;
     }
-    sl->len = need;
-    return need;
+    sl->len = cost;
 }
 
 /* A ring of w with room, round robin from *next; NULL when none has room.
@@ -170,7 +199,7 @@ static ring *pick(worker *w, int *next, int *live)
         if (g->done)
             continue;
         *live = 1;
-        if (g->count < RING_RECS && (g->count == 0 || g->bytes < RING_BYTES)) {
+        if (g->count < RING_RECS && (g->count == 0 || g->bytes <= TEXT_BYTES / 2)) {
             *next = (i + 1) % w->nr;
             return g;
         }
@@ -205,15 +234,25 @@ static void *work(void *arg)
         size_t had = g->bytes; /* only the merge lowers it meanwhile */
         unsigned t = g->tail;
         pthread_mutex_unlock(&w->mu);
+        if (had == 0)
+            g->text_at = 0; /* all given back: no gap needed */
         int k = 0, ended = 0;
         size_t bytes = 0;
-        while (k < room && had + bytes < RING_BYTES) {
+        while (k < room) {
             prs_rec r;
             if (!prs_store_peek(g->s, &r)) {
                 ended = 1;
                 break;
             }
-            bytes += put(&g->slots[(t + (unsigned)k) % RING_RECS], &r);
+            /* The text in use is at most had + bytes, ending at text_at:
+             * what is charged past it must fit in the rest. The first
+             * record always fits (pick: at most half the text is in use,
+             * and a non-big record's charge is under 2 x BIG = half). */
+            size_t need, cost = charge(g, &r, &need);
+            if (k > 0 && had + bytes + cost > TEXT_BYTES)
+                break;
+            put(g, &g->slots[(t + (unsigned)k) % RING_RECS], &r, need, cost);
+            bytes += cost;
             k++;
             prs_store_next(g->s);
         }
@@ -223,8 +262,13 @@ static void *work(void *arg)
         g->bytes += bytes;
         if (ended)
             g->done = 1;
-        if (w->cons_waiting)
+        if (w->cons_waiting) {
+            /* Signalled unlocked: the merge woken under the lock would
+             * at once block on it again (a second switch each way). */
+            pthread_mutex_unlock(&w->mu);
             pthread_cond_signal(&w->cons);
+            pthread_mutex_lock(&w->mu);
+        }
     }
     /* Stopped or all ended: the merge must never wait on these rings. */
     for (int i = 0; i < w->nr; i++)
@@ -262,6 +306,7 @@ prs_readers *prs_readers_start(prs_store **stores, int n, int jobs)
         g->s = stores[i];
         g->w = w;
         g->slots = prs_xcalloc(RING_RECS, sizeof *g->slots);
+        g->text = prs_xmalloc(TEXT_BYTES);
         w->rings[w->nr++] = g;
     }
     for (int t = 0; t < r->nw; t++) {
@@ -295,9 +340,10 @@ static void give_back(ring *g)
     g->bytes -= g->used_bytes;
     /* Woken only once half the ring is free (or all of it): a reader woken
      * for every BATCH would switch threads thousands of times a second. */
-    if (w->prod_waiting && (g->count == 0 || (g->count <= RING_RECS / 2 && g->bytes <= RING_BYTES / 2)))
-        pthread_cond_signal(&w->prod);
+    int wake = w->prod_waiting && (g->count == 0 || (g->count <= RING_RECS / 2 && g->bytes <= TEXT_BYTES / 4));
     pthread_mutex_unlock(&w->mu);
+    if (wake) /* unlocked, as in work() */
+        pthread_cond_signal(&w->prod);
     g->used = 0;
     g->used_bytes = 0;
 }
@@ -360,10 +406,11 @@ void prs_readers_stop(prs_readers *r)
     }
     for (int i = 0; i < r->n; i++) {
         for (int k = 0; k < RING_RECS && r->rings[i].slots; k++) {
-            free(r->rings[i].slots[k].buf);
+            free(r->rings[i].slots[k].big);
             prs_args_free(&r->rings[i].slots[k].args);
         }
         free(r->rings[i].slots);
+        free(r->rings[i].text);
     }
     free(r->rings);
     free(r->w);
