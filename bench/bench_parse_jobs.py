@@ -13,7 +13,7 @@ Two figures, printed with their goal:
           is work_1 / max(busiest_c, total_c / c) — printed for 2 and 16 cores —
           and the instructions per record of each mode. Uses --requests 1000
           (about 100 k records: callgrind is ~50x slower).
-  wall    `farm-bench --vs` of --jobs 1 against --jobs 2, pairs alternated in
+  wall    bench/pairs.py: --jobs 2 (A) against --jobs 1 (B), pairs alternated in
           one run (--requests 3000, about 310 k records): the median A/B wall
           ratio is the speed-up. Meaningful only on a quiet machine with two
           free cores (the lead reruns it).
@@ -24,14 +24,14 @@ Two figures, printed with their goal:
 import argparse
 import glob
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import pairs  # noqa: E402
 
 
 def make_input(bench, servprof, d, requests):
@@ -91,20 +91,13 @@ def figure_work(args):
 def figure_wall(args):
     d = os.path.join(args.dir, "wall")
     inp = make_input(args.bench, args.bin, d, 3000)
-    fb = shutil.which("farm-bench")
-    if not fb:
-        print("wall: farm-bench is not installed; skipped")
-        return
     with tempfile.TemporaryDirectory() as tmp:
         a = [args.bin, "parse", "-i", inp, "-o", os.path.join(tmp, "a"), "--no-progress", "--quiet", "--jobs", "2"]
-        b = "%s parse -i %s -o %s --no-progress --quiet --jobs 1" % (args.bin, inp, os.path.join(tmp, "b"))
-        p = subprocess.run([fb, "-n", str(args.runs), "--timeout", "900", "--vs", b, "--"] + a,
-                           capture_output=True, text=True)
-    print(p.stdout.strip())
-    m = re.search(r"A/B wall\s+(\S+)\s+(\S+)\s+(\S+)", p.stdout)
-    if m:
-        print("wall: --jobs 2 takes %s of --jobs 1's time (median ratio): %.2fx; goal >= 1.7x on 2 free cores" %
-              (m.group(2), 1 / float(m.group(2))))
+        b = [args.bin, "parse", "-i", inp, "-o", os.path.join(tmp, "b"), "--no-progress", "--quiet", "--jobs", "1"]
+        rows = pairs.run(a, b, args.runs)
+    print("\n".join(pairs.table(rows)))
+    print("wall: --jobs 2 takes %.4f of --jobs 1's time (median ratio): %.2fx; goal >= 1.7x on 2 free cores" %
+          (pairs.median(rows, "A/B wall"), 1 / pairs.median(rows, "A/B wall")))
 
 
 def main():
