@@ -378,33 +378,32 @@ int hx_prog_traverse(hx_prog *p, visitproc visit, void *arg)
     Py_VISIT(p->cval);
     Py_VISIT(p->number);
     Py_VISIT(p->scope);
-    if (p->rid_what)
-        hx_traverse(&p->rid, visit, arg);
-    for (int i = 0; i < p->n; i++)
-        hx_traverse(&p->items[i].e, visit, arg);
-    return 0;
+    int rc = hx_traverse(&p->rid, visit, arg);
+    for (int i = 0; !rc && i < p->n; i++)
+        rc = hx_traverse(&p->items[i].e, visit, arg);
+    return rc;
 }
 
 /* An item of the spec: (kind, key bytes, ops, what, alt key bytes or None). */
 static int hx_item_of(PyObject *t, hx_item *it)
 {
-    PyObject *ops;
-    PyObject *alt;
-    if (!PyArg_ParseTuple(t, "iSOUO:c_prog item", &it->kind, &it->key, &ops, &it->what, &alt))
+    int kind;
+    PyObject *key, *ops, *what, *alt;
+    /* Parsed into locals: on failure the converters may have set some. */
+    if (!PyArg_ParseTuple(t, "iSOUO:c_prog item", &kind, &key, &ops, &what, &alt))
         return -1;
-    Py_INCREF(it->key);
-    Py_INCREF(it->what);
-    if (it->kind < HX_OUT_ATTR || it->kind > HX_OUT_METRIC_INC ||
-        (it->kind != HX_OUT_ATTR && !PyBytes_Check(alt))) {
+    if (kind < HX_OUT_ATTR || kind > HX_OUT_METRIC_INC ||
+        (kind != HX_OUT_ATTR && !PyBytes_Check(alt))) {
         PyErr_SetString(PyExc_ValueError, "c_prog: a metric item needs its other key");
         return -1;
     }
-    it->alt = it->kind == HX_OUT_ATTR ? NULL : Py_NewRef(alt);
+    it->kind = kind;
+    it->key = Py_NewRef(key);
+    it->what = Py_NewRef(what);
+    it->alt = kind == HX_OUT_ATTR ? NULL : Py_NewRef(alt);
     return hx_compile(ops, &it->e);
 }
 
-/* The hx_prog of wrap.py's Binding.c_prog(): (fail, cval, number, rid ops or
- * None, rid what, [items], scope item or None). NULL with an error set. */
 hx_prog *hx_prog_new(PyObject *spec)
 {
     PyObject *fail, *cval, *number, *rid, *rid_what, *items, *scope;
@@ -457,9 +456,9 @@ int hx_prog_fail(hx_prog *p, PyObject *what)
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
     PyErr_NormalizeException(&t, &v, &tb);
-    if (tb)
+    if (tb && v)
         PyException_SetTraceback(v, tb);
-    PyObject *out = PyObject_CallFunctionObjArgs(p->fail, what, v, NULL);
+    PyObject *out = PyObject_CallFunctionObjArgs(p->fail, what, v ? v : Py_None, NULL);
     Py_XDECREF(t);
     Py_XDECREF(v);
     Py_XDECREF(tb);

@@ -381,6 +381,43 @@ out["shapes"] = sorted({type(getattr(K, n)).__name__ for n in ("m", "gen", "co",
 json.dump(out, open(sys.argv[2], "w"))
 '''
 
+# Malformed compiled-record specs: each refused with TypeError or
+# ValueError, none crashing or leaking half-built state (run under ASan
+# too: docs/hooks.md, "Tests").
+BAD_SPECS = r'''
+import sys, servprof, servprof.hooks.wrap as w
+servprof.is_enabled()
+hc = w.c_ext()
+def f(x): return x
+fail = lambda what, e: None
+ok_ops = [(1, None, None, None)]  # ret
+good = (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, "attribute k", None)], None)
+hc.HookCall(f, 0, None, b"f", None, True, False, None, good)
+bad = [
+    (fail,),
+    (fail, w._cval, w.number, [(99, None, None, None)], "rid", [], None),
+    (fail, w._cval, w.number, [(8, 5, "a", None)], "rid", [], None),
+    (fail, w._cval, w.number, [(5, 0, 3, ())], "rid", [], None),
+    (fail, w._cval, w.number, [(5, 0, "x", 5)], "rid", [], None),
+    (fail, w._cval, w.number, [], "rid", [], None),
+    (fail, w._cval, w.number, ok_ops, 7, [], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, 3, None)], None),
+    (fail, w._cval, w.number, None, None, [(1, b"k", ok_ops, "w", None)], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, "w", None), (0, "k", ok_ops, "w", None)], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", [(12, 0, "len", 5)], "w", None)], None),
+    (fail, w._cval, w.number, None, None, [], 5),
+    (5, w._cval, w.number, None, None, [], None),
+]
+n = 0
+for spec in bad:
+    try:
+        hc.HookCall(f, 0, None, b"f", None, True, False, None, spec)
+    except (TypeError, ValueError) as e:
+        n += 1
+print("refused", n, "of", len(bad))
+
+'''
+
 
 def c_built():
     """True when the build put servprof._hookcall next to the library."""
@@ -498,6 +535,14 @@ class CWrapper(unittest.TestCase):
         if c_built():
             self.assertIs(runs[0][0]["compiled"], True)
             self.assertIs(runs[1][0]["compiled"], False)
+
+    def test_bad_compiled_specs_are_refused(self):
+        if not c_built():
+            self.skipTest("servprof._hookcall is not built (python3-dev missing)")
+        d = T.tmpdir(self)
+        script = H.write(d, "bad.py", BAD_SPECS)
+        p = T.run([H.PY, script], env=H.env(d), cwd=d, timeout=60)
+        self.assertIn("refused 13 of 13", p.stdout)
 
     def test_introspection_sees_the_original(self):
         intro = self.runs["c"][0]["intro"]
