@@ -20,9 +20,14 @@
  *   Python wrapper) hands the call to that wrapper as it came; otherwise
  *   a hook with no expressions (kind span or event, nothing to
  *   evaluate) is recorded entirely here with direct calls into
- *   libservprof. A hook with expressions packs the arguments once, calls
- *   the Binding's Python record() (which evaluates the expressions) and
- *   that hands every value to emit() below in ONE call.
+ *   libservprof, and so is a hook of the common shapes (a rid expression
+ *   or none, attributes, metrics, a scope): its expressions compiled when
+ *   it binds and evaluated in C (_hookexpr.c), reading the parameters
+ *   from the caller's argument array — no tuple, no Python frame
+ *   ("Compiled records" below). Any other hook (a rid list, "each",
+ *   a link) packs the arguments once, calls the Binding's Python record()
+ *   (which evaluates the expressions) and that hands every value to
+ *   emit() below in ONE call.
  * - It does not link libservprof: wrap.py hands setup() the address of
  *   servprof__level and of each function, taken from the ctypes handle the
  *   binding loaded, so both always talk to the same copy of the library.
@@ -47,6 +52,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_hookexpr.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -362,6 +369,9 @@ static int put_rid(rec *r, PyObject *v)
 }
 
 enum { OP_ATTR = 0, OP_METRIC = 1, OP_METRIC_INC = 2, OP_SCOPE = 3 };
+_Static_assert((int)OP_ATTR == (int)HX_OUT_ATTR && (int)OP_METRIC == (int)HX_OUT_METRIC &&
+                   (int)OP_METRIC_INC == (int)HX_OUT_METRIC_INC,
+               "a compiled item is written with emit()'s op of the same number");
 
 /* One item of emit()'s list: (op, key bytes, value). */
 static int put_item(rec *r, PyObject *item)
@@ -478,6 +488,37 @@ fail:
 }
 
 /* ------------------------------------------------------------------ */
+/* Compiled records: Binding._record_c done here                       */
+/* ------------------------------------------------------------------ */
+
+/* A hook whose record is one rid expression or none, attributes, metrics
+ * and a scope is recorded without Python: hx_prog_eval() (_hookexpr.c)
+ * evaluates its expressions as Binding._record_c does, and the values are
+ * written here as emit() writes them — so the rows are the same. */
+
+/* Writes the evaluated values as emit() would. 0, or -1 (error set, the
+ * record cancelled). */
+static int prog_write(hx_prog *p, rec *r, PyObject *rid, hx_val *vals)
+{
+    if (rid && rid != Py_None && put_rid(r, rid) < 0)
+        goto fail;
+    for (int i = 0; i < p->n; i++) {
+        hx_val *pv = &vals[i];
+        const char *key = pv->op < 0 ? NULL : PyBytes_AS_STRING(pv->key);
+        if (pv->op == OP_ATTR && put(r, key, pv->v) < 0)
+            goto fail;
+        if (pv->op == OP_METRIC || pv->op == OP_METRIC_INC)
+            (pv->op == OP_METRIC ? metric : metric_inc)(r, key, pv->x);
+    }
+    if (p->scope && put_item(r, p->scope) < 0)
+        goto fail;
+    return 0;
+fail:
+    rec_cancel(r);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
 /* HookCall                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -487,6 +528,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *fn;        /* the wrapped callable */
     PyObject *record;    /* Binding.record, or NULL: nothing to evaluate */
+    hx_prog *prog;       /* the record compiled (made here), or NULL */
     PyObject *on;        /* a Python wrapper that makes the whole call when
                           * on (generators, coroutines, caller filters,
                           * handlers), or NULL */
@@ -572,11 +614,88 @@ static int call_record(HookCall *h, PyObject *a, PyObject *kw, PyObject *ret, in
     return -1;
 }
 
+/* The compiled record of call c (start < 0: an event at call; exc_type:
+ * the class the call raised, or NULL), as Binding._record_c makes it:
+ * every expression first, then the record, begun only then. Returns 0,
+ * or -1 with a BaseException that is no Exception set (it goes on to the
+ * caller, as it does out of _record_c). */
+static int prog_record(HookCall *h, hx_call *c, int64_t start, PyObject *exc_type, int64_t end)
+{
+    hx_prog *p = h->prog;
+    hx_val stack[8];
+    hx_val *vals = p->n <= 8 ? stack : PyMem_Calloc((size_t)p->n, sizeof *vals);
+    PyObject *rid = NULL;
+    int base = 0;
+    if (!vals) {
+        PyErr_NoMemory();
+        goto failed;
+    }
+    memset(vals, 0, (size_t)p->n * sizeof *vals);
+    if (hx_prog_eval(p, c, &rid, vals) < 0)
+        goto failed;
+    rec *r = rec_begin_slow(h->level, h->domain ? PyBytes_AS_STRING(h->domain) : NULL);
+    if (r) {
+        if (prog_write(p, r, rid, vals) < 0)
+            goto failed;
+        if (exc_type)
+            put_error(r, type_name(exc_type));
+        if ((h->flags & HC_SPAN) && start >= 0)
+            span_at(r, PyBytes_AS_STRING(h->name), start, end);
+        else
+            event(r, PyBytes_AS_STRING(h->name));
+    }
+    goto done;
+failed:
+    base = hx_prog_fail(p, NULL) < 0;
+done:
+    Py_XDECREF(rid);
+    if (vals) {
+        hx_vals_done(vals, p->n);
+        if (vals != stack)
+            PyMem_Free(vals);
+    }
+    hx_call_done(c);
+    return base ? -1 : 0;
+}
+
+/* hc_on() for a compiled record: no tuple, no dict, no Python frame. */
+static PyObject *hc_on_prog(HookCall *h, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    hx_call c = {args, PyVectorcall_NARGS(nargsf), kwnames, NULL, NULL, NULL};
+    if (h->flags & HC_AT_CALL) {
+        if (prog_record(h, &c, -1, NULL, 0) < 0)
+            return NULL;
+        return PyObject_Vectorcall(h->fn, args, nargsf, kwnames);
+    }
+    int64_t t0 = now_ns();
+    PyObject *ret = PyObject_Vectorcall(h->fn, args, nargsf, kwnames);
+    int64_t t1 = now_ns();
+    if (ret) {
+        c.ret = ret;
+        if (prog_record(h, &c, t0, NULL, t1) < 0)
+            Py_CLEAR(ret);
+        return ret;
+    }
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (prog_record(h, &c, t0, t, t1) < 0) {
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+    } else {
+        PyErr_Restore(t, v, tb);
+    }
+    return NULL;
+}
+
 static PyObject *hc_on(HookCall *h, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     int at_call = h->flags & HC_AT_CALL;
     if (h->on)
         return PyObject_Vectorcall(h->on, args, nargsf, kwnames);
+    if (h->prog)
+        return hc_on_prog(h, args, nargsf, kwnames);
     if (!h->record) {
         if (at_call) {
             simple_record(h, NULL, -1, 0);
@@ -638,11 +757,11 @@ static PyObject *hc_vectorcall(PyObject *self, PyObject *const *args, size_t nar
 static PyObject *hc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"fn", "level", "record", "name", "domain", "span", "at_call", "on",
-                             NULL};
-    PyObject *fn, *record, *name, *domain, *on = Py_None;
+                             "prog", NULL};
+    PyObject *fn, *record, *name, *domain, *on = Py_None, *spec = Py_None;
     int level, span, at_call;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OiOSOpp|O:HookCall", kwlist, &fn, &level,
-                                     &record, &name, &domain, &span, &at_call, &on))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OiOSOpp|OO:HookCall", kwlist, &fn, &level,
+                                     &record, &name, &domain, &span, &at_call, &on, &spec))
         return NULL;
     if (!level_p) {
         PyErr_SetString(PyExc_RuntimeError, "servprof._hookcall: setup() was not called");
@@ -657,9 +776,15 @@ static PyObject *hc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "HookCall: domain must be bytes or None");
         return NULL;
     }
-    HookCall *h = (HookCall *)type->tp_alloc(type, 0);
-    if (!h)
+    hx_prog *p = spec == Py_None ? NULL : hx_prog_new(spec);
+    if (spec != Py_None && !p)
         return NULL;
+    HookCall *h = (HookCall *)type->tp_alloc(type, 0);
+    if (!h) {
+        hx_prog_free(p);
+        return NULL;
+    }
+    h->prog = p;
     h->fn = Py_NewRef(fn);
     h->record = record == Py_None ? NULL : Py_NewRef(record);
     h->on = on == Py_None ? NULL : Py_NewRef(on);
@@ -677,7 +802,7 @@ static int hc_traverse(HookCall *h, visitproc visit, void *arg)
     Py_VISIT(h->record);
     Py_VISIT(h->on);
     Py_VISIT(h->dict);
-    return 0;
+    return hx_prog_traverse(h->prog, visit, arg);
 }
 
 static int hc_clear(HookCall *h)
@@ -688,6 +813,8 @@ static int hc_clear(HookCall *h)
     Py_CLEAR(h->name);
     Py_CLEAR(h->domain);
     Py_CLEAR(h->dict);
+    hx_prog_free(h->prog);
+    h->prog = NULL;
     return 0;
 }
 
@@ -731,6 +858,13 @@ static PyObject *hc_get_fn(HookCall *h, void *c)
     return Py_NewRef(h->fn);
 }
 
+/* True when the record is compiled (made in C, no Python per call). */
+static PyObject *hc_get_compiled(HookCall *h, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(h->prog != NULL);
+}
+
 /* Pickled by name, as a function is: the module attribute it replaced is
  * itself, so the name finds it again (multiprocessing, spawn). */
 static PyObject *hc_reduce(PyObject *self, PyObject *unused)
@@ -747,6 +881,7 @@ static PyMethodDef hc_methods[] = {
 static PyGetSetDef hc_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {"__servprof_fn__", (getter)hc_get_fn, NULL, "the wrapped callable", NULL},
+    {"__servprof_compiled__", (getter)hc_get_compiled, NULL, "the record is made in C", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -762,8 +897,8 @@ static PyTypeObject HookCallType = {
     .tp_setattro = PyObject_GenericSetAttr,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "HookCall(fn, level, record, name, domain, span, at_call, on=None): fn wrapped by "
-              "a hook.",
+    .tp_doc = "HookCall(fn, level, record, name, domain, span, at_call, on=None, prog=None): "
+              "fn wrapped by a hook.",
     .tp_traverse = (traverseproc)hc_traverse,
     .tp_clear = (inquiry)hc_clear,
     .tp_weaklistoffset = offsetof(HookCall, weaklist),

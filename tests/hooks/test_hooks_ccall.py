@@ -133,6 +133,31 @@ def enq(x):
 
 def enq2(x):
     return x
+
+class Item:
+    def __init__(self, n):
+        self.n = n
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+        self.items = [Item(1), Item("two")]
+        self.big = 2**1100
+
+    def __repr__(self):
+        return "Box()"
+
+    def size(self):
+        return len(self.v)
+
+    def bad(self):
+        raise RuntimeError("no size")
+
+def ops(box, seq, *rest, key="k", flag=None, **extra):
+    return {"r": len(seq), "o": Obj()}
+
+def big(x):
+    return x
 '''
 
 HOOKS = '''
@@ -170,6 +195,57 @@ HOOKS = '''
 - symbol: cmod:enq2
   emit: event
   scope: {name: Q, value: 5}
+- symbol: cmod:ops
+  rid: "box.v[0]"
+  attributes:
+    c_int: "3"
+    c_str: "'s'"
+    c_none: "None"
+    c_float: "1.5"
+    c_true: "True"
+    ret: "return"
+    ret_r: "return['r']"
+    ret_o: "return['o']"
+    args_n: "args | len"
+    args1: "args[1]"
+    kwargs: "kwargs"
+    kw_key: "kwargs['key']"
+    item: "item"
+    seq: seq
+    key: key
+    flag: flag
+    rest: rest
+    extra_x: x
+    v: "box.v"
+    none_attr: "flag.anything"
+    attr_fn: "attr(box, 'v')"
+    size: "box | call size"
+    bad: "box | call bad"
+    each: "box.items | each n"
+    idx: "seq[0]"
+    idx_none: "flag[box.missing]"
+    len: "len(seq)"
+    str: "len(seq) | str"
+    int: "'7' | int"
+    float: "seq | len | float"
+    bool: "bool(seq)"
+    keys: "kwargs | keys"
+    values: "kwargs | values"
+    sum: "box.v | sum"
+    list: "seq | list"
+    bad_len: "len(box)"
+    this: "this.v | len"
+  metrics:
+    - {name: Mlen, expr: "len(seq)"}
+    - {name: Mstr, expr: "'x'"}
+    - {name: Minc, expr: "box.v | sum", inc: true}
+    - {name: Mflag, expr: flag}
+    - {name: Mbad, expr: "box | call bad"}
+- symbol: cmod:big
+  emit: event
+  when: call
+  attributes: {x: "x | str"}
+  metrics: [{name: Big, expr: x}]
 '''
 
 DRIVER = r'''
@@ -206,9 +282,12 @@ def count_refs():
             cmod.boom("value")
         except ValueError:
             pass
+    box = cmod.Box([x])
     for phase in ("off", "on"):
         if phase == "on":
             servprof.start()
+        count(phase + " ops", lambda: cmod.ops(box, [x], x, key=x, flag=[x], x=x))
+        count(phase + " ops failing", lambda: cmod.ops(cmod.Box([]), seq=[x]))
         count(phase + " simple", lambda: cmod.simple(x))
         count(phase + " expressions", lambda: cmod.tag(x, x, x))
         count(phase + " kwargs", lambda: cmod.tag(rid=x, v=x, m=x))
@@ -260,6 +339,17 @@ def call_all():
     res.append([cmod.enq("x"), cmod.enq2("y")])
     return res
 
+def call_ops():
+    """Every op kind of the expressions, passing and failing."""
+    box = cmod.Box([1, 2])
+    res = [cmod.ops(box, ["a", "b"], 9, 8, key="kk", flag=[1], x=3)["r"],
+           cmod.ops(cmod.Box([3]), ("c",))["r"],
+           cmod.ops(box=cmod.Box([]), seq=[])["r"],
+           cmod.ops(box, "s", flag={"f": 1}, key=None)["r"],
+           cmod.big(2**1100), cmod.big(5), cmod.big(2.5)]
+    compiled = getattr(cmod.ops, "__servprof_compiled__", None)
+    return res, compiled
+
 servprof.is_enabled()
 if sys.argv[3] == "leaks":
     count_refs()
@@ -268,6 +358,7 @@ if sys.argv[3] == "leaks":
 out["off"] = call_all()
 servprof.start()
 out["on"] = call_all()
+out["ops"], out["compiled"] = call_ops()
 out["stop_inside"] = cmod.toggle("stop")      # ends the session inside a hooked call
 out["start_inside"] = cmod.toggle("start")    # off when called: not recorded
 out["after"] = cmod.simple("after start")     # recorded in the new session
@@ -288,6 +379,43 @@ out["wrapper"] = type(cmod.simple).__name__
 out["shapes"] = sorted({type(getattr(K, n)).__name__ for n in ("m", "gen", "co", "agen", "s")})
 
 json.dump(out, open(sys.argv[2], "w"))
+'''
+
+# Malformed compiled-record specs: each refused with TypeError or
+# ValueError, none crashing or leaking half-built state (run under ASan
+# too: docs/hooks.md, "Tests").
+BAD_SPECS = r'''
+import sys, servprof, servprof.hooks.wrap as w
+servprof.is_enabled()
+hc = w.c_ext()
+def f(x): return x
+fail = lambda what, e: None
+ok_ops = [(1, None, None, None)]  # ret
+good = (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, "attribute k", None)], None)
+hc.HookCall(f, 0, None, b"f", None, True, False, None, good)
+bad = [
+    (fail,),
+    (fail, w._cval, w.number, [(99, None, None, None)], "rid", [], None),
+    (fail, w._cval, w.number, [(8, 5, "a", None)], "rid", [], None),
+    (fail, w._cval, w.number, [(5, 0, 3, ())], "rid", [], None),
+    (fail, w._cval, w.number, [(5, 0, "x", 5)], "rid", [], None),
+    (fail, w._cval, w.number, [], "rid", [], None),
+    (fail, w._cval, w.number, ok_ops, 7, [], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, 3, None)], None),
+    (fail, w._cval, w.number, None, None, [(1, b"k", ok_ops, "w", None)], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, "w", None), (0, "k", ok_ops, "w", None)], None),
+    (fail, w._cval, w.number, None, None, [(0, b"k", [(12, 0, "len", 5)], "w", None)], None),
+    (fail, w._cval, w.number, None, None, [], 5),
+    (5, w._cval, w.number, None, None, [], None),
+]
+n = 0
+for spec in bad:
+    try:
+        hc.HookCall(f, 0, None, b"f", None, True, False, None, spec)
+    except (TypeError, ValueError) as e:
+        n += 1
+print("refused", n, "of", len(bad))
+
 '''
 
 
@@ -311,7 +439,9 @@ class CWrapper(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.runs = {}
-        for mode in ("c", "pure", "leaks"):
+        # c: the compiled records of the C wrapper; recc: its _record_c
+        # (Python expressions, SERVPROF_HOOKS_CEXPR=0); pure: no extension.
+        for mode in ("c", "recc", "pure", "leaks"):
             d = T.tmpdir(_ClassScope(cls))
             H.write(d, "cmod.py", MOD)
             hooks = H.write(d, "hooks.yaml", HOOKS)
@@ -319,13 +449,17 @@ class CWrapper(unittest.TestCase):
             cfg = T.make_config(d, enable=0)
             out = os.path.join(d, "out.json")
             extra = {"SERVPROF_HOOKS_PURE": "1" if mode == "pure" else "0",
+                     "SERVPROF_HOOKS_CEXPR": "0" if mode == "recc" else "1",
                      "SERVPROF_HOOKS_QUIET": "1"}
-            p = T.run([H.PY, drv, hooks, out, mode], env=H.env(d, cfg, **extra), cwd=d,
-                      timeout=120)
+            p = T.run([H.PY, drv, hooks, out, "leaks" if mode == "leaks" else "calls"],
+                      env=H.env(d, cfg, **extra), cwd=d, timeout=120)
             with open(out) as f:
                 res = json.load(f)
             rows = [(r["name"], r["cat"], r["args"]) for r in H.records(os.path.join(d, "prof"))]
-            cls.runs[mode] = (res, rows, p.stderr)
+            # The warnings of failing expressions, the file's folder left out.
+            warn = sorted(line.replace(d, "D") for line in p.stderr.splitlines()
+                          if "raised" in line or "failed" in line)
+            cls.runs[mode] = (res, rows, warn)
 
 
     def test_same_results_as_the_python_wrapper(self):
@@ -360,6 +494,56 @@ class CWrapper(unittest.TestCase):
         self.assertEqual([e.get("exception") for e in errs],
                          ["ValueError", "SystemExit", "KeyboardInterrupt", None])
 
+    def test_compiled_records_write_the_same_rows(self):
+        """Every op kind: the same rows, results and error reports from
+        the compiled records, _record_c and the pure-Python wrapper."""
+        runs = [self.runs[m] for m in ("c", "recc", "pure")]
+        for mode, (res, rows, warn) in zip(("recc", "pure"), runs[1:]):
+            self.assertEqual(runs[0][0]["ops"], res["ops"], mode)
+            self.assertEqual(runs[0][1], rows, mode)
+            self.assertEqual(runs[0][2], warn, mode)
+        self.assertEqual(runs[0][0]["ops"], [2, 1, 0, 1, 2**1100, 5, 2.5])
+        ops = [json.loads(a) for n, _, a in runs[0][1] if n == "ops"]
+        self.assertEqual(len(ops), 4)
+        first = ops[0]
+        self.assertEqual(first["rid"], 1)
+        want = {"c_int": 3, "c_str": "s", "c_float": 1.5, "c_true": True, "ret_r": 2,
+                "ret_o": "Obj()", "args_n": 4, "args1": ["a", "b"], "kw_key": "kk",
+                "seq": ["a", "b"], "key": "kk", "flag": [1], "rest": [9, 8], "extra_x": 3,
+                "v": [1, 2], "attr_fn": [1, 2], "size": 2, "each": [1, "two"], "idx": "a",
+                "len": 2, "str": "2", "int": 7, "float": 2.0, "bool": True, "sum": 3,
+                "list": ["a", "b"], "Mlen=": 2, "Mstr=": "x", "Minc+": 3, "Mflag=": [1],
+                "keys": ["key", "flag", "x"], "values": ["kk", [1], 3]}
+        for k, v in want.items():
+            self.assertEqual(first.get(k), v, k)
+        # this: ops has no self, only **extra: "parameter 'self' was not passed"
+        for k in ("c_none", "item", "bad", "bad_len", "idx_none", "none_attr", "Mbad", "this"):
+            self.assertNotIn(k, first)
+        self.assertEqual(first["kwargs"], {"key": "kk", "flag": [1], "x": 3})
+        # the second call: defaults, a missing **extra key, no rest
+        second = ops[1]
+        self.assertEqual([second.get(k) for k in ("key", "rest", "extra_x", "kw_key", "flag")],
+                         ["k", [], None, None, None])
+        self.assertNotIn("rid", ops[2], "box.v[0] of an empty list raised")
+        self.assertNotIn("idx_none", ops[3], "flag[box.missing]: the index raised")
+        warn = "\n".join(runs[0][2])
+        for what in ("attribute bad", "attribute bad_len", "attribute idx_none",
+                     "attribute extra_x", "attribute kw_key", "attribute this", "recording"):
+            self.assertIn(what, warn)
+        big = [json.loads(a) for n, _, a in runs[0][1] if n == "big"]
+        self.assertEqual([b.get("x") for b in big], ["5", "2.5"], "2**1100: record dropped")
+        if c_built():
+            self.assertIs(runs[0][0]["compiled"], True)
+            self.assertIs(runs[1][0]["compiled"], False)
+
+    def test_bad_compiled_specs_are_refused(self):
+        if not c_built():
+            self.skipTest("servprof._hookcall is not built (python3-dev missing)")
+        d = T.tmpdir(self)
+        script = H.write(d, "bad.py", BAD_SPECS)
+        p = T.run([H.PY, script], env=H.env(d), cwd=d, timeout=60)
+        self.assertIn("refused 13 of 13", p.stdout)
+
     def test_introspection_sees_the_original(self):
         intro = self.runs["c"][0]["intro"]
         self.assertEqual(intro, {
@@ -379,7 +563,7 @@ class CWrapper(unittest.TestCase):
         self.assertEqual(leaks["wrapper"], "HookCall")
         for label, (dx, derr) in leaks["leaks"].items():
             self.assertEqual((dx, derr), (0, 0), label)
-        self.assertEqual(len(leaks["leaks"]), 12)
+        self.assertEqual(len(leaks["leaks"]), 16)
         self.assertGreater(len(self.runs["leaks"][1]), 6 * 200, "the 'on' calls recorded")
 
 

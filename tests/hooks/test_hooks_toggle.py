@@ -7,11 +7,14 @@ bootstrap does it) runs four threads calling a hooked plain function and
 a hooked coroutine function with unique arguments — even ones return,
 odd ones raise — while its main thread calls servprof.start() and
 servprof.stop() 100 times. The toggler publishes a phase (0 off, 1
-starting, 2 on, 3 stopping) and every call notes the phase before and
-after it, so a call made wholly in phase 0 is known to be off and one
-made wholly in phase 2 known to be on. Checked: no call lost its result
-or exception; no call made while off is in any store; every call made
-while on is.
+starting, 2 on, 3 stopping, plus 4 x the cycle number) and every call
+notes the phase before and after it, so a call made wholly in one cycle's
+phase 0 is known to be off and one made wholly in one cycle's phase 2
+known to be on. (The cycle is in the phase because a call may outlast a
+whole cycle: a thread waiting for the GIL while the others, whose hooked
+calls take a microsecond, make the 16 calls a cycle waits for.)
+Checked: no call lost its result or exception; no call made while off is
+in any store; every call made while on is.
 """
 
 import json
@@ -92,13 +95,13 @@ def wait_calls(n):
 
 for cycle in range(100):
     wait_calls(8)           # some calls while off
-    phase[0] = 1
+    phase[0] = 4 * cycle + 1
     servprof.start()
-    phase[0] = 2
+    phase[0] = 4 * cycle + 2
     wait_calls(8)           # some calls while on
-    phase[0] = 3
+    phase[0] = 4 * cycle + 3
     servprof.stop()
-    phase[0] = 0
+    phase[0] = 4 * (cycle + 1)
 wait_calls(8)
 stop.set()
 for t in threads:
@@ -132,8 +135,8 @@ class Toggle(unittest.TestCase):
         for r in H.records(os.path.join(d, "prof")):
             key = (r["name"], r["a"]["i"])
             recorded[key] = r
-        off = [(fn, i) for fn, i, b, a, _ in results if b == a == 0]
-        on = [(fn, i) for fn, i, b, a, _ in results if b == a == 2]
+        off = [(fn, i) for fn, i, b, a, _ in results if b == a and b % 4 == 0]
+        on = [(fn, i) for fn, i, b, a, _ in results if b == a and b % 4 == 2]
         self.assertGreater(len(off), 100, "calls made while off")
         self.assertGreater(len(on), 100, "calls made while on")
         self.assertEqual([k for k in off if k in recorded], [], "recorded while off")

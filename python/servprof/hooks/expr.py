@@ -18,7 +18,10 @@ column. bind() turns a tree into one Python closure per node once the
 hooked function's signature is known, so each parameter name becomes a
 fixed "positional i, else keyword, else default" accessor — no
 inspect.signature().bind() per call — and a name the signature lacks is
-reported when the hook binds, not at every call.
+reported when the hook binds, not at every call. flatten() resolves a tree
+the same way into the op list the C wrapper evaluates without Python
+(python/servprof/_hookexpr.c); both must give the same value and raise
+the same exception for every node.
 
 Grammar (| binds loosest):
 
@@ -334,3 +337,53 @@ def bind(node, params):
             return None if v is None else fn(v)
         return call
     raise AssertionError(node)
+
+
+# ---------------------------------------------------------------- flat ops
+
+# The op codes of flatten(), the same numbers as _hookexpr.c's HX_* enum.
+OP_CONST, OP_RET, OP_ARGS, OP_KWARGS, OP_ITEM, OP_POS, OP_KW, OP_VARPOS, OP_ATTR, OP_METHOD, \
+    OP_EACH, OP_INDEX, OP_CALL = range(13)
+
+
+def flatten(node, params):
+    """A parsed tree as the op list the C extension evaluates
+    (python/servprof/_hookexpr.c): a list of (code, a, b, c) tuples,
+    children before parents, the root last; a and b of a node with
+    children are the indexes of its operands. The parameter accessors are
+    resolved here, as bind() resolves them, so both read the same value.
+    Raises LookupError as bind() does."""
+    out = []
+
+    def op(code, a=None, b_=None, c=None):
+        out.append((code, a, b_, c))
+        return len(out) - 1
+
+    def walk(n):
+        k = n[0]
+        if k == "const":
+            return op(OP_CONST, n[1])
+        if k in ("ret", "args", "kwargs", "item"):
+            return op({"ret": OP_RET, "args": OP_ARGS, "kwargs": OP_KWARGS, "item": OP_ITEM}[k])
+        if k == "name":
+            name = n[1]
+            if params is None or not params.has(name):
+                raise LookupError("the function has no parameter %r" % name)
+            if name in params.pos:
+                i, d = params.pos[name]
+                return op(OP_POS, i, name, () if d is _MISSING else (d,))
+            if params.var_pos is not None and params.var_pos[0] == name:
+                return op(OP_VARPOS, params.var_pos[1])
+            d = params.kwonly.get(name, _MISSING)
+            return op(OP_KW, 0, name, () if d is _MISSING else (d,))
+        if k in ("attr", "method", "each"):
+            code = {"attr": OP_ATTR, "method": OP_METHOD, "each": OP_EACH}[k]
+            return op(code, walk(n[1]), n[2])
+        if k == "index":
+            return op(OP_INDEX, walk(n[1]), walk(n[2]))
+        if k == "call":
+            return op(OP_CALL, walk(n[3]), n[2], n[1])
+        raise AssertionError(n)
+
+    walk(node)
+    return out

@@ -34,8 +34,15 @@ The C wrapper: when the optional extension servprof._hookcall is built
 (python/servprof/_hookcall.c) a plain function without caller_filter or
 handler is wrapped by a HookCall instead, whose off path forwards the
 caller's arguments with no packing and no Python frame (docs/hooks.md,
-"What a hook costs"); every shape then writes its record with ONE call,
-_hookcall.emit(), instead of a ctypes call per attribute. The extension is
+"What a hook costs"). On, a plain function's record of the common shapes
+(a rid expression or none, attributes, metrics, a scope) is made in C as
+well: Binding._c_prog() describes it, expr.flatten() turns each
+expression into the op list the extension compiles (_hookexpr.c), and
+Python runs only when a value is of an unusual type or an expression
+raises. Every other shape writes its record with ONE call,
+_hookcall.emit(), instead of a ctypes call per attribute.
+SERVPROF_HOOKS_CEXPR=0 keeps the expressions in Python (_record_c): the
+tests compare the rows of both. The extension is
 looked for in the package, then next to the libservprof the binding
 loaded (where the build puts it). SERVPROF_HOOKS_PURE=1 forces the
 pure-Python wrapper and the ctypes record path; a missing extension falls
@@ -98,6 +105,8 @@ class Binding:
         # One rid expression (the usual case): evaluated inline by _record_c.
         self.rid1 = self.rid[0] if isinstance(self.rid, list) and len(self.rid) == 1 else None
         hc = c_ext()
+        # The record compiled for the C wrapper (None: _record_c makes it).
+        self.cprog = self._c_prog(hook, params) if hc is not None and _cexpr() else None
         self._emit = hc.emit if hc is not None else None
         self.record = self._record_c if hc is not None else self._record_py
         # What _record_c reads, in one tuple: one attribute load and an
@@ -106,6 +115,26 @@ class Binding:
         self._c = (self.link, self.kind == "link", self.kind == "span", self.rid1, self.rid,
                    tuple(self.attrs), tuple(self.metrics), self.scope, self._emit, self.level,
                    self.domain, self.name)
+
+    def _c_prog(self, hook, params):
+        """The spec HookCall compiles into a record made in C
+        (_hookcall.c, "Compiled records"), or None for the shapes left to
+        _record_c: a rid list or "each", a link, nothing to evaluate."""
+        if self.simple or self.link is not None or self.kind == "link" or \
+                (self.rid is not None and self.rid1 is None):
+            return None
+        flat = _expr.flatten
+        rid = flat(hook.rid[0].tree, params) if self.rid1 is not None else None
+        items = [(0, b(k), flat(e.tree, params), e.what, None) for k, e in hook.attributes]
+        items += [(2 if inc else 1, b(n), flat(e.tree, params), e.what,
+                   b(n + ("+" if inc else "="))) for n, e, inc in hook.metrics]
+        scope = None
+        if self.scope is not None:
+            n, v = self.scope
+            scope = (3, n, v.encode("utf-8", "replace")) if type(v) is str else \
+                (0, b"scope#" + n, _cval(v))
+        return (self.fail, _cval, number, rid, None if rid is None else self.rid1[1], items,
+                scope)
 
     # ------------------------------------------------------------ values
 
@@ -321,6 +350,13 @@ def _cval(v):
 
 # ---------------------------------------------------------------- the C extension
 
+def _cexpr():
+    """False when SERVPROF_HOOKS_CEXPR=0: expressions evaluated by
+    _record_c in Python even where the C wrapper could (the tests compare
+    both)."""
+    return os.environ.get("SERVPROF_HOOKS_CEXPR", "") != "0"
+
+
 _hc = None   # servprof._hookcall once set up; False once found unusable
 
 
@@ -433,7 +469,7 @@ def make(fn, bd):
     on = None if plain else w
     h = hc.HookCall(fn, bd.level, None if (bd.simple or not plain) else bd.record, bd.name,
                     bd.domain, bd.kind == "span", bd.hook.when == "call" and bd.kind != "span",
-                    on)
+                    on, bd.cprog if plain else None)
     return functools.update_wrapper(h, fn)
 
 
