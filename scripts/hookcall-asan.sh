@@ -13,9 +13,10 @@
 # is off: the interpreter itself "leaks" at exit.
 #
 #   scripts/hookcall-asan.sh [BUILD_DIR]     (default build/, built already)
+# ctest runs it in the plain gcc build as hooks_ccall_asan (tests/hooks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${1:-build}
+BUILD=$(realpath "${1:-build}")  # relative to the repository root, or absolute
 PY=${PYTHON:-/usr/bin/python3}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -25,7 +26,7 @@ gcc -std=c11 -fPIC -shared -g -O1 -fsanitize=address,undefined -fno-omit-frame-p
     python/servprof/_hookcall.c python/servprof/_hookexpr.c -o "$OUT/_hookcall$SUFFIX"
 cp -a "$BUILD"/lib/libservprof.so* "$OUT"/
 PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-env SERVPROF_BIN="$PWD/$BUILD/bin/servprof" SERVPROF_BUILD="$PWD/$BUILD" SERVPROF_SOURCE="$PWD" \
+env SERVPROF_BIN="$BUILD/bin/servprof" SERVPROF_BUILD="$BUILD" SERVPROF_SOURCE="$PWD" \
     SERVPROF_LIB="$OUT/libservprof.so" PROF_LOG_LEVEL=INFO PYTHONPATH="$PWD/tests" \
     LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=detect_leaks=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
