@@ -7,6 +7,9 @@
  * blocks are queued (the encoder held back: the queue never holds more);
  * the thread's prs_log lines are kept and logged by prs_wq_stop on the
  * caller's thread at the caller's level (here: the threshold drops one).
+ * A pair (prs_wq_start_pair): each consumer gets exactly the messages put
+ * for it, whole and in order, the ones for both included, while the other
+ * reads the same blocks.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -145,9 +148,57 @@ static void test_bounded(void)
     CHECK_INT(s.next, 64 * 1024);
 }
 
+/* Message k goes to the first consumer (k % 3 == 0), the second (1) or
+ * both (2); each consumer's seen counts its own in order by k. */
+typedef struct side { long long next, bad, n; int mine; } side;
+
+static void encode_side(side *d, const uint8_t *msg, size_t n)
+{
+    long long k;
+    memcpy(&k, msg, sizeof k);
+    while (d->next < k && d->next % 3 != 2 && d->next % 3 != d->mine)
+        d->next++; /* the other's */
+    if (k != d->next || (k % 3 != 2 && k % 3 != d->mine))
+        d->bad++;
+    for (size_t i = sizeof k; i < n; i++)
+        if (msg[i] != (uint8_t)(k + (long long)i))
+            d->bad++;
+    d->next = k + 1;
+    d->n++;
+}
+
+static side sides[2] = {{.mine = 0}, {.mine = 1}};
+static void encode_first(void *ctx, uint8_t *msg, size_t n) { (void)ctx; encode_side(&sides[0], msg, n); }
+static void encode_second(void *ctx, uint8_t *msg, size_t n) { (void)ctx; encode_side(&sides[1], msg, n); }
+
+static void test_pair(void)
+{
+    prs_wq *q = prs_wq_start_pair(encode_first, "sp-test1", encode_second, "sp-test2", NULL);
+    CHECK(q != NULL);
+    if (!q)
+        return;
+    long long k = 0, mine[2] = {0, 0};
+    static const unsigned who[3] = {PRS_WQ_FIRST, PRS_WQ_SECOND, PRS_WQ_FIRST | PRS_WQ_SECOND};
+    for (; k < 150000; k++) {
+        size_t n = k == 7777 ? PRS_WQ_BLOCK + 100 : 8 + (size_t)(k % 200);
+        uint8_t *p = prs_wq_put_for(q, who[k % 3], n);
+        memcpy(p, &k, sizeof k);
+        for (size_t i = sizeof k; i < n; i++)
+            p[i] = (uint8_t)(k + (long long)i);
+        mine[0] += k % 3 != 1;
+        mine[1] += k % 3 != 0;
+    }
+    prs_wq_stop(q);
+    CHECK_INT(sides[0].bad, 0);
+    CHECK_INT(sides[1].bad, 0);
+    CHECK_INT(sides[0].n, mine[0]);
+    CHECK_INT(sides[1].n, mine[1]);
+}
+
 int main(void)
 {
     test_order_and_sizes();
     test_bounded();
+    test_pair();
     CHECK_DONE();
 }

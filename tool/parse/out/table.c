@@ -270,13 +270,13 @@ static void encode_csv(prs_table *t, const prs_val *v);
 static void encode_db(prs_out *o, prs_table *t, const prs_val *v);
 static void close_csv(prs_out *o, prs_table *t);
 
-static void writer_msg(void *ctx, uint8_t *p, size_t n)
+/* One message on its writer's thread (db: the db writer's, else the
+ * CSV's). Reads the message only: both writers may read one row. */
+static void writer_msg(const uint8_t *p, int db)
 {
-    (void)ctx;
-    (void)n;
-    msg *m = (msg *)p;
+    const msg *m = (const msg *)p;
     prs_table *w = m->w;
-    uint8_t *tail = p + prs_wq_round(sizeof *m);
+    const uint8_t *tail = p + prs_wq_round(sizeof *m);
     switch (m->kind) {
     case M_DB_TABLE: /* aff[ncols], then the CREATE text */
         db_table(m->o, w, (const char *)tail, m->ipk, (const char *)tail + m->ncols);
@@ -287,18 +287,12 @@ static void writer_msg(void *ctx, uint8_t *p, size_t n)
         w->csv_path = m->path;
         w->csv_buf = m->buf;
         break;
-    case M_ROW: { /* prs_val[ncols], then their texts */
-        prs_val *v = (prs_val *)tail;
-        const char *text = (const char *)(v + m->ncols);
-        for (int i = 0; i < m->ncols; i++)
-            if (v[i].kind == PRS_TEXT)
-                v[i].s = text + (size_t)v[i].i; /* the offset rode in i */
-        if (m->ipk)
-            encode_db(m->o, w, v);
+    case M_ROW: /* prs_val[ncols], then their texts */
+        if (db)
+            encode_db(m->o, w, (const prs_val *)tail);
         else
-            encode_csv(w, v);
+            encode_csv(w, (const prs_val *)tail);
         break;
-    }
     case M_CSV_CLOSE:
         close_csv(m->o, w);
         break;
@@ -313,18 +307,37 @@ static void writer_msg(void *ctx, uint8_t *p, size_t n)
     }
 }
 
+static void writer_csv(void *ctx, uint8_t *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    writer_msg(p, 0);
+}
+
+static void writer_db(void *ctx, uint8_t *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    writer_msg(p, 1);
+}
+
 void prs_out_start_writers(prs_out *o)
 {
     o->writers = 1;
-    if (o->csv)
-        o->wq_csv = prs_wq_start(writer_msg, o, "sp-csv");
-    if (o->db)
-        o->wq_db = prs_wq_start(writer_msg, o, "sp-db");
+    if (o->csv && o->db)
+        o->wq = prs_wq_start_pair(writer_csv, "sp-csv", writer_db, "sp-db", o);
+    else if (o->csv || o->db)
+        o->wq = prs_wq_start(o->csv ? writer_csv : writer_db, o, o->csv ? "sp-csv" : "sp-db");
+    if (o->wq) {
+        o->wq_csv = o->csv ? PRS_WQ_FIRST : 0;
+        o->wq_db = o->db ? (o->csv ? PRS_WQ_SECOND : PRS_WQ_FIRST) : 0;
+    }
 }
 
-static msg *put_msg(prs_wq *q, int kind, prs_out *o, prs_table *w, size_t extra)
+/* A message for the writers in who (o->wq_csv and/or o->wq_db). */
+static msg *put_msg(prs_out *o, unsigned who, int kind, prs_table *w, size_t extra)
 {
-    msg *m = prs_wq_put(q, prs_wq_round(sizeof *m) + extra);
+    msg *m = prs_wq_put_for(o->wq, who, prs_wq_round(sizeof *m) + extra);
     memset(m, 0, sizeof *m);
     m->kind = kind;
     m->o = o;
@@ -332,29 +345,28 @@ static msg *put_msg(prs_wq *q, int kind, prs_out *o, prs_table *w, size_t extra)
     return m;
 }
 
-/* A row for one writer: its first ncols values, texts copied after them
- * (a text's offset in its i, its pointer set by writer_msg). csv marks a
- * row for the CSV writer (ipk 0) from one for the db writer (ipk 1). */
-static void put_row(prs_out *o, prs_wq *q, prs_table *w, const prs_val *v, int ncols, int db)
+/* One copy of a row for the writers in who: its first ncols values (the
+ * CSV writer reads the first ncsv of them), texts copied after them. A
+ * message stays in its block until both writers are done (wqueue.c), so a
+ * text's pointer is set here, to its copy, and nobody writes the message
+ * after this. */
+static void put_row(prs_out *o, unsigned who, prs_table *w, const prs_val *v, int ncols)
 {
     size_t text = 0;
     for (int i = 0; i < ncols; i++)
         if (v[i].kind == PRS_TEXT)
             text += (size_t)v[i].n;
-    msg *m = put_msg(q, M_ROW, o, w, (size_t)ncols * sizeof *v + text);
+    msg *m = put_msg(o, who, M_ROW, w, (size_t)ncols * sizeof *v + text);
     m->ncols = ncols;
-    m->ipk = db;
     prs_val *c = (prs_val *)((uint8_t *)m + prs_wq_round(sizeof *m));
+    memcpy(c, v, (size_t)ncols * sizeof *v);
     char *t = (char *)(c + ncols);
-    size_t at = 0;
     for (int i = 0; i < ncols; i++) {
-        c[i] = v[i];
         if (v[i].kind == PRS_TEXT) {
             if (v[i].n > 0) /* an empty text may come as NULL */
-                memcpy(t + at, v[i].s, (size_t)v[i].n);
-            c[i].s = NULL;
-            c[i].i = (long long)at;
-            at += (size_t)v[i].n;
+                memcpy(t, v[i].s, (size_t)v[i].n);
+            c[i].s = t;
+            t += v[i].n;
         }
     }
 }
@@ -450,7 +462,7 @@ void prs_table_init(prs_out *o, prs_table *t, const char *csv_name, const char *
                 t->w = shadow(o, t);
             t->w->create_sql = prs_xstrdup(create); /* the db thread's twin makes it when a row needs SQLite */
             size_t cl = strlen(create) + 1;
-            msg *dm = put_msg(o->wq_db, M_DB_TABLE, o, t->w, (size_t)ncols + cl);
+            msg *dm = put_msg(o, o->wq_db, M_DB_TABLE, t->w, (size_t)ncols + cl);
             dm->ncols = ncols;
             dm->ipk = ipk;
             uint8_t *tail = (uint8_t *)dm + prs_wq_round(sizeof *dm);
@@ -497,7 +509,7 @@ static int open_csv(prs_out *o, prs_table *t)
     }
     putc_unlocked('\n', t->csv);
     if (t->w && o->wq_csv) { /* the file is the csv thread's from here */
-        msg *m = put_msg(o->wq_csv, M_CSV_OPEN, o, t->w, 0);
+        msg *m = put_msg(o, o->wq_csv, M_CSV_OPEN, t->w, 0);
         m->ncols = t->ncsv;
         m->csv = t->csv;
         m->path = t->csv_path;
@@ -670,17 +682,21 @@ void prs_table_row(prs_out *o, prs_table *t, const prs_val *v)
     if (o->tap.row) /* the parse's consumer (tap.h) */
         o->tap.row(o->tap.ctx, t, v);
     int csv = t->csv_name && !t->failed && (t->csv || open_csv(o, t) == 0);
-    /* With writers, copied to their threads and written there in this order. */
+    /* With writers, copied once for both threads and written there in
+     * this order. */
+    unsigned who = 0;
     if (csv && t->w && o->wq_csv)
-        put_row(o, o->wq_csv, t->w, v, t->ncsv, 0);
+        who |= o->wq_csv;
     else if (csv)
         encode_csv(t, v);
     if (t->w && o->wq_db) {
         if (t->db_on)
-            put_row(o, o->wq_db, t->w, v, t->ncols, 1);
+            who |= o->wq_db;
     } else {
         encode_db(o, t, v);
     }
+    if (who)
+        put_row(o, who, t->w, v, who & o->wq_db ? t->ncols : t->ncsv);
 }
 
 /* Closes t's CSV file (t's writer: the parse thread, or the csv thread). */
@@ -703,11 +719,11 @@ static void close_csv(prs_out *o, prs_table *t)
 void prs_table_close(prs_out *o, prs_table *t)
 {
     if (t->w && o->wq_csv && t->csv) {
-        put_msg(o->wq_csv, M_CSV_CLOSE, o, t->w, 0);
+        put_msg(o, o->wq_csv, M_CSV_CLOSE, t->w, 0);
         t->csv = NULL; /* the csv thread's since its open; its table is freed at prs_out_close */
     }
     if (t->w && o->wq_db && t->db_on)
-        put_msg(o->wq_db, M_DB_CLOSE, o, t->w, 0);
+        put_msg(o, o->wq_db, M_DB_CLOSE, t->w, 0);
     if (t->csv) {
         close_csv(o, t);
     } else if (t->rows == 0 && t->csv_name) {
@@ -842,9 +858,9 @@ int prs_out_close(prs_out *o)
 {
     /* The writers finish what was queued (an abandoned run's too: its
      * files are then discarded below), then everything is this thread's. */
-    prs_wq_stop(o->wq_csv);
-    prs_wq_stop(o->wq_db);
-    o->wq_csv = o->wq_db = NULL;
+    prs_wq_stop(o->wq);
+    o->wq = NULL;
+    o->wq_csv = o->wq_db = 0;
     if (o->writers && atomic_load(&o->wfailed))
         o->failed = 1;
     o->writers = 0;

@@ -94,7 +94,8 @@ typedef struct prs_out {
      * prs_out_start_writers to prs_out_close, db_lost, bt, sq, wconn and
      * the writers' tables (prs_table.w) are the db thread's; wfailed is set
      * by either thread and read after the joins. */
-    struct prs_wq *wq_csv, *wq_db;
+    struct prs_wq *wq;      /* one queue, two consumers: a row for both is copied once */
+    unsigned wq_csv, wq_db; /* the CSV and db writers' bits in wq (PRS_WQ_FIRST...); 0: none */
     int writers;            /* prs_out_start_writers was called (timeline.c starts its own) */
     _Atomic int wfailed;    /* a writer thread's output failed: exit status 1 */
     sqlite3 *wconn;         /* the db thread's in-memory twin, for the rare rows SQLite converts */

@@ -10,6 +10,8 @@
  * bytes wait (a message bigger than a block gets a block of its own);
  * prs_wq_put waits while the thread is that far behind — nothing is
  * dropped. One producer thread per queue; not thread-safe otherwise.
+ * A queue may have two consumers (prs_wq_start_pair), each on its thread,
+ * reading the same messages: a message marked for both is put once.
  */
 #ifndef SERVPROF_PARSE_WQUEUE_H
 #define SERVPROF_PARSE_WQUEUE_H
@@ -31,8 +33,18 @@ typedef void (*prs_wq_fn)(void *ctx, uint8_t *msg, size_t n);
  * the caller's level. name (a literal, under 16 bytes) names the thread
  * (pthread_setname_np: perf, top -H) and its line of thrcpu.c's figures. */
 prs_wq *prs_wq_start(prs_wq_fn fn, void *ctx, const char *name);
-/* Room for one message of n bytes (8-byte aligned), to fill before the
- * next call; it is handed over with the block it is in. May wait. */
+/* Two consumers, two threads: fn1 runs the messages put for PRS_WQ_FIRST,
+ * fn2 those for PRS_WQ_SECOND, each in the order they were put. Neither may
+ * write into a message (the other may be reading it). NULL as above. */
+prs_wq *prs_wq_start_pair(prs_wq_fn fn1, const char *name1, prs_wq_fn fn2, const char *name2, void *ctx);
+#define PRS_WQ_FIRST 1u
+#define PRS_WQ_SECOND 2u
+/* Room for one message of n bytes (8-byte aligned, under 4 GiB), to fill
+ * before the next call, for the consumers in who (PRS_WQ_FIRST and/or
+ * PRS_WQ_SECOND); it is handed over with the block it is in. May wait.
+ * The message stays where it is until its consumers are done with it. */
+void *prs_wq_put_for(prs_wq *q, unsigned who, size_t n);
+/* A message for every consumer. */
 void *prs_wq_put(prs_wq *q, size_t n);
 /* Hands over what was put, waits until the thread has encoded all of it,
  * stops it and frees q; logs the thread's messages. NULL: no-op. */
