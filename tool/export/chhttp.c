@@ -268,6 +268,7 @@ typedef struct lines {
     int (*line)(void *, char *, size_t);
     void *ctx;
     int checked, ok, stopped;
+    int failed; /* an exception text came after the 200 (left in c->resp) */
 } lines;
 
 static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
@@ -286,6 +287,12 @@ static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
     char *s = c->resp, *e = c->resp + c->nresp, *nl;
     while ((nl = memchr(s, '\n', (size_t)(e - s))) != NULL) {
         *nl = 0;
+        if (server_code(s) && strstr(s, "DB::Exception: ")) {
+            /* the server failed after its 200 began: its error ends the body */
+            memmove(c->resp, s, (size_t)(nl - s) + 1);
+            L->failed = 1;
+            return 0;
+        }
         if (L->line(L->ctx, s, (size_t)(nl - s)) != 0) {
             L->stopped = 1;
             return 0; /* libcurl stops the transfer */
@@ -301,10 +308,16 @@ static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
 int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
                    char *err, size_t cap)
 {
-    lines L = {c, line, ctx, 0, 0, 0};
+    lines L = {c, line, ctx, 0, 0, 0, 0};
     CURLcode cc = perform_to(c, c->qurl, sql, strlen(sql), 0, on_lines, &L);
     if (L.stopped)
         return -1;
+    if (!L.failed && c->nresp && L.ok && server_code(c->resp) && strstr(c->resp, "DB::Exception: "))
+        L.failed = 1; /* the same, without its newline */
+    if (L.failed) {
+        describe(c, CURLE_OK, "query", err, cap);
+        return -1;
+    }
     if (cc != CURLE_OK || c->status != 200) {
         describe(c, cc, "query", err, cap);
         return -1;
