@@ -3,15 +3,24 @@
  * chspans.c — the span table's part of analyze --from clickhouse://: per
  * span name its count, total, longest (and when) and the percentile object
  * of its durations, computed by the engine over every record on its shards;
- * one row per span NAME comes back (tens), never the records. Plus the
- * run's record count.
+ * a few rows per span NAME come back (tens of names), never the records.
+ * Plus the run's record count.
  *
  * The figures follow ingest.c/pct.c rule for rule: a record counts when
  * its duration is > 0; a duration is kept as a float of milliseconds
  * (toFloat32(dur / 1e6), the same IEEE rounding as C's (float)); the
- * percentiles are numpy's linear interpolation over
- * arraySort(groupArray(x)) with the operations of sa_pct_at in the same
- * order (quantilesExact picks an element and would differ). The sums are
+ * percentiles are numpy's linear interpolation between the values at two
+ * ranks, with the operations of sa_pct_at in the same order
+ * (quantilesExact picks an element and would differ).
+ *
+ * Memory that does not grow with the records (issue #30: sorting
+ * groupArray(x) held every duration of a name, refused at 40 M records):
+ * a positive float's bits order as its value, so query 1 gives each
+ * name's count and plain figures, query 2 the counts per bucket of the
+ * float32's high 16 bits (sign, exponent, 7 mantissa bits: a few thousand
+ * buckets a name), and the client finds the bucket and place of each rank
+ * sa_pct_at reads; query 3 sends back the distinct values, with counts,
+ * of those buckets only (at most 65,536 each). The sums are
  * the engine's (another order than the parse's records): equal after the
  * document's six-decimal rounding, not always to the last bit.
  *
