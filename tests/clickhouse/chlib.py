@@ -81,7 +81,8 @@ class Node:
     """One ClickHouse server; `cluster` is a list of (host, tcp_port) shards
     written into its remote_servers as cluster `name`."""
 
-    def __init__(self, root, name="n0", password=PASSWORD):
+    def __init__(self, root, name="n0", password=PASSWORD, settings=None):
+        self.settings = dict(settings or {})  # more settings of the default profile
         self.dir = os.path.join(root, name)
         os.makedirs(self.dir, exist_ok=True)
         self.name = name
@@ -136,11 +137,11 @@ class Node:
   <builtin_dictionaries_reload_interval>3600</builtin_dictionaries_reload_interval>
 </yandex>
 """
+        profile = dict({"max_memory_usage": 2000000000, "allow_experimental_low_cardinality_type": 1}, **self.settings)
+        profile = "".join("<%s>%s</%s>" % (k, _xml_escape(str(v)), k) for k, v in profile.items())
         users = f"""<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>2000000000</max_memory_usage>
-    <allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type>
-  </default></profiles>
+  <profiles><default>{profile}</default></profiles>
   <users><default><password>{_xml_escape(self.password)}</password>
     <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
     <profile>default</profile><quota>default</quota></default></users>
@@ -281,10 +282,10 @@ class Node:
 class Cluster:
     """nshards nodes, each one shard of cluster `name`; node 0 is the entry."""
 
-    def __init__(self, nshards=2, name="two", root=None):
+    def __init__(self, nshards=2, name="two", root=None, settings=None):
         self.root = root or tempfile.mkdtemp(prefix="sp-ch-")
         self.name = name
-        self.nodes = [Node(self.root, "shard%d" % i) for i in range(nshards)]
+        self.nodes = [Node(self.root, "shard%d" % i, settings=settings) for i in range(nshards)]
         self.started = False
         self.write_configs()
 
@@ -329,9 +330,10 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def single(root=None):
-    """One node, no cluster: a context manager like Cluster."""
-    c = Cluster(1, "one", root)
+def single(root=None, settings=None):
+    """One node, no cluster: a context manager like Cluster; settings: more
+    settings of its users' default profile (e.g. {"log_queries": 1})."""
+    c = Cluster(1, "one", root, settings)
     return c
 
 

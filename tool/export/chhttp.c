@@ -61,6 +61,7 @@ int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const
     if (!c->curl)
         return -1;
     snprintf(c->base, sizeof c->base, "http://%s:%d/", host, port);
+    snprintf(c->qurl, sizeof c->qurl, "%s", c->base);
     snprintf(c->label, sizeof c->label, "clickhouse://%s:%d", host, port);
     snprintf(c->user, sizeof c->user, "%s", user && *user ? user : "default");
     c->password = strdup(password ? password : "");
@@ -70,6 +71,11 @@ int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip per block */
     c->hdr = h;
     return 0;
+}
+
+void ch_conn_settings(ch_conn *c, const char *params)
+{
+    snprintf(c->qurl, sizeof c->qurl, "%s%s%s", c->base, params && *params ? "?" : "", params ? params : "");
 }
 
 void ch_conn_close(ch_conn *c)
@@ -168,6 +174,9 @@ static void describe(ch_conn *c, CURLcode cc, const char *what, char *err, size_
                  "--password-file FILE)";
     else if (code == CH_E_UNKNOWN_TABLE || code == CH_E_UNKNOWN_DATABASE)
         advice = " (run with --create to make the database and tables)";
+    else if (code == CH_E_MEMORY_LIMIT)
+        advice = " (the server's limit on one query's memory: raise max_memory_usage in this user's profile on "
+                 "the server)";
     else if (code == CH_E_NOT_ENOUGH_SPACE)
         advice = " (the server's disk is full: free space, then run the same command again)";
     else if (code == CH_E_ALL_CONNECTIONS_FAILED)
@@ -244,7 +253,7 @@ int ch_ping(ch_conn *c, char *err, size_t cap)
 
 int ch_query(ch_conn *c, const char *sql, char *err, size_t cap)
 {
-    CURLcode cc = perform(c, c->base, sql, strlen(sql), 0);
+    CURLcode cc = perform(c, c->qurl, sql, strlen(sql), 0);
     if (cc != CURLE_OK || c->status != 200) {
         describe(c, cc, "query", err, cap);
         return -1;
@@ -259,6 +268,7 @@ typedef struct lines {
     int (*line)(void *, char *, size_t);
     void *ctx;
     int checked, ok, stopped;
+    int failed; /* an exception text came after the 200 (left in c->resp) */
 } lines;
 
 static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
@@ -277,6 +287,12 @@ static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
     char *s = c->resp, *e = c->resp + c->nresp, *nl;
     while ((nl = memchr(s, '\n', (size_t)(e - s))) != NULL) {
         *nl = 0;
+        if (server_code(s) && strstr(s, "DB::Exception: ")) {
+            /* the server failed after its 200 began: its error ends the body */
+            memmove(c->resp, s, (size_t)(nl - s) + 1);
+            L->failed = 1;
+            return 0;
+        }
         if (L->line(L->ctx, s, (size_t)(nl - s)) != 0) {
             L->stopped = 1;
             return 0; /* libcurl stops the transfer */
@@ -292,10 +308,16 @@ static size_t on_lines(char *p, size_t sz, size_t nm, void *ud)
 int ch_query_lines(ch_conn *c, const char *sql, int (*line)(void *ctx, char *s, size_t n), void *ctx,
                    char *err, size_t cap)
 {
-    lines L = {c, line, ctx, 0, 0, 0};
-    CURLcode cc = perform_to(c, c->base, sql, strlen(sql), 0, on_lines, &L);
+    lines L = {c, line, ctx, 0, 0, 0, 0};
+    CURLcode cc = perform_to(c, c->qurl, sql, strlen(sql), 0, on_lines, &L);
     if (L.stopped)
         return -1;
+    if (!L.failed && c->nresp && L.ok && server_code(c->resp) && strstr(c->resp, "DB::Exception: "))
+        L.failed = 1; /* the same, without its newline */
+    if (L.failed) {
+        describe(c, CURLE_OK, "query", err, cap);
+        return -1;
+    }
     if (cc != CURLE_OK || c->status != 200) {
         describe(c, cc, "query", err, cap);
         return -1;
@@ -311,7 +333,7 @@ int ch_query_stream(ch_conn *c, const char *sql, size_t (*sink)(const char *p, s
 {
     c->sink = sink;
     c->sink_ctx = ctx;
-    CURLcode cc = perform(c, c->base, sql, strlen(sql), 0);
+    CURLcode cc = perform(c, c->qurl, sql, strlen(sql), 0);
     c->sink = NULL;
     c->sink_ctx = NULL;
     if (cc == CURLE_WRITE_ERROR && c->status == 200) {

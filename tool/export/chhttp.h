@@ -13,6 +13,7 @@ typedef struct ch_conn {
     void *curl;              /* CURL *, kept: one keep-alive connection per node */
     void *hdr;               /* struct curl_slist * of the INSERT headers */
     char base[320];          /* http://HOST:PORT/ */
+    char qurl[640];          /* base plus the query settings (ch_conn_settings); base when none */
     char label[300];         /* clickhouse://HOST:PORT, for messages (never the password) */
     char user[128];
     char *password;          /* owned; "" for none */
@@ -33,6 +34,10 @@ typedef struct ch_conn {
 /* Sets c up for host:port; copies user and password. 0, or -1 (libcurl could not start). */
 int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const char *password,
                  int compress);
+/* Settings every later query (not INSERT) carries in its URL, as
+ * "name=value&name=value" (ClickHouse's HTTP interface takes any setting so);
+ * "" for none. The text is the caller's and must be URL-safe. */
+void ch_conn_settings(ch_conn *c, const char *params);
 /* GET /ping must answer "Ok.": 0, or -1 with a message saying what answered instead. */
 int ch_ping(ch_conn *c, char *err, size_t cap);
 /* Runs sql (the POST body). 0 with the result in c->resp, or -1 with one line in err. */
@@ -62,7 +67,7 @@ void ch_conn_close(ch_conn *c);
 
 /* Server error codes the messages name (ClickHouse's ErrorCodes). */
 enum { CH_E_UNKNOWN_TABLE = 60, CH_E_UNKNOWN_DATABASE = 81, CH_E_UNKNOWN_USER = 192,
-       CH_E_WRONG_PASSWORD = 193, CH_E_NOT_ENOUGH_SPACE = 243, CH_E_ALL_CONNECTIONS_FAILED = 279,
+       CH_E_WRONG_PASSWORD = 193, CH_E_MEMORY_LIMIT = 241, CH_E_NOT_ENOUGH_SPACE = 243, CH_E_ALL_CONNECTIONS_FAILED = 279,
        CH_E_AUTH_FAILED = 516 };
 
 #endif
