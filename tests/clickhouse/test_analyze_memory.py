@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""test_analyze_memory.py — `analyze --from` holds a bounded memory per
-query, so a server with a small per-query limit (max_memory_usage) still
+"""test_analyze_memory.py — `analyze --from` (and `report --from`) holds a
+bounded memory per query, so a server with a small per-query limit (max_memory_usage) still
 answers it, and the document still equals local analyze's (issue #30).
 
 The input is bench_fleet.py's --big shape (16 hosts, 11 decode steps)
@@ -15,13 +15,14 @@ give one message naming max_memory_usage.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
 
 import chlib  # noqa: E402
 from test_analyze_from import DIFFERENT, diff, from_analyze, local_analyze  # noqa: E402
-from test_export import export  # noqa: E402
+from test_export import BIN, env, export  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from bench_fleet import build  # noqa: E402
@@ -59,6 +60,17 @@ class AnalyzeMemory(unittest.TestCase):
         got = json.loads(from_analyze(self.node.url("mem")).stdout)
         self.assertEqual(got["run"]["records"], self.nrec)
         self.assertEqual(diff(got, self.want), [], "keys that differ: %s" % sorted(DIFFERENT))
+
+    def test_small_limit_report(self):
+        """report --from streams every report row back, sorted: the same
+        spill settings must reach its reader (tool/export/chread.c)."""
+        restart_with(self.node, max_memory_usage=SMALL)
+        out = os.path.join(self.tmp.name, "report.html")
+        p = subprocess.run([BIN, "report", "--from", self.node.url("mem"), "-o", out, "--quiet"], env=env(),
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, encoding="utf-8") as f:
+            self.assertIn("<html", f.read(4096).lower())
 
     def test_too_small_names_the_setting(self):
         restart_with(self.node, max_memory_usage=8_000_000)

@@ -78,6 +78,42 @@ void ch_conn_settings(ch_conn *c, const char *params)
     snprintf(c->qurl, sizeof c->qurl, "%s%s%s", c->base, params && *params ? "?" : "", params ? params : "");
 }
 
+/* A sort or GROUP BY over many rows spills to the server's disk instead of
+ * growing until the server refuses the query (its max_memory_usage; code
+ * 241): the report rows' ORDER BY export_id, seq holds every row fetched
+ * otherwise (18.16 reads no MergeTree in key order). The thresholds are a
+ * quarter of this user's limit, read from the server (any limit a server
+ * has; ClickHouse's own default is 10 GB), so what the query holds besides
+ * the blocks to spill fits too. The final merge reads one block from each
+ * spilled file at once: blocks of SPILL_BLOCK_ROWS rows (not 65536) keep
+ * that small (at 5 M records, a 300 MB limit: 106 MB, not 225 MB, for the
+ * batch rows' sort; query_log). No limit (0): nothing to stay under, and a
+ * readonly=1 user may change no setting: none is sent. */
+#define SPILL_BLOCK_ROWS 8192
+
+int ch_conn_spill(ch_conn *c, char *err, size_t cap)
+{
+    if (ch_query(c, "SELECT name, value FROM system.settings WHERE name IN ('max_memory_usage', 'readonly') "
+                 "FORMAT TabSeparated", err, cap) != 0)
+        return -1;
+    long long limit = 0, ro = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(c->resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *tab = strchr(line, '\t');
+        if (tab && !strncmp(line, "max_memory_usage\t", 17))
+            limit = atoll(tab + 1);
+        else if (tab && !strncmp(line, "readonly\t", 9))
+            ro = atoll(tab + 1);
+    }
+    if (limit <= 0 || ro == 1)
+        return 0;
+    char params[300];
+    snprintf(params, sizeof params, "max_bytes_before_external_sort=%lld&max_bytes_before_external_group_by=%lld"
+             "&max_block_size=%d", limit / 4, limit / 4, SPILL_BLOCK_ROWS);
+    ch_conn_settings(c, params);
+    return 0;
+}
+
 void ch_conn_close(ch_conn *c)
 {
     if (!c)

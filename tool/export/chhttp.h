@@ -38,6 +38,12 @@ int ch_conn_init(ch_conn *c, const char *host, int port, const char *user, const
  * "name=value&name=value" (ClickHouse's HTTP interface takes any setting so);
  * "" for none. The text is the caller's and must be URL-safe. */
 void ch_conn_settings(ch_conn *c, const char *params);
+/* Reads this user's max_memory_usage and readonly from the server and sets
+ * the spill thresholds (a quarter of the limit) and small blocks on every
+ * later query of c, so big sorts and GROUP BYs spill instead of being
+ * refused (code 241). Nothing is set for no limit or a readonly=1 user.
+ * 0, or -1 with the reason in err. */
+int ch_conn_spill(ch_conn *c, char *err, size_t cap);
 /* GET /ping must answer "Ok.": 0, or -1 with a message saying what answered instead. */
 int ch_ping(ch_conn *c, char *err, size_t cap);
 /* Runs sql (the POST body). 0 with the result in c->resp, or -1 with one line in err. */

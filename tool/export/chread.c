@@ -279,7 +279,7 @@ ch_reader *ch_reader_open(const char *url, const char *session, const char *host
     snprintf(r->label, sizeof r->label, "clickhouse://%s:%d/%s", host, port, r->dbname);
     if (host_only)
         ch_quote(host_only, r->host, sizeof r->host);
-    if (ch_ping(&r->c, err, cap) != 0)
+    if (ch_ping(&r->c, err, cap) != 0 || ch_conn_spill(&r->c, err, cap) != 0)
         goto fail;
     char lit[300];
     ch_quote(r->dbname, lit, sizeof lit);
@@ -327,6 +327,55 @@ ch_reader *ch_reader_open(const char *url, const char *session, const char *host
 fail:
     ch_reader_close(r);
     return NULL;
+}
+
+/* The rows of q (SELECT columns FROM table [WHERE filters], k bytes) in
+ * (export_id, seq) order, streamed into d a page at a time: per export, seq
+ * in ranges of PAGE_ROWS. Why pages: one ORDER BY over every row of a big
+ * fleet's table holds them all in the server (18.16 reads no MergeTree in
+ * key order); even spilling (ch_conn_spill) its merge outgrew a 120 MB
+ * per-query limit on 1 M records' batch rows, whose rid lists make them
+ * ~2 KB each. A page's sort is bounded by PAGE_ROWS rows whatever the run. */
+#define PAGE_ROWS 16384
+
+static int read_pages(ch_reader *r, const char *table, char *q, size_t k, int no_where, dec *d, char *err,
+                      size_t cap)
+{
+    size_t qcap = 65536 + strlen(r->where);
+    const char *from = strstr(q, " FROM ");
+    char *sql = malloc(qcap), *ids = NULL;
+    int rc = -1;
+    if (!sql) {
+        snprintf(err, cap, "out of memory reading table %s", table);
+        return -1;
+    }
+    snprintf(sql, qcap, "SELECT export_id, max(seq)%.*s GROUP BY export_id ORDER BY export_id FORMAT TabSeparated",
+             (int)(q + k - from), from);
+    if (ch_query(&r->c, sql, err, cap) != 0 || !(ids = strdup(r->c.resp ? r->c.resp : "")))
+        goto out;
+    char *save = NULL;
+    for (char *line = strtok_r(ids, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *tab = strchr(line, '\t'), lit[600];
+        if (!tab)
+            continue;
+        *tab = 0;
+        unsigned long long last = strtoull(tab + 1, NULL, 10);
+        ch_quote(line, lit, sizeof lit);
+        for (unsigned long long lo = 0; lo <= last; lo += PAGE_ROWS) {
+            snprintf(q + k, qcap - k, "%sexport_id = %s AND seq >= %llu AND seq < %llu ORDER BY seq FORMAT RowBinary",
+                     no_where ? " WHERE " : " AND ", lit, lo, lo + PAGE_ROWS);
+            if (ch_query_stream(&r->c, q, sink, d, err, cap) != 0) {
+                if (d->oom)
+                    snprintf(err, cap, "%s: out of memory reading table %s", r->label, table);
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    free(sql);
+    free(ids);
+    return rc;
 }
 
 int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, long long *nrows, char *err,
@@ -412,12 +461,8 @@ int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, lo
         else /* a table that names no host: none of its rows is the host's */
             k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, "0");
     }
-    snprintf(q + k, 65536 + strlen(r->where) - k, " ORDER BY export_id, seq FORMAT RowBinary");
-    if (ch_query_stream(&r->c, q, sink, d, err, cap) != 0) {
-        if (d->oom)
-            snprintf(err, cap, "%s: out of memory reading table %s", r->label, table);
+    if (read_pages(r, table, q, k, glue[1] == 'W' && !r->host[0], d, err, cap) != 0)
         goto out;
-    }
     if (d->n) {
         snprintf(err, cap, "%s: table %s: the answer ended inside a row (%zu bytes left: \"%.*s\")", r->label,
                  table, d->n, (int)(d->n < 200 ? d->n : 200), (const char *)d->buf);
