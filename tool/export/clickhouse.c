@@ -934,6 +934,21 @@ static void ch_quality(void *mv, const prs_quality *q)
     snprintf(x->q_example, sizeof x->q_example, "%s", q->dup_example ? q->dup_example : "");
 }
 
+/* A Distributed insert refused with code 279 (a shard unreachable) names
+ * the coordinator only, whichever shard is down: ask every node and name
+ * those that do not answer, so the message says what to bring back. */
+static void name_down_shards(chx *x)
+{
+    if (!strstr(x->err, "code 279"))
+        return;
+    for (int i = 0; i < x->nnodes; i++) {
+        char err[1024];
+        if (ch_ping(&x->node[i], err, sizeof err) != 0)
+            fprintf(stderr, "servprof export: %s does not answer: it is the shard that is down\n",
+                    x->node[i].label);
+    }
+}
+
 /* The export's data-quality row, once: like a stream of one row, it is
  * sent only when no earlier run of the same export left it (the question
  * goes to the Distributed table, as stream_ready's), so a repeated or
@@ -1021,6 +1036,7 @@ static int ch_finish(void *mv, int parse_rc)
     double s = (double)(t1.tv_sec - x->t0.tv_sec) + (double)(t1.tv_nsec - x->t0.tv_nsec) / 1e9;
     if (x->failed) {
         fprintf(stderr, "servprof export: %s\n", x->err);
+        name_down_shards(x);
         fprintf(stderr, "servprof export: stopped: %lld rows sent before the failure are kept (none half-sent); "
                         "run the same command again to send only what is missing\n", sent);
         return -1;
