@@ -934,12 +934,14 @@ static void ch_quality(void *mv, const prs_quality *q)
     snprintf(x->q_example, sizeof x->q_example, "%s", q->dup_example ? q->dup_example : "");
 }
 
-/* A Distributed insert refused with code 279 (a shard unreachable) names
- * the coordinator only, whichever shard is down: ask every node and name
- * those that do not answer, so the message says what to bring back. */
+/* A Distributed insert refused because a shard is unreachable names the
+ * coordinator only (code 279 "All connection tries failed", or code 32
+ * "Attempt to read after eof" when the shard dies mid-packet), whichever
+ * shard is down: after any failure with several nodes, ask every node and
+ * name those that do not answer, so the message says what to bring back. */
 static void name_down_shards(chx *x)
 {
-    if (!strstr(x->err, "code 279"))
+    if (x->nnodes < 2)
         return;
     for (int i = 0; i < x->nnodes; i++) {
         char err[1024];
