@@ -24,7 +24,7 @@ import unittest
 import chlib  # noqa: E402
 from support import analyze_fixture as fixture  # noqa: E402
 from support import servelike  # noqa: E402
-from support.pd_stores import build_unbalanced  # noqa: E402
+from support.pd_stores import build_unbalanced, coordinator_store  # noqa: E402
 from test_export import BIN, build_fleet, env, export  # noqa: E402
 
 # Keys of the document that honestly differ between a local analyze and
@@ -91,18 +91,6 @@ def moe_store(path, host, pid):
         layer(step, 0, t0 + 1, 0, 1, 2, 6, [0, 1], [1, 1])
         layer(step, 0, t0 + 1, 1, 1, 6, 2, [2, 3], [8, 2])
     st.close()
-
-
-def coordinator_store(path, host, pid):
-    """A PD coordinator's moments for c1..c3 (support.pd_stores.build_coordinator_only, on its own host)."""
-    from support.fixtures import Store
-    co = Store(path, host, pid)
-    for rid, pend, end in (("c1", 10, 22), ("c2", 40, 62), ("c3", 70, 82)):
-        co.event("RequestDispatch", 0, cat="Coordinator", rid=rid, PrefillAddress="10.0.0.1:1025",
-                 DecodeAddress="10.0.0.2:1025")
-        co.event("GenerateToken", pend, cat="Coordinator", rid=rid, Phase="prefill")
-        co.event("ReqFinish", end, cat="Coordinator", rid=rid)
-    co.close()
 
 
 def local_analyze(inp):

@@ -62,7 +62,13 @@ def build_coordinator_only(inp):
     (prefillEnd = decodeStart) and end at 22, 62, 82 (decodeEnd): as the
     unbalanced run but with decode starting at the prefill's end, so P >= 2
     with D idle on [0,10] and [22,40] = 28 ms of 82 ms in flight."""
-    co = Store(os.path.join(inp, "ms_service_co.db"), hostname="node", pid=300)
+    coordinator_store(os.path.join(inp, "ms_service_co.db"), "node", 300)
+
+
+def coordinator_store(path, host, pid):
+    """The coordinator's moments for c1..c3 of build_coordinator_only, in
+    one store at path (host, pid: where the fleet tests put it)."""
+    co = Store(path, hostname=host, pid=pid)
     for rid, pend, end in (("c1", 10, 22), ("c2", 40, 62), ("c3", 70, 82)):
         co.event("RequestDispatch", 0, cat="Coordinator", rid=rid, PrefillAddress="10.0.0.1:1025",
                  DecodeAddress="10.0.0.2:1025")
