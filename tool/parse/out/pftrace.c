@@ -1349,6 +1349,18 @@ void prs_pft_thread(prs_pft *p, int pid, long long tid, const char *name)
         thread_track(p, pid, tid, name);
 }
 
+/* Remembers s (n bytes) and its interned id in slot c for this sequence,
+ * when it was interned and fits the slot. */
+static inline void kslot_keep(prs_pft *p, kslot *c, const char *s, int n, uint64_t iid)
+{
+    if (iid && n < KEY_MAXLEN) {
+        c->seq = p->seq;
+        c->len = n;
+        c->iid = iid;
+        memcpy(c->s, s, (size_t)n + 1);
+    }
+}
+
 /* The iid of name or category s (kind k), 0: not interned (*n: its
  * length then). A run has a few dozen names: a slot chosen by the first
  * (up to) 8 bytes remembers the name's text and iid, and a match of the
@@ -1368,12 +1380,7 @@ static uint64_t intern_named(prs_pft *p, int k, const char *s, int *n)
     }
     *n = (int)strlen(s);
     uint64_t iid = intern(p, k, s, *n);
-    if (iid && *n < KEY_MAXLEN) {
-        c->seq = p->seq;
-        c->len = *n;
-        c->iid = iid;
-        memcpy(c->s, s, (size_t)*n + 1);
-    }
+    kslot_keep(p, c, s, *n, iid);
     return iid;
 }
 
@@ -1388,12 +1395,7 @@ static inline __attribute__((always_inline)) uint64_t intern_on_track(prs_pft *p
         return c->iid;
     }
     uint64_t iid = intern_named(p, k, s, n);
-    if (iid && *n < KEY_MAXLEN) {
-        c->seq = p->seq;
-        c->len = *n;
-        c->iid = iid;
-        memcpy(c->s, s, (size_t)*n + 1);
-    }
+    kslot_keep(p, c, s, *n, iid);
     return iid;
 }
 
