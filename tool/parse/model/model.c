@@ -287,7 +287,7 @@ int prs_model_open(prs_model *m, const prs_opts *opts, prs_store **stores, int n
     prs_args_init(&m->args_cache);
     if (prs_out_open(&m->out, opts->output, opts->csv, opts->db) != 0)
         return -1;
-    if (prs_readers_jobs(opts->jobs) > 1) /* the outputs' encoding on threads of their own (wqueue.c) */
+    if (prs_readers_writers(prs_readers_jobs(opts->jobs))) /* the outputs' encoding on threads (wqueue.c) */
         prs_out_start_writers(&m->out);
     if (opts->tap)
         m->out.tap = *opts->tap; /* rows (table.c) and records (below) go to it */

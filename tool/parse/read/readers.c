@@ -137,6 +137,27 @@ int prs_readers_jobs(int asked)
     return cpus;
 }
 
+/* Two cores (measured, docs/parse.md "Parallel parse"): a reader and the
+ * encoders on threads beside the parse thread made six threads for two
+ * cores, and the run was no faster than --jobs 1 (0.96-1.08x). Moved off
+ * the thread that makes the rows, the encoders took twice the CPU (77 ->
+ * 167 ms: each row is copied and read again on another core), the
+ * readers shared the second core with them and fell behind, and the parse
+ * thread slept 120 ms of 270 waiting for records (perf sched). One reader
+ * and the encoders where the rows are made: 1.10-1.25x. With more cores
+ * the encoders' threads have cores of their own, and the parse thread is
+ * then the bound (docs/parse.md: the 16-core derivation). */
+int prs_readers_threads(int jobs, int n)
+{
+    int t = jobs == 2 ? 1 : jobs;
+    return t < n ? t : n;
+}
+
+int prs_readers_writers(int jobs)
+{
+    return jobs > 2;
+}
+
 /* What r's copy counts against g's text from g->text_at: its bytes (*need),
  * plus the gap before them when they would pass the end. A big one takes
  * no room in it but counts all the same, so that the bound holds. */
@@ -289,7 +310,7 @@ prs_readers *prs_readers_start(prs_store **stores, int n, int jobs)
             return NULL;
     prs_readers *r = prs_xcalloc(1, sizeof *r);
     r->n = n;
-    r->nw = jobs < n ? jobs : n;
+    r->nw = prs_readers_threads(jobs, n);
     r->rings = prs_xcalloc((size_t)n, sizeof *r->rings);
     r->w = prs_xcalloc((size_t)r->nw, sizeof *r->w);
     for (int t = 0; t < r->nw; t++) {

@@ -23,7 +23,13 @@ int prs_readers_cpus(void);
  * above, or 1 when the load average leaves none of them idle); above 1 the
  * stores' opens, the readers and the writers' threads (wqueue.c) are used. */
 int prs_readers_jobs(int asked);
-/* Starts min(jobs, n) reader threads over stores[0..n) (thread t serves
+/* How --jobs N > 1 spends its threads (docs/parse.md, "Parallel parse"):
+ * the reader threads for n stores, and whether the outputs are encoded on
+ * threads of their own (wqueue.c). With N = 2 one reader and no encoder
+ * thread: the parse thread and the reader then each have a core. */
+int prs_readers_threads(int jobs, int n);
+int prs_readers_writers(int jobs);
+/* Starts prs_readers_threads(jobs, n) reader threads over stores[0..n) (thread t serves
  * stores t, t + threads, ...). NULL when jobs <= 1 or n < 1: the caller
  * reads the stores on its own thread (prs_store_peek/next). From here on,
  * until prs_readers_stop, only the readers touch the stores' cursors. */
