@@ -169,6 +169,27 @@ class ParallelParse(unittest.TestCase):
     def test_bench_input(self):
         self.compare(bench_input)
 
+    def test_thread_layout(self):
+        # readers.c, prs_readers_threads / prs_readers_writers: --jobs 2 is one reader and the
+        # encoders on the parse thread (two threads for two cores); 3 and more add the encoders'
+        # threads. Each thread names itself in SERVPROF_PARSE_THREAD_CPU's lines (thrcpu.c).
+        with tempfile.TemporaryDirectory() as tmp:
+            inp = os.path.join(tmp, "in")
+            os.makedirs(inp)
+            synthetic(inp, stores=5, rows=2000)
+            os.environ["SERVPROF_PARSE_THREAD_CPU"] = "1"
+            try:
+                names = {}
+                for j in ("2", "4"):
+                    p = run_parse(inp, os.path.join(tmp, "o" + j), "--jobs", j, *FORMATS)
+                    names[j] = sorted(ln.split("thread cpu: ")[1].split()[0] for ln in p.stderr.splitlines()
+                                      if "thread cpu: sp-" in ln)
+            finally:
+                del os.environ["SERVPROF_PARSE_THREAD_CPU"]
+            self.assertEqual(names["2"], ["sp-reader"])
+            self.assertEqual(names["4"], ["sp-csv", "sp-db", "sp-reader", "sp-reader", "sp-reader", "sp-reader",
+                                          "sp-timeline"])
+
     def test_bad_jobs(self):
         with tempfile.TemporaryDirectory() as tmp:
             for v in ("0", "x", "-2"):
