@@ -11,7 +11,8 @@ Two figures, printed with their goal:
           `valgrind --tool=callgrind --separate-threads=yes`, --jobs 1, 2 and
           16, full default output: the expected speed-up on c free cores is
           work_1 / max(busiest_c, total_c / c), from --jobs c for c = 2 and 16
-          (the two lay their threads out differently: readers.c), and the instructions per record of each mode. Uses --requests 1000
+          (the two lay their threads out differently: readers.c), and the
+          instructions per record of each mode. Uses --requests 1000
           (about 100 k records: callgrind is ~50x slower).
   wall    bench/pairs.py: --jobs 2 (A) against --jobs 1 (B), pairs alternated in
           one run (--requests 3000, about 310 k records): the median A/B wall

@@ -54,9 +54,9 @@ static const cli_opt opts[] = {
     {OPT_TRACE_FORM, "trace-form", 0, CLI_VALUE, "FORM", trace_forms,
      "chrome_tracing.json as a top-level array (default, the reference's) or {\"traceEvents\": [...]}"},
     {OPT_JOBS, "jobs", 'j', CLI_VALUE, "N", NULL,
-     "open and read the stores on N threads, encode the outputs on threads of their own (default: the "
-     "CPUs this process may use, or 1 when the load average leaves none idle: the threads cost ~1/6 more "
-     "CPU in all; 1: one thread; the outputs are the same)"},
+     "open and read the stores on threads (one for N = 2), and from N = 3 encode the outputs on threads "
+     "of their own (default: the CPUs this process may use, or 1 when the load average leaves none idle; "
+     "1: one thread; the outputs are the same)"},
     {0},
 };
 

@@ -21,7 +21,8 @@ typedef struct prs_readers prs_readers;
 int prs_readers_cpus(void);
 /* The parse's thread count for --jobs asked (0: the default: the CPUs
  * above, or 1 when the load average leaves none of them idle); above 1 the
- * stores' opens, the readers and the writers' threads (wqueue.c) are used. */
+ * stores' opens and the readers use threads, and from 3 the writers too
+ * (prs_readers_threads, prs_readers_writers below). */
 int prs_readers_jobs(int asked);
 /* How --jobs N > 1 spends its threads (docs/parse.md, "Parallel parse"):
  * the reader threads for n stores, and whether the outputs are encoded on
