@@ -182,7 +182,7 @@ static int link_trusted(const char *path, const struct stat *lst)
     char dir[SP_PATH_MAX];
     sp_path_dirname(path, dir, sizeof dir);
     struct stat st;
-    char why[8];
+    char why[128]; /* the reason is not used here; sized so snprintf never truncates */
     return stat(dir, &st) == 0 && sp_trusted_stat(&st, 1, why, sizeof why);
 }
 
@@ -194,7 +194,7 @@ int sp_output_name_trusted(const char *path)
     char dir[SP_PATH_MAX];
     sp_path_dirname(path, dir, sizeof dir);
     struct stat st;
-    char why[8];
+    char why[128];
     return stat(dir, &st) == 0 && sp_trusted_stat(&st, 1, why, sizeof why);
 }
 
