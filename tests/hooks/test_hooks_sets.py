@@ -151,6 +151,29 @@ class Sets(unittest.TestCase):
         self.assertEqual(p.stdout.count("has no Scheduler.run_batch_v2 in source"), n, p.stdout)
         self.assertIn("sglang.yaml: %d problems" % n, p.stdout)
 
+    def test_sglang_batch_schedule_follows_the_plan_shape(self):
+        # From 0.5.16 Scheduler.get_next_batch_to_run(running_batch,
+        # last_batch) returns a NextBatchPlan, not the batch: the check reads
+        # no return types, so this pins the one thing it can see of the
+        # change, the signature. In every release exactly one BatchSchedule
+        # entry applies, and it reads the plan's batch_to_run exactly where
+        # the method takes running_batch (every expression of it, or none).
+        from servprof.hooks import version
+        hooks = [h for h in spec.load(os.path.join(SETS, "sglang.yaml"))
+                 if h.name == "BatchSchedule"]
+        self.assertEqual(len(hooks), 2, [h.symbol for h in hooks])
+        planned = 0
+        for src in load("sglang.json")["sources"]:
+            mod = src["modules"]["sglang.srt.managers.scheduler"]
+            params = mod["functions"]["Scheduler.get_next_batch_to_run"]["params"]
+            on = [h for h in hooks
+                  if version.in_range(src["version"], h.min_version, h.max_version)]
+            self.assertEqual(len(on), 1, src["label"])
+            reads_plan = {"batch_to_run" in e.text for _, e in on[0].exprs()}
+            self.assertEqual(reads_plan, {"running_batch" in params}, (src["label"], params))
+            planned += "running_batch" in params
+        self.assertGreater(planned, 0)
+
     def test_manifests_are_per_release(self):
         for _, js, _, _ in PAIRS:
             man = load(js)
