@@ -174,6 +174,65 @@ class Sets(unittest.TestCase):
             planned += "running_batch" in params
         self.assertGreater(planned, 0)
 
+    def test_sglang_batch_schedule_on_both_shapes(self):
+        # Run, not read: a stand-in Scheduler whose get_next_batch_to_run
+        # returns the batch (0.5.15.post1) or a NextBatchPlan holding it
+        # (0.5.18, called with keywords, under a functools.wraps decorator as
+        # SGLang's scheduler_nvtx_method is): each release's entry records
+        # the batch's rid list, and a step with nothing to run records none
+        # and no error.
+        for ver, plan in (("0.5.18", True), ("0.5.15.post1", False)):
+            d = T.tmpdir(self)
+            pkg = os.path.join(d, "sglang", "srt", "managers")
+            os.makedirs(pkg)
+            for p in ("sglang", "sglang/srt", "sglang/srt/managers"):
+                H.write(os.path.join(d, p), "__init__.py", "")
+            H.write(pkg, "scheduler.py", """
+import functools
+class Req:
+    def __init__(self, rid):
+        self.rid = rid
+class ScheduleBatch:
+    forward_mode = "EXTEND"
+    def __init__(self, n):
+        self.reqs = [Req("r%%d" %% i) for i in range(n)]
+class NextBatchPlan:
+    def __init__(self, batch_to_run, running_batch):
+        self.batch_to_run, self.running_batch = batch_to_run, running_batch
+def nvtx(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+class Scheduler:
+    left = 1
+    @nvtx
+    def get_next_batch_to_run(self%s):
+        batch = ScheduleBatch(2) if self.left else None
+        self.left -= 1
+        return %s
+""" % ((", running_batch, last_batch", "NextBatchPlan(batch, running_batch)") if plan
+                else ("", "batch")))
+            di = os.path.join(d, "sglang-%s.dist-info" % ver)
+            os.makedirs(di)
+            H.write(di, "METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: %s\n" % ver)
+            call = ("s.get_next_batch_to_run(running_batch=None, last_batch=None)" if plan
+                    else "s.get_next_batch_to_run()")
+            H.write(d, "prog.py", "from sglang.srt.managers.scheduler import Scheduler\n"
+                    "s = Scheduler()\n%s\n%s\n" % (call, call))
+            cfg = T.make_config(d, enable=1)
+            p = T.run([H.PY, "-m", "servprof", "run", "--set", "sglang", "--", H.PY,
+                       os.path.join(d, "prog.py")], env=H.env(d, cfg), cwd=d, timeout=60)
+            bs = [r["a"] for r in H.records(os.path.join(d, "prof")) if r["name"] == "BatchSchedule"]
+            self.assertEqual(len(bs), 2, (ver, p.stderr))
+            self.assertEqual(bs[0].get("rid"), [{"rid": "r0"}, {"rid": "r1"}], (ver, bs, p.stderr))
+            self.assertEqual((bs[0].get("batch_size"), bs[0].get("forward_mode")), (2, "EXTEND"))
+            self.assertNotIn("rid", bs[1], (ver, bs))
+            self.assertNotIn("raised", p.stderr)
+            # The other release's entry: out of range, said so.
+            self.assertEqual(p.stderr.count("get_next_batch_to_run): not bound: version outside "
+                                            "range"), 1, p.stderr)
+
     def test_manifests_are_per_release(self):
         for _, js, _, _ in PAIRS:
             man = load(js)
