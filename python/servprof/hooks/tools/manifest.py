@@ -37,7 +37,7 @@ mirrors without tags (a fork's history): the main line on a release's day
 is the release give or take the days between branch cut and tag, and the
 manifest records the commit and its date so anyone can tell which it was.
 Each line resolves alone, so one file may mix them (sglang.releases: bump
-commits, then the commits release branches were cut at).
+commits, then the commits release branches were cut at, then tags).
 
 Module files are looked for as MOD/PATH.py, MOD/PATH/__init__.py and the
 same under python/ (SGLang keeps its package there). Design: ast only; a
