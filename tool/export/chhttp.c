@@ -111,6 +111,7 @@ int ch_conn_spill(ch_conn *c, char *err, size_t cap)
     snprintf(params, sizeof params, "max_bytes_before_external_sort=%lld&max_bytes_before_external_group_by=%lld"
              "&max_block_size=%d", limit / 4, limit / 4, SPILL_BLOCK_ROWS);
     ch_conn_settings(c, params);
+    c->may_set = 1;
     return 0;
 }
 

@@ -14,6 +14,7 @@ typedef struct ch_conn {
     void *hdr;               /* struct curl_slist * of the INSERT headers */
     char base[320];          /* http://HOST:PORT/ */
     char qurl[640];          /* base plus the query settings (ch_conn_settings); base when none */
+    int may_set;             /* ch_conn_spill sent settings: this user may set more in a query */
     char label[300];         /* clickhouse://HOST:PORT, for messages (never the password) */
     char user[128];
     char *password;          /* owned; "" for none */

@@ -15,15 +15,17 @@
  * window functions) cannot do. Only the columns the row handler reads are
  * fetched (sa_ingest_columns). The rows come as TabSeparated, which
  * ClickHouse writes with the shortest text that reads back to the same
- * double, in (export_id, seq) order — the parse's own order — and are
- * handed over line by line as they arrive (ch_query_lines): nothing holds
- * the whole answer.
+ * double, in (export_id, seq) order — the parse's own order — in pages of
+ * that key (chpage.c: no query's memory on the server grows with the
+ * table), and are handed over line by line as they arrive
+ * (ch_query_lines): nothing holds the whole answer.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chpage.h"
 #include "chsrc.h"
 #include "repcols.h"
 
@@ -194,18 +196,24 @@ static int fill_table(ch_src *x, sa_ingest *g, const char *t, int by)
     if (rc == 0)
         rc = check_columns(x, f, t);
     if (rc == 0 && f->ncols > 0) {
-        size_t cap = 16384 + (size_t)f->ncols * 300;
-        char *sql = malloc(cap), *wbuf = malloc(12000);
-        size_t n = (size_t)snprintf(sql, cap, "SELECT ");
-        for (int i = 0; i < f->ncols; i++) {
+        size_t cap = (size_t)f->ncols * 300 + 16;
+        char *cols = malloc(cap), *wbuf = malloc(12000), from[300];
+        if (!cols || !wbuf) {
+            snprintf(x->err, sizeof x->err, "out of memory reading table %s", t);
+            rc = -1;
+        }
+        for (int i = 0, n = 0; rc == 0 && i < f->ncols; i++) {
             char id[300];
             ch_ident(f->names[i], id, sizeof id);
-            n += (size_t)snprintf(sql + n, cap - n, "%s%s", i ? ", " : "", id);
+            n += snprintf(cols + n, cap - (size_t)n, "%s%s", i ? ", " : "", id);
         }
-        snprintf(sql + n, cap - n, " FROM %s.%s %s ORDER BY export_id, seq FORMAT TabSeparated", x->db, t,
-                 chs_where(x, by, wbuf, 12000));
-        rc = ch_query_lines(&x->c, sql, on_row, f, x->err, sizeof x->err);
-        free(sql);
+        snprintf(from, sizeof from, "%s.%s", x->db, t);
+        ch_pages pg = {.table = t, .cols = cols, .from = from, .format = "TabSeparated", .line = on_row, .ctx = f};
+        if (rc == 0) {
+            pg.where = chs_where(x, by, wbuf, 12000);
+            rc = ch_read_pages(&x->c, &pg, x->err, sizeof x->err);
+        }
+        free(cols);
         free(wbuf);
     }
     for (int i = 0; i < f->ncols; i++)

@@ -3,25 +3,27 @@
  * chread.c — the report tables of an export, read back out of ClickHouse
  * as the parser's rows (chread.h), for `servprof report --from`.
  *
- * Design. One SELECT per table, every column the export wrote but its
- * (export_id, seq) key, ORDER BY export_id, seq: the order the parse made
- * the rows in, so the charts fed from here see what a local parse would
- * hand them. The answer comes in RowBinary and is decoded as it arrives
- * (ch_query_stream): nothing holds the whole table, and a Float64 comes
- * back as the very 8 bytes the export sent (a text format would have to
- * round-trip every double through decimal). Column types are read from
- * system.columns first; the export writes Nullable(Int64 | Float64 |
- * String), and the plain forms are read too.
+ * Design. Per table, every column the export wrote but its (export_id,
+ * seq) key, in the order of ORDER BY export_id, seq: the order the parse
+ * made the rows in, so the charts fed from here see what a local parse
+ * would hand them. The rows come in pages of that key (chpage.c), so no
+ * query's memory on the server grows with the table. The answers come in
+ * RowBinary and are decoded as they arrive (ch_query_stream): nothing holds
+ * the whole table, and a Float64 comes back as the very 8 bytes the export
+ * sent (a text format would have to round-trip every double through
+ * decimal). Column types are read from system.columns first; the export
+ * writes Nullable(Int64 | Float64 | String), and the plain forms are read
+ * too.
  *
  * A 200 answer may still end with an exception's text (ClickHouse writes
- * it into the body when a query fails after it began): a body that does
- * not end on a whole row is reported as failed, with that text.
+ * it into the body when a query fails after it began): a page whose body
+ * does not end on a whole row is reported as failed, with that text.
  *
  * Filters follow analyze --from (tool/export/chanalyze.c): --session keeps
  * the exports the `exports` table lists for it; --host keeps requests whose
  * id a record of the host names (column http_rid), steps of the host's
  * processes (prof_id) and counters of its pids (pid), through GLOBAL IN
- * subqueries over `span` (run once, not once per shard).
+ * subqueries over `span` (run once a page, not once per shard).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@
 #include <string.h>
 
 #include "chhttp.h"
+#include "chpage.h"
 #include "chread.h"
 
 #define MAXC 256
@@ -329,53 +332,17 @@ fail:
     return NULL;
 }
 
-/* The rows of q (SELECT columns FROM table [WHERE filters], k bytes) in
- * (export_id, seq) order, streamed into d a page at a time: per export, seq
- * in ranges of PAGE_ROWS. Why pages: one ORDER BY over every row of a big
- * fleet's table holds them all in the server (18.16 reads no MergeTree in
- * key order); even spilling (ch_conn_spill) its merge outgrew a 120 MB
- * per-query limit on 1 M records' batch rows, whose rid lists make them
- * ~2 KB each. A page's sort is bounded by PAGE_ROWS rows whatever the run. */
-#define PAGE_ROWS 16384
-
-static int read_pages(ch_reader *r, const char *table, char *q, size_t k, int no_where, dec *d, char *err,
-                      size_t cap)
+/* After each page: its answer must end on a whole row (an exception text
+ * ClickHouse wrote after its 200 does not), or the next page's bytes would
+ * be decoded after it. */
+static int page_end(void *ctx, char *err, size_t cap)
 {
-    size_t qcap = 65536 + strlen(r->where);
-    const char *from = strstr(q, " FROM ");
-    char *sql = malloc(qcap), *ids = NULL;
-    int rc = -1;
-    if (!sql) {
-        snprintf(err, cap, "out of memory reading table %s", table);
-        return -1;
-    }
-    snprintf(sql, qcap, "SELECT export_id, max(seq)%.*s GROUP BY export_id ORDER BY export_id FORMAT TabSeparated",
-             (int)(q + k - from), from);
-    if (ch_query(&r->c, sql, err, cap) != 0 || !(ids = strdup(r->c.resp ? r->c.resp : "")))
-        goto out;
-    char *save = NULL;
-    for (char *line = strtok_r(ids, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *tab = strchr(line, '\t'), lit[600];
-        if (!tab)
-            continue;
-        *tab = 0;
-        unsigned long long last = strtoull(tab + 1, NULL, 10);
-        ch_quote(line, lit, sizeof lit);
-        for (unsigned long long lo = 0; lo <= last; lo += PAGE_ROWS) {
-            snprintf(q + k, qcap - k, "%sexport_id = %s AND seq >= %llu AND seq < %llu ORDER BY seq FORMAT RowBinary",
-                     no_where ? " WHERE " : " AND ", lit, lo, lo + PAGE_ROWS);
-            if (ch_query_stream(&r->c, q, sink, d, err, cap) != 0) {
-                if (d->oom)
-                    snprintf(err, cap, "%s: out of memory reading table %s", r->label, table);
-                goto out;
-            }
-        }
-    }
-    rc = 0;
-out:
-    free(sql);
-    free(ids);
-    return rc;
+    dec *d = ctx;
+    if (!d->n)
+        return 0;
+    snprintf(err, cap, "the answer ended inside a row (%zu bytes left: \"%.*s\")", d->n,
+             (int)(d->n < 200 ? d->n : 200), (const char *)d->buf);
+    return -1;
 }
 
 int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, long long *nrows, char *err,
@@ -391,7 +358,7 @@ int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, lo
         return -1;
     dec *d = calloc(1, sizeof *d);
     char *names = strdup(r->c.resp ? r->c.resp : "");
-    char *q = malloc(65536 + strlen(r->where));
+    char *q = malloc(65536);
     int rc = -1;
     if (!d || !names || !q) {
         snprintf(err, cap, "out of memory reading table %s", table);
@@ -443,29 +410,38 @@ int ch_reader_table(ch_reader *r, const char *table, ch_row_fn fn, void *ctx, lo
                  r->label, table);
         goto out;
     }
-    char tid[300];
+    char tid[300], from[600];
     ch_ident(table, tid, sizeof tid);
-    k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, " FROM %s.%s", r->db, tid);
-    const char *glue = " WHERE ";
+    snprintf(from, sizeof from, "%s.%s", r->db, tid);
+    size_t wcap = strlen(r->where) + 4096, w = 0;
+    char *where = malloc(wcap);
+    if (!where) {
+        snprintf(err, cap, "out of memory reading table %s", table);
+        goto out;
+    }
+    const char *glue = "WHERE ";
+    where[0] = 0;
     if (r->where[0]) {
-        k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, "%s%s", glue, r->where);
+        w += (size_t)snprintf(where + w, wcap - w, "%s%s", glue, r->where);
         glue = " AND ";
     }
     if (r->host[0]) {
         const char *f = has_rid ? "http_rid GLOBAL IN (SELECT DISTINCT arrayJoin(rids) FROM %s.span WHERE host = %s)"
                         : has_prof ? "prof_id GLOBAL IN (SELECT DISTINCT prof_id FROM %s.span WHERE host = %s)"
                         : has_pid ? "pid GLOBAL IN (SELECT DISTINCT pid FROM %s.span WHERE host = %s)" : NULL;
-        k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, "%s", glue);
+        w += (size_t)snprintf(where + w, wcap - w, "%s", glue);
         if (f)
-            k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, f, r->db, r->host);
+            w += (size_t)snprintf(where + w, wcap - w, f, r->db, r->host);
         else /* a table that names no host: none of its rows is the host's */
-            k += (size_t)snprintf(q + k, 65536 + strlen(r->where) - k, "0");
+            snprintf(where + w, wcap - w, "0");
     }
-    if (read_pages(r, table, q, k, glue[1] == 'W' && !r->host[0], d, err, cap) != 0)
-        goto out;
-    if (d->n) {
-        snprintf(err, cap, "%s: table %s: the answer ended inside a row (%zu bytes left: \"%.*s\")", r->label,
-                 table, d->n, (int)(d->n < 200 ? d->n : 200), (const char *)d->buf);
+    ch_pages pg = {.table = table, .cols = q + 7, .from = from, .where = where, .format = "RowBinary",
+                   .sink = sink, .page_end = page_end, .ctx = d};
+    int prc = ch_read_pages(&r->c, &pg, err, cap);
+    free(where);
+    if (prc != 0) {
+        if (d->oom)
+            snprintf(err, cap, "%s: out of memory reading table %s", r->label, table);
         goto out;
     }
     *nrows = d->rows;
