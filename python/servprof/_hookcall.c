@@ -20,14 +20,14 @@
  *   Python wrapper) hands the call to that wrapper as it came; otherwise
  *   a hook with no expressions (kind span or event, nothing to
  *   evaluate) is recorded entirely here with direct calls into
- *   libservprof, and so is a hook of the common shapes (a rid expression
- *   or none, attributes, metrics, a scope): its expressions compiled when
- *   it binds and evaluated in C (_hookexpr.c), reading the parameters
- *   from the caller's argument array — no tuple, no Python frame
- *   ("Compiled records" below). Any other hook (a rid list, "each",
- *   a link) packs the arguments once, calls the Binding's Python record()
- *   (which evaluates the expressions) and that hands every value to
- *   emit() below in ONE call.
+ *   libservprof, and so is every hook with expressions (a rid — one
+ *   expression, a list, "each" — attributes, metrics, a scope, a link):
+ *   its expressions compiled when it binds and evaluated in C
+ *   (_hookexpr.c), reading the parameters from the caller's argument
+ *   array — no tuple, no Python frame ("Compiled records" below). With
+ *   SERVPROF_HOOKS_CEXPR=0 a hook packs the arguments once, calls the
+ *   Binding's Python record() (which evaluates the expressions) and that
+ *   hands every value to emit() below in ONE call.
  * - It does not link libservprof: wrap.py hands setup() the address of
  *   servprof__level and of each function, taken from the ctypes handle the
  *   binding loaded, so both always talk to the same copy of the library.
@@ -86,6 +86,7 @@ static void (*metric_scope)(rec *, const char *, const char *);
 static void (*attr_array_begin)(rec *, const char *);
 static void (*attr_object_begin)(rec *, const char *);
 static void (*attr_end)(rec *);
+static void (*link_ids)(const char *, const char *); /* servprof_link */
 /* Python callables (wrap.py) for values this file does not write itself:
  * json_text(v) -> bytes of JSON; rid_text(v) -> str (a resource id) or
  * bytes (the JSON of a rid list). */
@@ -491,10 +492,10 @@ fail:
 /* Compiled records: Binding._record_c done here                       */
 /* ------------------------------------------------------------------ */
 
-/* A hook whose record is one rid expression or none, attributes, metrics
- * and a scope is recorded without Python: hx_prog_eval() (_hookexpr.c)
- * evaluates its expressions as Binding._record_c does, and the values are
- * written here as emit() writes them — so the rows are the same. */
+/* A hook with expressions is recorded without Python: hx_prog_link()
+ * and hx_prog_eval() (_hookexpr.c) evaluate them as Binding._record_c
+ * does, and the values are written here as emit() writes them — so the
+ * rows are the same. */
 
 /* Writes the evaluated values as emit() would. 0, or -1 (error set, the
  * record cancelled). */
@@ -631,6 +632,18 @@ static int prog_record(HookCall *h, hx_call *c, int64_t start, PyObject *exc_typ
         goto failed;
     }
     memset(vals, 0, (size_t)p->n * sizeof *vals);
+    if (p->link) { /* first, as _record_c makes it: before the record's own values */
+        PyObject *from, *to;
+        if (hx_prog_link(p, c, &from, &to) < 0)
+            goto failed;
+        if (from) {
+            link_ids(PyBytes_AS_STRING(from), PyBytes_AS_STRING(to));
+            Py_DECREF(from);
+            Py_DECREF(to);
+        }
+        if (p->link_only)
+            goto done;
+    }
     if (hx_prog_eval(p, c, &rid, vals) < 0)
         goto failed;
     rec *r = rec_begin_slow(h->level, h->domain ? PyBytes_AS_STRING(h->domain) : NULL);
@@ -661,7 +674,7 @@ done:
 /* hc_on() for a compiled record: no tuple, no dict, no Python frame. */
 static PyObject *hc_on_prog(HookCall *h, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    hx_call c = {args, PyVectorcall_NARGS(nargsf), kwnames, NULL, NULL, NULL};
+    hx_call c = {.args = args, .nargs = PyVectorcall_NARGS(nargsf), .kwnames = kwnames};
     if (h->flags & HC_AT_CALL) {
         if (prog_record(h, &c, -1, NULL, 0) < 0)
             return NULL;
@@ -955,6 +968,7 @@ static PyObject *setup(PyObject *mod, PyObject *args)
         {"servprof_attr_array_begin", (void **)&attr_array_begin},
         {"servprof_attr_object_begin", (void **)&attr_object_begin},
         {"servprof_attr_end", (void **)&attr_end},
+        {"servprof_link", (void **)&link_ids},
     };
     size_t n = sizeof want / sizeof want[0];
     void *got[sizeof want / sizeof want[0]];

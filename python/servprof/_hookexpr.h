@@ -36,6 +36,8 @@ typedef struct {
     PyObject *ret;      /* NULL: None (at call, or the call raised) */
     PyObject *tuple;    /* args as a tuple, made on first use; owned */
     PyObject *dict;     /* kwargs as a dict, made on first use; owned */
+    PyObject *item;     /* the item of a rid "each" being made, borrowed;
+                         * NULL: None (every other expression) */
 } hx_call;
 
 /* Compiles expr.flatten()'s op list into e (zeroed by the caller).
@@ -71,13 +73,29 @@ typedef struct {
     hx_expr e;
 } hx_item;
 
-/* A compiled record: immutable after hx_prog_new(). */
+/* An expression of a record's rid or link, with what fail() is told of
+ * it and, for a field of a rid "each", its name. */
+typedef struct {
+    PyObject *key;     /* str: an "each" field's name; else NULL */
+    PyObject *what;    /* str */
+    hx_expr e;
+} hx_part;
+
+/* A compiled record: immutable after hx_prog_new(). At most one rid shape
+ * is set: rid_what (one expression), nrids (a rid list) or seq (each). */
 typedef struct {
     PyObject *fail;    /* Binding.fail(what, exc) */
     PyObject *cval;    /* wrap._cval */
     PyObject *number;  /* _core.number */
     PyObject *rid_what;/* str; NULL: no rid expression */
     hx_expr rid;
+    int nrids;         /* rid: [a, b]: its expressions (PyMem_); 0: none */
+    hx_part *rids;
+    hx_part *seq;      /* rid: {each: ...}: the iterable (PyMem_); NULL: none */
+    int nfields;
+    hx_part *fields;   /* each's per-item fields, key set (PyMem_) */
+    hx_part *link;     /* link: {from, to}: two parts (PyMem_); NULL: none */
+    int link_only;     /* emit: link: the link is all the hook writes */
     PyObject *scope;   /* emit() item (op, key, value), or NULL */
     int n;
     hx_item *items;    /* PyMem_ */
@@ -94,7 +112,10 @@ typedef struct {
 
 /* The record wrap.py's Binding._c_prog() describes: (fail, cval, number,
  * rid ops or None, rid what, [(kind, key, ops, what, alt key)], scope item
- * or None). Free with hx_prog_free(). NULL with an error set. */
+ * or None[, rid list, each, link, link only]) with rid list None or
+ * [(ops, what)], each None or (ops, what, [(field str, ops, what)]), link
+ * None or ((ops, what), (ops, what)) and link only a bool. Free with
+ * hx_prog_free(). NULL with an error set. */
 hx_prog *hx_prog_new(PyObject *spec);
 
 /* Releases p; NULL is a no-op. */
@@ -105,11 +126,19 @@ int hx_prog_traverse(hx_prog *p, visitproc visit, void *arg);
 /* Evaluates p's rid (*rid: a new reference, or NULL: none) and items into
  * vals (p->n of them, zeroed by the caller; release with hx_vals_done()),
  * in Binding._record_c's order, each value normalised as _record_c does.
+ * A rid list comes as the list of its ids, an "each" as the list of its
+ * entries' dicts (Binding.rid_value's), both written by emit()'s rid code.
  * An expression that raises an Exception is handed to fail() and left
  * out. Returns 0, or -1 with the error that fails the whole record set. */
 int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals);
 
 void hx_vals_done(hx_val *vals, int n);
+
+/* p's link as Binding._link makes it: *from and *to the UTF-8 bytes of
+ * str() of the two values (new references), or both NULL when one raised
+ * (handed to fail()) or is None. Returns 0, or -1 with the error that fails
+ * the whole record set (str() raised: "recording", as in _record_c). */
+int hx_prog_link(hx_prog *p, hx_call *c, PyObject **from, PyObject **to);
 
 /* The raised exception handed to p's fail(what, exc) (what NULL:
  * "recording"), as _record_c's except clauses do, and cleared. Returns 0,
