@@ -497,11 +497,42 @@ fail:
  * does, and the values are written here as emit() writes them — so the
  * rows are the same. */
 
+/* The rows of a rid "each" as put_rid() writes the list of dicts
+ * hx_rows_list() makes of them: directly when every value is plain
+ * (put_rid()'s own test of a dict's values: depth 2), without making the
+ * dicts; else those dicts through put_rid() (its JSON path). */
+static int put_rows(hx_prog *p, rec *r, const hx_rows *rows)
+{
+    Py_ssize_t total = rows->n * p->nfields;
+    int plain = p->each_direct;
+    for (Py_ssize_t i = 0; plain && i < total; i++)
+        plain = !rows->v[i] || plain_tree(rows->v[i], 2);
+    if (!plain) {
+        PyObject *list = hx_rows_list(p, rows);
+        int rc = list ? put_rid(r, list) : -1;
+        Py_XDECREF(list);
+        return rc;
+    }
+    attr_array_begin(r, "rid");
+    for (Py_ssize_t i = 0; i < rows->n; i++) {
+        PyObject **row = rows->v + i * p->nfields;
+        attr_object_begin(r, NULL);
+        for (int j = 0; j < p->nfields; j++)
+            if (row[j])
+                write_tree(r, PyBytes_AS_STRING(p->fields[j].key8), row[j]);
+        attr_end(r);
+    }
+    attr_end(r);
+    return 0;
+}
+
 /* Writes the evaluated values as emit() would. 0, or -1 (error set, the
  * record cancelled). */
-static int prog_write(hx_prog *p, rec *r, PyObject *rid, hx_val *vals)
+static int prog_write(hx_prog *p, rec *r, PyObject *rid, const hx_rows *rows, hx_val *vals)
 {
     if (rid && rid != Py_None && put_rid(r, rid) < 0)
+        goto fail;
+    if (rows->made && put_rows(p, r, rows) < 0)
         goto fail;
     for (int i = 0; i < p->n; i++) {
         hx_val *pv = &vals[i];
@@ -626,6 +657,7 @@ static int prog_record(HookCall *h, hx_call *c, int64_t start, PyObject *exc_typ
     hx_val stack[8];
     hx_val *vals = p->n <= 8 ? stack : PyMem_Calloc((size_t)p->n, sizeof *vals);
     PyObject *rid = NULL;
+    hx_rows rows = {0};
     int base = 0;
     if (!vals) {
         PyErr_NoMemory();
@@ -644,11 +676,11 @@ static int prog_record(HookCall *h, hx_call *c, int64_t start, PyObject *exc_typ
         if (p->link_only)
             goto done;
     }
-    if (hx_prog_eval(p, c, &rid, vals) < 0)
+    if (hx_prog_eval(p, c, &rid, &rows, vals) < 0)
         goto failed;
     rec *r = rec_begin_slow(h->level, h->domain ? PyBytes_AS_STRING(h->domain) : NULL);
     if (r) {
-        if (prog_write(p, r, rid, vals) < 0)
+        if (prog_write(p, r, rid, &rows, vals) < 0)
             goto failed;
         if (exc_type)
             put_error(r, type_name(exc_type));
@@ -662,6 +694,8 @@ failed:
     base = hx_prog_fail(p, NULL) < 0;
 done:
     Py_XDECREF(rid);
+    if (rows.v)
+        hx_rows_done(&rows, p->nfields);
     if (vals) {
         hx_vals_done(vals, p->n);
         if (vals != stack)

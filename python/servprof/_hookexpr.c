@@ -26,9 +26,12 @@
  *   link) is evaluated here in Binding._record_c's order and its values
  *   normalised as _record_c does (_cval, number(): the plain types in C,
  *   the rest by calling those very functions); _hookcall.c writes them.
- *   A rid list or `each` is made as the very list Binding.rid_value()
- *   makes (the ids; one dict per item), so emit()'s rid writer turns it
- *   into the same JSON text. An expression that raises goes to the
+ *   A rid list is made as the list of ids Binding.rid_value() makes, so
+ *   emit()'s rid writer turns it into the same JSON text; an `each` as
+ *   rows of values (hx_rows: one per item, no dict made), written as
+ *   rid_value()'s dicts would be — or, when a value is not plain JSON,
+ *   made into those very dicts for emit()'s JSON path (hx_rows_list()).
+ *   An expression that raises goes to the
  *   Binding's fail(what, exc) — the one call back into Python a failure
  *   costs — and what fails the whole record in Python (str() of a link
  *   id raising, say) fails it here, told to fail() as "recording".
@@ -40,6 +43,7 @@
 #include "_hookexpr.h"
 
 #include <assert.h>
+#include <string.h>
 
 /* expr.py's OP_* codes. */
 enum {
@@ -360,6 +364,7 @@ static void parts_free(hx_part *pt, int n)
 {
     for (int i = 0; pt && i < n; i++) {
         Py_CLEAR(pt[i].key);
+        Py_CLEAR(pt[i].key8);
         Py_CLEAR(pt[i].what);
         hx_free(&pt[i].e);
     }
@@ -453,6 +458,8 @@ static int part_of(PyObject *t, int keyed, hx_part *pt)
         return -1;
     pt->key = key ? Py_NewRef(key) : NULL;
     pt->what = Py_NewRef(what);
+    if (key && !(pt->key8 = PyUnicode_AsUTF8String(key)))
+        PyErr_Clear(); /* a lone surrogate: its entries go through the JSON path */
     return hx_compile(ops, &pt->e);
 }
 
@@ -506,6 +513,12 @@ static int prog_rare(hx_prog *p, PyObject *rids, PyObject *each, PyObject *link,
         p->seq->what = Py_NewRef(what);
         if (hx_compile(ops, &p->seq->e) < 0 || parts_of(fields, 1, &p->fields, &p->nfields) < 0)
             return -1;
+        p->each_direct = 1;
+        for (int i = 0; i < p->nfields; i++)
+            for (int j = 0; j <= i; j++)
+                if (!p->fields[i].key8 ||
+                    (j < i && PyUnicode_Compare(p->fields[i].key, p->fields[j].key) == 0))
+                    p->each_direct = 0;
     }
     if (link != Py_None) {
         int two = 0;
@@ -717,39 +730,76 @@ fail:
     return -1;
 }
 
-/* One entry of an "each": {field: value} of the fields whose value is not
- * None, item bound. NULL: an Exception of the loop's own (fail(what));
- * *fatal set: an error that goes on. */
-static PyObject *each_entry(hx_prog *p, hx_call *c, PyObject *item, int *fatal)
+/* Room for one more row of nf values, zeroed. 0, or -1 (no memory). */
+static int rows_add(hx_rows *rows, int nf)
 {
-    PyObject *d = PyDict_New(), *v;
-    if (!d)
-        return NULL;
-    c->item = item;
-    for (int i = 0; i < p->nfields; i++) {
-        if (part_value(p, &p->fields[i], c, &v) < 0) {
-            *fatal = 1;
-            break;
+    if (rows->n == rows->cap) {
+        Py_ssize_t cap = rows->cap ? 2 * rows->cap : 32;
+        PyObject **v = (size_t)cap * (size_t)nf > PY_SSIZE_T_MAX / sizeof *v ? NULL
+                       : PyMem_Realloc(rows->v, (size_t)cap * (size_t)nf * sizeof *v + 1);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
         }
-        int rc = v && v != Py_None ? PyDict_SetItem(d, p->fields[i].key, v) : 0;
-        Py_XDECREF(v);
-        if (rc < 0)
-            break;
+        rows->v = v;
+        rows->cap = cap;
+    }
+    memset(rows->v + rows->n * nf, 0, (size_t)nf * sizeof *rows->v);
+    rows->n++;
+    return 0;
+}
+
+void hx_rows_done(hx_rows *rows, int nfields)
+{
+    for (Py_ssize_t i = 0; rows->v && i < rows->n * nfields; i++)
+        Py_CLEAR(rows->v[i]);
+    PyMem_Free(rows->v);
+    memset(rows, 0, sizeof *rows);
+}
+
+PyObject *hx_rows_list(const hx_prog *p, const hx_rows *rows)
+{
+    PyObject *out = PyList_New(rows->n);
+    for (Py_ssize_t i = 0; out && i < rows->n; i++) {
+        PyObject *d = PyDict_New();
+        for (int j = 0; d && j < p->nfields; j++) {
+            PyObject *v = rows->v[i * p->nfields + j];
+            if (v && PyDict_SetItem(d, p->fields[j].key, v) < 0)
+                Py_CLEAR(d);
+        }
+        if (!d)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, d);
+    }
+    return out;
+}
+
+/* One row of an "each": the value of each field with item bound, None
+ * left out (NULL), one that raised an Exception left out too (fail()).
+ * 0, or -1 with an error that goes on. */
+static int each_row(hx_prog *p, hx_call *c, PyObject *item, PyObject **row)
+{
+    int rc = 0;
+    c->item = item;
+    for (int i = 0; !rc && i < p->nfields; i++) {
+        rc = part_value(p, &p->fields[i], c, &row[i]);
+        if (row[i] == Py_None)
+            Py_CLEAR(row[i]);
     }
     c->item = NULL;
-    if (PyErr_Occurred())
-        Py_CLEAR(d);
-    return d;
+    return rc;
 }
 
 /* rid: {each: EXPR, FIELD: EXPR...} as Binding.rid_value() makes it: the
- * iterable None or raising: no rid; a dict: its items(); then one dict per
- * item. What fails the iteration (not iterable, its __next__ raising) is
- * handed to fail() under each's what and leaves the rid out, as the
- * Python loop's except does. 0, or -1 with the error that goes on. */
-static int rid_each(hx_prog *p, hx_call *c, PyObject **rid)
+ * iterable None or raising: no rid; a dict: its items(); then one row per
+ * item (rows; hx_rows_list() makes them the dicts rid_value() makes).
+ * What fails the iteration (not iterable, its __next__ raising) is handed
+ * to fail() under each's what and leaves the rid out, as the Python
+ * loop's except does. 0, or -1 with the error that goes on. */
+static int rid_each(hx_prog *p, hx_call *c, hx_rows *rows)
 {
-    PyObject *seq, *it, *item, *out;
+    PyObject *seq, *it, *item;
     int fatal = 0;
     if (part_value(p, p->seq, c, &seq) < 0)
         return -1;
@@ -770,27 +820,22 @@ static int rid_each(hx_prog *p, hx_call *c, PyObject **rid)
         if (!seq)
             return -1;
     }
-    if (!(out = PyList_New(0))) {
-        Py_DECREF(seq);
-        return -1;
-    }
     it = PyObject_GetIter(seq);
     Py_DECREF(seq);
     while (it && (item = PyIter_Next(it))) {
-        PyObject *d = each_entry(p, c, item, &fatal);
+        int rc = rows_add(rows, p->nfields);
+        if (!rc && each_row(p, c, item, rows->v + (rows->n - 1) * p->nfields) < 0)
+            fatal = 1;
         Py_DECREF(item);
-        if (!d || PyList_Append(out, d) < 0) {
-            Py_XDECREF(d);
+        if (rc < 0 || fatal)
             break;
-        }
-        Py_DECREF(d);
     }
     Py_XDECREF(it);
     if (PyErr_Occurred()) {
-        Py_DECREF(out);
+        hx_rows_done(rows, p->nfields);
         return fatal || hx_prog_fail(p, p->seq->what) < 0 ? -1 : 0;
     }
-    *rid = out;
+    rows->made = 1;
     return 0;
 }
 
@@ -823,7 +868,7 @@ done:
     return rc;
 }
 
-int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals)
+int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_rows *rows, hx_val *vals)
 {
     int rc = 0;
     *rid = NULL;
@@ -833,7 +878,7 @@ int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals)
     } else if (p->nrids) {
         rc = rid_list(p, c, rid);
     } else if (p->seq) {
-        rc = rid_each(p, c, rid);
+        rc = rid_each(p, c, rows);
     }
     if (rc < 0)
         return -1;

@@ -77,6 +77,7 @@ typedef struct {
  * it and, for a field of a rid "each", its name. */
 typedef struct {
     PyObject *key;     /* str: an "each" field's name; else NULL */
+    PyObject *key8;    /* bytes: key in UTF-8; NULL: none, or not encodable */
     PyObject *what;    /* str */
     hx_expr e;
 } hx_part;
@@ -94,6 +95,7 @@ typedef struct {
     hx_part *seq;      /* rid: {each: ...}: the iterable (PyMem_); NULL: none */
     int nfields;
     hx_part *fields;   /* each's per-item fields, key set (PyMem_) */
+    int each_direct;   /* 1: every key has its key8, no two alike (hx_rows) */
     hx_part *link;     /* link: {from, to}: two parts (PyMem_); NULL: none */
     int link_only;     /* emit: link: the link is all the hook writes */
     PyObject *scope;   /* emit() item (op, key, value), or NULL */
@@ -110,6 +112,14 @@ typedef struct {
 } hx_val;
 
 
+/* The entries of a rid "each" as evaluated: a row per item, a value per
+ * field. Zeroed by the caller; release with hx_rows_done(). */
+typedef struct {
+    int made;          /* 1: the rid is these rows (n may be 0) */
+    Py_ssize_t n, cap; /* rows made, rows allocated */
+    PyObject **v;      /* n * nfields values, owned; NULL: left out (PyMem_) */
+} hx_rows;
+
 /* The record wrap.py's Binding._c_prog() describes: (fail, cval, number,
  * rid ops or None, rid what, [(kind, key, ops, what, alt key)], scope item
  * or None[, rid list, each, link, link only]) with rid list None or
@@ -123,16 +133,23 @@ void hx_prog_free(hx_prog *p);
 
 int hx_prog_traverse(hx_prog *p, visitproc visit, void *arg);
 
-/* Evaluates p's rid (*rid: a new reference, or NULL: none) and items into
- * vals (p->n of them, zeroed by the caller; release with hx_vals_done()),
- * in Binding._record_c's order, each value normalised as _record_c does.
- * A rid list comes as the list of its ids, an "each" as the list of its
- * entries' dicts (Binding.rid_value's), both written by emit()'s rid code.
- * An expression that raises an Exception is handed to fail() and left
- * out. Returns 0, or -1 with the error that fails the whole record set. */
-int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals);
+/* Evaluates p's rid (*rid: a new reference, or NULL: none; an "each":
+ * rows) and items into vals (p->n of them, zeroed by the caller; release
+ * with hx_vals_done()), in Binding._record_c's order, each value
+ * normalised as _record_c does. A rid list comes as the list of its ids,
+ * written by emit()'s rid code as the list rid_value() makes. An
+ * expression that raises an Exception is handed to fail() and left out.
+ * Returns 0, or -1 with the error that fails the whole record set. */
+int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_rows *rows, hx_val *vals);
 
 void hx_vals_done(hx_val *vals, int n);
+
+/* rows as the list of dicts Binding.rid_value() makes ({field: value} of
+ * the values not left out, in the fields' order): a new reference, or
+ * NULL with an error set. */
+PyObject *hx_rows_list(const hx_prog *p, const hx_rows *rows);
+
+void hx_rows_done(hx_rows *rows, int nfields);
 
 /* p's link as Binding._link makes it: *from and *to the UTF-8 bytes of
  * str() of the two values (new references), or both NULL when one raised
