@@ -96,6 +96,22 @@ def enqueue(req):
     return req
 def enqueue_twin(req):
     return req
+
+class Req:
+    def __init__(self, i):
+        self.request_id = "req-%d" % i
+        self.external_req_id = "http-%d" % i
+        self.iter = i
+
+def step(batch):
+    return batch
+def step_twin(batch):
+    return batch
+
+def assign(request):
+    return request
+def assign_twin(request):
+    return request
 '''
 
 HOOKS = '''
@@ -115,6 +131,13 @@ HOOKS = '''
   rid: req
   metrics: [{name: QueueSize, expr: "3"}]
   scope: {name: QueueName, value: WAITING}
+- symbol: benchmod:step
+  domain: BatchSchedule
+  name: BatchSchedule
+  rid: {each: batch, rid: "item[0].request_id", iter: "item[0].iter", type: "item[1]"}
+- symbol: benchmod:assign
+  emit: link
+  link: {from: request.external_req_id, to: request.request_id}
 '''
 
 with open(os.path.join(TMP, "benchmod.py"), "w") as fh:
@@ -137,6 +160,9 @@ else:
 
 S = benchmod.Sched() if benchmod else None
 BATCH = ["r1", "r2", "r3", "r4"]
+# A schedule step of 32 requests, as engine_hooks.yaml's `each` reads it.
+STEP = [(benchmod.Req(i), "decode" if i % 4 else "prefill") for i in range(32)] if benchmod \
+    else None
 
 
 def loop_plain(fn):
@@ -152,6 +178,13 @@ def loop_method(name):
     def run(n):
         for _ in range(n):
             m(BATCH)
+    return run
+
+
+def loop_arg(fn, arg):
+    def run(n):
+        for _ in range(n):
+            fn(arg)
     return run
 
 
@@ -180,6 +213,10 @@ CASES = [] if benchmod is None else [
     ("generator, span", loop_gen(benchmod.gen), loop_gen(benchmod.gen_twin)),
     ("event at call, rid + metric + scope", loop_plain(benchmod.enqueue),
      loop_plain(benchmod.enqueue_twin)),
+    ("span, rid each over 32 items, 3 fields", loop_arg(benchmod.step, STEP),
+     loop_arg(benchmod.step_twin, STEP)),
+    ("link from -> to", loop_arg(benchmod.assign, STEP[0][0]),
+     loop_arg(benchmod.assign_twin, STEP[0][0])),
 ]
 
 

@@ -13,7 +13,12 @@ writer thread, which is the same for both wrappers, is counted too) and
 the calling thread alone (--separate-threads=yes, thread 1): the
 wrapper's own cost, the figure issue 28's goal is about.
 
-    SERVPROF_LIB=build/lib/libservprof.so python3 bench/bench_hooks_ir.py [--calls N]
+    SERVPROF_LIB=build/lib/libservprof.so python3 bench/bench_hooks_ir.py [--calls N] \
+        [--case I ...] [--wrapper c|python] [--phase off|on]
+
+--case (repeatable) picks cases by their index in bench_hooks.py's CASES
+(0 plain span, 1 method with rid + 2 attributes, 5 each over 32 items, 6
+link); --wrapper and --phase keep one wrapper, one phase.
 
 Needs valgrind; a few minutes (each run is a Python start under callgrind).
 """
@@ -27,7 +32,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CASES = [(0, "plain function, span, no expressions"), (1, "method, span, rid + 2 attributes")]
+CASES = [(0, "plain function, span, no expressions"), (1, "method, span, rid + 2 attributes"),
+         (5, "span, rid each over 32 items, 3 fields"), (6, "link from -> to")]
 
 
 def instructions(wrapper, case, phase, which, calls):
@@ -56,11 +62,16 @@ def instructions(wrapper, case, phase, which, calls):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=5000)
+    ap.add_argument("--case", type=int, action="append", choices=[c for c, _ in CASES])
+    ap.add_argument("--wrapper", choices=("c", "python"))
+    ap.add_argument("--phase", choices=("off", "on"))
     a = ap.parse_args()
     print("%-40s %-8s %-5s %14s %16s" % ("hooked function", "wrapper", "coll.", "+instr/call", "caller's thread"))
     for case, name in CASES:
-        for phase in ("off", "on"):
-            for wrapper in ("c", "python"):
+        if a.case and case not in a.case:
+            continue
+        for phase in (a.phase,) if a.phase else ("off", "on"):
+            for wrapper in (a.wrapper,) if a.wrapper else ("c", "python"):
                 hooked = instructions(wrapper, case, phase, "hooked", a.calls)
                 twin = instructions(wrapper, case, phase, "twin", a.calls)
                 d = [(h - t) / a.calls for h, t in zip(hooked, twin)]

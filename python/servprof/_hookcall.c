@@ -20,14 +20,14 @@
  *   Python wrapper) hands the call to that wrapper as it came; otherwise
  *   a hook with no expressions (kind span or event, nothing to
  *   evaluate) is recorded entirely here with direct calls into
- *   libservprof, and so is a hook of the common shapes (a rid expression
- *   or none, attributes, metrics, a scope): its expressions compiled when
- *   it binds and evaluated in C (_hookexpr.c), reading the parameters
- *   from the caller's argument array — no tuple, no Python frame
- *   ("Compiled records" below). Any other hook (a rid list, "each",
- *   a link) packs the arguments once, calls the Binding's Python record()
- *   (which evaluates the expressions) and that hands every value to
- *   emit() below in ONE call.
+ *   libservprof, and so is every hook with expressions (a rid — one
+ *   expression, a list, "each" — attributes, metrics, a scope, a link):
+ *   its expressions compiled when it binds and evaluated in C
+ *   (_hookexpr.c), reading the parameters from the caller's argument
+ *   array — no tuple, no Python frame ("Compiled records" below). With
+ *   SERVPROF_HOOKS_CEXPR=0 a hook packs the arguments once, calls the
+ *   Binding's Python record() (which evaluates the expressions) and that
+ *   hands every value to emit() below in ONE call.
  * - It does not link libservprof: wrap.py hands setup() the address of
  *   servprof__level and of each function, taken from the ctypes handle the
  *   binding loaded, so both always talk to the same copy of the library.
@@ -86,6 +86,7 @@ static void (*metric_scope)(rec *, const char *, const char *);
 static void (*attr_array_begin)(rec *, const char *);
 static void (*attr_object_begin)(rec *, const char *);
 static void (*attr_end)(rec *);
+static void (*link_ids)(const char *, const char *); /* servprof_link */
 /* Python callables (wrap.py) for values this file does not write itself:
  * json_text(v) -> bytes of JSON; rid_text(v) -> str (a resource id) or
  * bytes (the JSON of a rid list). */
@@ -491,16 +492,47 @@ fail:
 /* Compiled records: Binding._record_c done here                       */
 /* ------------------------------------------------------------------ */
 
-/* A hook whose record is one rid expression or none, attributes, metrics
- * and a scope is recorded without Python: hx_prog_eval() (_hookexpr.c)
- * evaluates its expressions as Binding._record_c does, and the values are
- * written here as emit() writes them — so the rows are the same. */
+/* A hook with expressions is recorded without Python: hx_prog_link()
+ * and hx_prog_eval() (_hookexpr.c) evaluate them as Binding._record_c
+ * does, and the values are written here as emit() writes them — so the
+ * rows are the same. */
+
+/* The rows of a rid "each" as put_rid() writes the list of dicts
+ * hx_rows_list() makes of them: directly when every value is plain
+ * (put_rid()'s own test of a dict's values: depth 2), without making the
+ * dicts; else those dicts through put_rid() (its JSON path). */
+static int put_rows(hx_prog *p, rec *r, const hx_rows *rows)
+{
+    Py_ssize_t total = rows->n * p->nfields;
+    int plain = p->each_direct;
+    for (Py_ssize_t i = 0; plain && i < total; i++)
+        plain = !rows->v[i] || plain_tree(rows->v[i], 2);
+    if (!plain) {
+        PyObject *list = hx_rows_list(p, rows);
+        int rc = list ? put_rid(r, list) : -1;
+        Py_XDECREF(list);
+        return rc;
+    }
+    attr_array_begin(r, "rid");
+    for (Py_ssize_t i = 0; i < rows->n; i++) {
+        PyObject **row = rows->v + i * p->nfields;
+        attr_object_begin(r, NULL);
+        for (int j = 0; j < p->nfields; j++)
+            if (row[j])
+                write_tree(r, PyBytes_AS_STRING(p->fields[j].key8), row[j]);
+        attr_end(r);
+    }
+    attr_end(r);
+    return 0;
+}
 
 /* Writes the evaluated values as emit() would. 0, or -1 (error set, the
  * record cancelled). */
-static int prog_write(hx_prog *p, rec *r, PyObject *rid, hx_val *vals)
+static int prog_write(hx_prog *p, rec *r, PyObject *rid, const hx_rows *rows, hx_val *vals)
 {
     if (rid && rid != Py_None && put_rid(r, rid) < 0)
+        goto fail;
+    if (rows->made && put_rows(p, r, rows) < 0)
         goto fail;
     for (int i = 0; i < p->n; i++) {
         hx_val *pv = &vals[i];
@@ -625,17 +657,30 @@ static int prog_record(HookCall *h, hx_call *c, int64_t start, PyObject *exc_typ
     hx_val stack[8];
     hx_val *vals = p->n <= 8 ? stack : PyMem_Calloc((size_t)p->n, sizeof *vals);
     PyObject *rid = NULL;
+    hx_rows rows = {0};
     int base = 0;
     if (!vals) {
         PyErr_NoMemory();
         goto failed;
     }
     memset(vals, 0, (size_t)p->n * sizeof *vals);
-    if (hx_prog_eval(p, c, &rid, vals) < 0)
+    if (p->link) { /* first, as _record_c makes it: before the record's own values */
+        PyObject *from, *to;
+        if (hx_prog_link(p, c, &from, &to) < 0)
+            goto failed;
+        if (from) {
+            link_ids(PyBytes_AS_STRING(from), PyBytes_AS_STRING(to));
+            Py_DECREF(from);
+            Py_DECREF(to);
+        }
+        if (p->link_only)
+            goto done;
+    }
+    if (hx_prog_eval(p, c, &rid, &rows, vals) < 0)
         goto failed;
     rec *r = rec_begin_slow(h->level, h->domain ? PyBytes_AS_STRING(h->domain) : NULL);
     if (r) {
-        if (prog_write(p, r, rid, vals) < 0)
+        if (prog_write(p, r, rid, &rows, vals) < 0)
             goto failed;
         if (exc_type)
             put_error(r, type_name(exc_type));
@@ -649,6 +694,8 @@ failed:
     base = hx_prog_fail(p, NULL) < 0;
 done:
     Py_XDECREF(rid);
+    if (rows.v)
+        hx_rows_done(&rows, p->nfields);
     if (vals) {
         hx_vals_done(vals, p->n);
         if (vals != stack)
@@ -661,7 +708,7 @@ done:
 /* hc_on() for a compiled record: no tuple, no dict, no Python frame. */
 static PyObject *hc_on_prog(HookCall *h, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    hx_call c = {args, PyVectorcall_NARGS(nargsf), kwnames, NULL, NULL, NULL};
+    hx_call c = {.args = args, .nargs = PyVectorcall_NARGS(nargsf), .kwnames = kwnames};
     if (h->flags & HC_AT_CALL) {
         if (prog_record(h, &c, -1, NULL, 0) < 0)
             return NULL;
@@ -955,6 +1002,7 @@ static PyObject *setup(PyObject *mod, PyObject *args)
         {"servprof_attr_array_begin", (void **)&attr_array_begin},
         {"servprof_attr_object_begin", (void **)&attr_object_begin},
         {"servprof_attr_end", (void **)&attr_end},
+        {"servprof_link", (void **)&link_ids},
     };
     size_t n = sizeof want / sizeof want[0];
     void *got[sizeof want / sizeof want[0]];

@@ -21,12 +21,20 @@
  *   evaluated when the indexed value is None), raising the same
  *   exceptions with the same messages, so what a failing expression
  *   reports is the same whichever path evaluated it.
- * - A compiled record (hx_prog: a rid expression or none, attributes,
- *   metrics, a scope) is evaluated here in Binding._record_c's order and
- *   its values normalised as _record_c does (_cval, number(): the plain
- *   types in C, the rest by calling those very functions); _hookcall.c
- *   writes them. An expression that raises goes to the Binding's
- *   fail(what, exc) — the one call back into Python a failure costs.
+ * - A compiled record (hx_prog: a rid — one expression, a list of them,
+ *   or `each` with its per-item fields — attributes, metrics, a scope, a
+ *   link) is evaluated here in Binding._record_c's order and its values
+ *   normalised as _record_c does (_cval, number(): the plain types in C,
+ *   the rest by calling those very functions); _hookcall.c writes them.
+ *   A rid list is made as the list of ids Binding.rid_value() makes, so
+ *   emit()'s rid writer turns it into the same JSON text; an `each` as
+ *   rows of values (hx_rows: one per item, no dict made), written as
+ *   rid_value()'s dicts would be — or, when a value is not plain JSON,
+ *   made into those very dicts for emit()'s JSON path (hx_rows_list()).
+ *   An expression that raises goes to the
+ *   Binding's fail(what, exc) — the one call back into Python a failure
+ *   costs — and what fails the whole record in Python (str() of a link
+ *   id raising, say) fails it here, told to fail() as "recording".
  * - Nothing of the hook file is evaluated: the only code an expression
  *   can run is attribute reads, a named no-argument method, indexing,
  *   iteration (each) and the builtins expr.py names (len, str, int ...).
@@ -35,6 +43,7 @@
 #include "_hookexpr.h"
 
 #include <assert.h>
+#include <string.h>
 
 /* expr.py's OP_* codes. */
 enum {
@@ -320,8 +329,8 @@ static PyObject *eval_node(const hx_expr *e, int i, hx_call *c)
         return c->tuple ? Py_NewRef(c->tuple) : NULL;
     case HX_KWARGS:
         return kwargs_dict(c);
-    case HX_ITEM:
-        return Py_NewRef(Py_None); /* no item outside a rid "each" */
+    case HX_ITEM: /* None outside a rid "each" */
+        return Py_NewRef(c->item ? c->item : Py_None);
     case HX_POS:
     case HX_KW:
         return param(n, c);
@@ -348,7 +357,27 @@ PyObject *hx_eval(const hx_expr *e, hx_call *c)
 /* ------------------------------------------------------------------ */
 
 /* "recording": what fail() is told when the record itself failed. */
-static PyObject *s_recording;
+static PyObject *s_recording, *s_items;
+
+/* Releases n parts and the array; zeroed parts and NULL are fine. */
+static void parts_free(hx_part *pt, int n)
+{
+    for (int i = 0; pt && i < n; i++) {
+        Py_CLEAR(pt[i].key);
+        Py_CLEAR(pt[i].key8);
+        Py_CLEAR(pt[i].what);
+        hx_free(&pt[i].e);
+    }
+    PyMem_Free(pt);
+}
+
+static int parts_traverse(const hx_part *pt, int n, visitproc visit, void *arg)
+{
+    int rc = 0;
+    for (int i = 0; !rc && pt && i < n; i++)
+        rc = hx_traverse(&pt[i].e, visit, arg);
+    return rc;
+}
 
 void hx_prog_free(hx_prog *p)
 {
@@ -360,6 +389,10 @@ void hx_prog_free(hx_prog *p)
     Py_CLEAR(p->rid_what);
     Py_CLEAR(p->scope);
     hx_free(&p->rid);
+    parts_free(p->rids, p->nrids);
+    parts_free(p->seq, 1);
+    parts_free(p->fields, p->nfields);
+    parts_free(p->link, 2);
     for (int i = 0; i < p->n; i++) {
         Py_CLEAR(p->items[i].key);
         Py_CLEAR(p->items[i].alt);
@@ -379,6 +412,14 @@ int hx_prog_traverse(hx_prog *p, visitproc visit, void *arg)
     Py_VISIT(p->number);
     Py_VISIT(p->scope);
     int rc = hx_traverse(&p->rid, visit, arg);
+    if (!rc)
+        rc = parts_traverse(p->rids, p->nrids, visit, arg);
+    if (!rc)
+        rc = parts_traverse(p->seq, 1, visit, arg);
+    if (!rc)
+        rc = parts_traverse(p->fields, p->nfields, visit, arg);
+    if (!rc)
+        rc = parts_traverse(p->link, 2, visit, arg);
     for (int i = 0; !rc && i < p->n; i++)
         rc = hx_traverse(&p->items[i].e, visit, arg);
     return rc;
@@ -404,11 +445,101 @@ static int hx_item_of(PyObject *t, hx_item *it)
     return hx_compile(ops, &it->e);
 }
 
+/* A part of the spec: (ops, what), or keyed (field str, ops, what). */
+static int part_of(PyObject *t, int keyed, hx_part *pt)
+{
+    PyObject *key = NULL, *ops, *what;
+    if (!PyTuple_Check(t)) { /* PyArg_ParseTuple() takes only a tuple */
+        PyErr_SetString(PyExc_TypeError, "c_prog: a part is not a tuple");
+        return -1;
+    }
+    if (keyed ? !PyArg_ParseTuple(t, "UOU:c_prog part", &key, &ops, &what)
+              : !PyArg_ParseTuple(t, "OU:c_prog part", &ops, &what))
+        return -1;
+    pt->key = key ? Py_NewRef(key) : NULL;
+    pt->what = Py_NewRef(what);
+    if (key && !(pt->key8 = PyUnicode_AsUTF8String(key)))
+        PyErr_Clear(); /* a lone surrogate: its entries go through the JSON path */
+    return hx_compile(ops, &pt->e);
+}
+
+/* n parts from the sequence list into a new array *out (zeroed: what a
+ * failure leaves is freed with the prog). 0, or -1 with an error set. */
+static int parts_of(PyObject *list, int keyed, hx_part **out, int *n)
+{
+    PyObject *seq = PySequence_Fast(list, "c_prog: parts are not a sequence");
+    if (!seq)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    int rc = 0;
+    if (len > 4096 || !(*out = PyMem_Calloc(len ? (size_t)len : 1, sizeof **out))) {
+        Py_DECREF(seq);
+        if (len > 4096)
+            PyErr_SetString(PyExc_ValueError, "c_prog: too many parts");
+        else
+            PyErr_NoMemory();
+        return -1;
+    }
+    *n = (int)len;
+    for (Py_ssize_t i = 0; !rc && i < len; i++)
+        rc = part_of(PySequence_Fast_GET_ITEM(seq, i), keyed, &(*out)[i]);
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* The spec's rare shapes: rid list, each, link (see hx_prog_new()). */
+static int prog_rare(hx_prog *p, PyObject *rids, PyObject *each, PyObject *link, int link_only)
+{
+    if ((p->rid_what != NULL) + (rids != Py_None) + (each != Py_None) > 1 ||
+        (link_only && link == Py_None)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "c_prog: one rid shape at most; link only needs a link");
+        return -1;
+    }
+    if (rids != Py_None && parts_of(rids, 0, &p->rids, &p->nrids) < 0)
+        return -1;
+    if (each != Py_None) {
+        PyObject *ops, *what, *fields;
+        if (!PyTuple_Check(each)) {
+            PyErr_SetString(PyExc_TypeError, "c_prog: each is not (ops, what, fields)");
+            return -1;
+        }
+        if (!PyArg_ParseTuple(each, "OUO:c_prog each", &ops, &what, &fields))
+            return -1;
+        if (!(p->seq = PyMem_Calloc(1, sizeof *p->seq))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->seq->what = Py_NewRef(what);
+        if (hx_compile(ops, &p->seq->e) < 0 || parts_of(fields, 1, &p->fields, &p->nfields) < 0)
+            return -1;
+        p->each_direct = 1;
+        for (int i = 0; i < p->nfields; i++)
+            for (int j = 0; j <= i; j++)
+                if (!p->fields[i].key8 ||
+                    (j < i && PyUnicode_Compare(p->fields[i].key, p->fields[j].key) == 0))
+                    p->each_direct = 0;
+    }
+    if (link != Py_None) {
+        int two = 0;
+        if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 2) {
+            PyErr_SetString(PyExc_TypeError, "c_prog: a link is ((ops, what), (ops, what))");
+            return -1;
+        }
+        if (parts_of(link, 0, &p->link, &two) < 0)
+            return -1;
+    }
+    p->link_only = link_only;
+    return 0;
+}
+
 hx_prog *hx_prog_new(PyObject *spec)
 {
     PyObject *fail, *cval, *number, *rid, *rid_what, *items, *scope;
-    if (!PyArg_ParseTuple(spec, "OOOOOO!O:c_prog", &fail, &cval, &number, &rid, &rid_what,
-                          &PyList_Type, &items, &scope))
+    PyObject *rids = Py_None, *each = Py_None, *link = Py_None;
+    int link_only = 0;
+    if (!PyArg_ParseTuple(spec, "OOOOOO!O|OOOp:c_prog", &fail, &cval, &number, &rid, &rid_what,
+                          &PyList_Type, &items, &scope, &rids, &each, &link, &link_only))
         return NULL;
     if (!PyCallable_Check(fail) || !PyCallable_Check(cval) || !PyCallable_Check(number) ||
         (scope != Py_None && !PyTuple_Check(scope))) {
@@ -416,6 +547,8 @@ hx_prog *hx_prog_new(PyObject *spec)
         return NULL;
     }
     if (!s_recording && !(s_recording = PyUnicode_InternFromString("recording")))
+        return NULL;
+    if (!s_items && !(s_items = PyUnicode_InternFromString("items")))
         return NULL;
     hx_prog *p = PyMem_Calloc(1, sizeof *p);
     Py_ssize_t n = PyList_GET_SIZE(items);
@@ -436,6 +569,8 @@ hx_prog *hx_prog_new(PyObject *spec)
         }
         p->rid_what = Py_NewRef(rid_what);
     }
+    if (prog_rare(p, rids, each, link, link_only) < 0)
+        goto fail;
     for (; p->n < n; p->n++)
         if (hx_item_of(PyList_GET_ITEM(items, p->n), &p->items[p->n]) < 0) {
             p->n++; /* freed with the others */
@@ -548,10 +683,204 @@ static int prog_value(hx_prog *p, const hx_item *it, hx_call *c, hx_val *out)
     return out->v ? 0 : -1;
 }
 
-int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals)
+/* pt's value for c: 0 with *v a new reference, or NULL when it raised an
+ * Exception (handed to fail(): Binding.val()); -1 with any other error
+ * set, which goes on. */
+static int part_value(hx_prog *p, const hx_part *pt, hx_call *c, PyObject **v)
 {
+    *v = hx_eval(&pt->e, c);
+    return *v || hx_prog_fail(p, pt->what) == 0 ? 0 : -1;
+}
+
+/* rid: [a, b] as Binding.rid_value(raw=True) makes it: the values that
+ * are not None in order; one alone as itself; several as the list of
+ * _scalar() of each (exact str and int as they are, the rest as str()),
+ * which emit()'s rid writer writes as [{"rid": x}, ...] just as the
+ * [{"rid": x}] rid_value() makes. 0, or -1 (str() raised: the record). */
+static int rid_list(hx_prog *p, hx_call *c, PyObject **rid)
+{
+    PyObject *out = PyList_New(0), *v;
+    if (!out)
+        return -1;
+    for (int i = 0; i < p->nrids; i++) {
+        if (part_value(p, &p->rids[i], c, &v) < 0)
+            goto fail;
+        int rc = v && v != Py_None ? PyList_Append(out, v) : 0;
+        Py_XDECREF(v);
+        if (rc < 0)
+            goto fail;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(out);
+    if (n == 1)
+        *rid = Py_NewRef(PyList_GET_ITEM(out, 0));
+    for (Py_ssize_t i = 0; n > 1 && i < n; i++) {
+        PyObject *x = PyList_GET_ITEM(out, i);
+        if (PyUnicode_CheckExact(x) || PyLong_CheckExact(x))
+            continue;
+        if (!(x = PyObject_Str(x)))
+            goto fail;
+        PyList_SetItem(out, i, x); /* steals x, releases the value */
+    }
+    if (n > 1)
+        *rid = Py_NewRef(out);
+    Py_DECREF(out);
+    return 0;
+fail:
+    Py_DECREF(out);
+    return -1;
+}
+
+/* Room for one more row of nf values, zeroed. 0, or -1 (no memory). */
+static int rows_add(hx_rows *rows, int nf)
+{
+    if (rows->n == rows->cap) {
+        Py_ssize_t cap = rows->cap ? 2 * rows->cap : 32;
+        PyObject **v = (size_t)cap * (size_t)nf > PY_SSIZE_T_MAX / sizeof *v ? NULL
+                       : PyMem_Realloc(rows->v, (size_t)cap * (size_t)nf * sizeof *v + 1);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        rows->v = v;
+        rows->cap = cap;
+    }
+    memset(rows->v + rows->n * nf, 0, (size_t)nf * sizeof *rows->v);
+    rows->n++;
+    return 0;
+}
+
+void hx_rows_done(hx_rows *rows, int nfields)
+{
+    for (Py_ssize_t i = 0; rows->v && i < rows->n * nfields; i++)
+        Py_CLEAR(rows->v[i]);
+    PyMem_Free(rows->v);
+    memset(rows, 0, sizeof *rows);
+}
+
+PyObject *hx_rows_list(const hx_prog *p, const hx_rows *rows)
+{
+    PyObject *out = PyList_New(rows->n);
+    for (Py_ssize_t i = 0; out && i < rows->n; i++) {
+        PyObject *d = PyDict_New();
+        for (int j = 0; d && j < p->nfields; j++) {
+            PyObject *v = rows->v[i * p->nfields + j];
+            if (v && PyDict_SetItem(d, p->fields[j].key, v) < 0)
+                Py_CLEAR(d);
+        }
+        if (!d)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, d);
+    }
+    return out;
+}
+
+/* One row of an "each": the value of each field with item bound, None
+ * left out (NULL), one that raised an Exception left out too (fail()).
+ * 0, or -1 with an error that goes on. */
+static int each_row(hx_prog *p, hx_call *c, PyObject *item, PyObject **row)
+{
+    int rc = 0;
+    c->item = item;
+    for (int i = 0; !rc && i < p->nfields; i++) {
+        rc = part_value(p, &p->fields[i], c, &row[i]);
+        if (row[i] == Py_None)
+            Py_CLEAR(row[i]);
+    }
+    c->item = NULL;
+    return rc;
+}
+
+/* rid: {each: EXPR, FIELD: EXPR...} as Binding.rid_value() makes it: the
+ * iterable None or raising: no rid; a dict: its items(); then one row per
+ * item (rows; hx_rows_list() makes them the dicts rid_value() makes).
+ * What fails the iteration (not iterable, its __next__ raising) is handed
+ * to fail() under each's what and leaves the rid out, as the Python
+ * loop's except does. 0, or -1 with the error that goes on. */
+static int rid_each(hx_prog *p, hx_call *c, hx_rows *rows)
+{
+    PyObject *seq, *it, *item;
+    int fatal = 0;
+    if (part_value(p, p->seq, c, &seq) < 0)
+        return -1;
+    if (!seq || seq == Py_None) {
+        Py_XDECREF(seq);
+        return 0;
+    }
+    if (PyDict_Check(seq)) { /* list(seq.items()), before the loop's try */
+        PyObject *items;
+        if (PyDict_CheckExact(seq)) {
+            items = PyDict_Items(seq);
+        } else { /* a subclass's own items() (an OrderedDict's order) */
+            PyObject *view = PyObject_CallMethodNoArgs(seq, s_items);
+            items = view ? PySequence_List(view) : NULL;
+            Py_XDECREF(view);
+        }
+        Py_SETREF(seq, items);
+        if (!seq)
+            return -1;
+    }
+    it = PyObject_GetIter(seq);
+    Py_DECREF(seq);
+    while (it && (item = PyIter_Next(it))) {
+        int rc = rows_add(rows, p->nfields);
+        if (!rc && each_row(p, c, item, rows->v + (rows->n - 1) * p->nfields) < 0)
+            fatal = 1;
+        Py_DECREF(item);
+        if (rc < 0 || fatal)
+            break;
+    }
+    Py_XDECREF(it);
+    if (PyErr_Occurred()) {
+        hx_rows_done(rows, p->nfields);
+        return fatal || hx_prog_fail(p, p->seq->what) < 0 ? -1 : 0;
+    }
+    rows->made = 1;
+    return 0;
+}
+
+int hx_prog_link(hx_prog *p, hx_call *c, PyObject **from, PyObject **to)
+{
+    PyObject *v[2] = {NULL, NULL}, *out[2] = {NULL, NULL};
+    int rc = -1;
+    *from = *to = NULL;
+    for (int i = 0; i < 2; i++)
+        if (part_value(p, &p->link[i], c, &v[i]) < 0)
+            goto done;
+    rc = 0;
+    if (!v[0] || !v[1] || v[0] == Py_None || v[1] == Py_None)
+        goto done;
+    for (int i = 0; i < 2; i++) {
+        PyObject *s = PyObject_Str(v[i]);
+        out[i] = s ? PyUnicode_AsEncodedString(s, "utf-8", "replace") : NULL;
+        Py_XDECREF(s);
+        if (!out[i]) {
+            rc = -1;
+            Py_CLEAR(out[0]);
+            goto done;
+        }
+    }
+    *from = out[0];
+    *to = out[1];
+done:
+    Py_XDECREF(v[0]);
+    Py_XDECREF(v[1]);
+    return rc;
+}
+
+int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_rows *rows, hx_val *vals)
+{
+    int rc = 0;
     *rid = NULL;
-    if (p->rid_what && !(*rid = hx_eval(&p->rid, c)) && hx_prog_fail(p, p->rid_what) < 0)
+    if (p->rid_what) {
+        if (!(*rid = hx_eval(&p->rid, c)) && hx_prog_fail(p, p->rid_what) < 0)
+            return -1;
+    } else if (p->nrids) {
+        rc = rid_list(p, c, rid);
+    } else if (p->seq) {
+        rc = rid_each(p, c, rows);
+    }
+    if (rc < 0)
         return -1;
     for (int i = 0; i < p->n; i++)
         if (prog_value(p, &p->items[i], c, &vals[i]) < 0)

@@ -36,6 +36,8 @@ typedef struct {
     PyObject *ret;      /* NULL: None (at call, or the call raised) */
     PyObject *tuple;    /* args as a tuple, made on first use; owned */
     PyObject *dict;     /* kwargs as a dict, made on first use; owned */
+    PyObject *item;     /* the item of a rid "each" being made, borrowed;
+                         * NULL: None (every other expression) */
 } hx_call;
 
 /* Compiles expr.flatten()'s op list into e (zeroed by the caller).
@@ -71,13 +73,31 @@ typedef struct {
     hx_expr e;
 } hx_item;
 
-/* A compiled record: immutable after hx_prog_new(). */
+/* An expression of a record's rid or link, with what fail() is told of
+ * it and, for a field of a rid "each", its name. */
+typedef struct {
+    PyObject *key;     /* str: an "each" field's name; else NULL */
+    PyObject *key8;    /* bytes: key in UTF-8; NULL: none, or not encodable */
+    PyObject *what;    /* str */
+    hx_expr e;
+} hx_part;
+
+/* A compiled record: immutable after hx_prog_new(). At most one rid shape
+ * is set: rid_what (one expression), nrids (a rid list) or seq (each). */
 typedef struct {
     PyObject *fail;    /* Binding.fail(what, exc) */
     PyObject *cval;    /* wrap._cval */
     PyObject *number;  /* _core.number */
     PyObject *rid_what;/* str; NULL: no rid expression */
     hx_expr rid;
+    int nrids;         /* rid: [a, b]: its expressions (PyMem_); 0: none */
+    hx_part *rids;
+    hx_part *seq;      /* rid: {each: ...}: the iterable (PyMem_); NULL: none */
+    int nfields;
+    hx_part *fields;   /* each's per-item fields, key set (PyMem_) */
+    int each_direct;   /* 1: every key has its key8, no two alike (hx_rows) */
+    hx_part *link;     /* link: {from, to}: two parts (PyMem_); NULL: none */
+    int link_only;     /* emit: link: the link is all the hook writes */
     PyObject *scope;   /* emit() item (op, key, value), or NULL */
     int n;
     hx_item *items;    /* PyMem_ */
@@ -92,9 +112,20 @@ typedef struct {
 } hx_val;
 
 
+/* The entries of a rid "each" as evaluated: a row per item, a value per
+ * field. Zeroed by the caller; release with hx_rows_done(). */
+typedef struct {
+    int made;          /* 1: the rid is these rows (n may be 0) */
+    Py_ssize_t n, cap; /* rows made, rows allocated */
+    PyObject **v;      /* n * nfields values, owned; NULL: left out (PyMem_) */
+} hx_rows;
+
 /* The record wrap.py's Binding._c_prog() describes: (fail, cval, number,
  * rid ops or None, rid what, [(kind, key, ops, what, alt key)], scope item
- * or None). Free with hx_prog_free(). NULL with an error set. */
+ * or None[, rid list, each, link, link only]) with rid list None or
+ * [(ops, what)], each None or (ops, what, [(field str, ops, what)]), link
+ * None or ((ops, what), (ops, what)) and link only a bool. Free with
+ * hx_prog_free(). NULL with an error set. */
 hx_prog *hx_prog_new(PyObject *spec);
 
 /* Releases p; NULL is a no-op. */
@@ -102,14 +133,29 @@ void hx_prog_free(hx_prog *p);
 
 int hx_prog_traverse(hx_prog *p, visitproc visit, void *arg);
 
-/* Evaluates p's rid (*rid: a new reference, or NULL: none) and items into
- * vals (p->n of them, zeroed by the caller; release with hx_vals_done()),
- * in Binding._record_c's order, each value normalised as _record_c does.
- * An expression that raises an Exception is handed to fail() and left
- * out. Returns 0, or -1 with the error that fails the whole record set. */
-int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_val *vals);
+/* Evaluates p's rid (*rid: a new reference, or NULL: none; an "each":
+ * rows) and items into vals (p->n of them, zeroed by the caller; release
+ * with hx_vals_done()), in Binding._record_c's order, each value
+ * normalised as _record_c does. A rid list comes as the list of its ids,
+ * written by emit()'s rid code as the list rid_value() makes. An
+ * expression that raises an Exception is handed to fail() and left out.
+ * Returns 0, or -1 with the error that fails the whole record set. */
+int hx_prog_eval(hx_prog *p, hx_call *c, PyObject **rid, hx_rows *rows, hx_val *vals);
 
 void hx_vals_done(hx_val *vals, int n);
+
+/* rows as the list of dicts Binding.rid_value() makes ({field: value} of
+ * the values not left out, in the fields' order): a new reference, or
+ * NULL with an error set. */
+PyObject *hx_rows_list(const hx_prog *p, const hx_rows *rows);
+
+void hx_rows_done(hx_rows *rows, int nfields);
+
+/* p's link as Binding._link makes it: *from and *to the UTF-8 bytes of
+ * str() of the two values (new references), or both NULL when one raised
+ * (handed to fail()) or is None. Returns 0, or -1 with the error that fails
+ * the whole record set (str() raised: "recording", as in _record_c). */
+int hx_prog_link(hx_prog *p, hx_call *c, PyObject **from, PyObject **to);
 
 /* The raised exception handed to p's fail(what, exc) (what NULL:
  * "recording"), as _record_c's except clauses do, and cleared. Returns 0,

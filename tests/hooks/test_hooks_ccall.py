@@ -393,7 +393,24 @@ fail = lambda what, e: None
 ok_ops = [(1, None, None, None)]  # ret
 good = (fail, w._cval, w.number, None, None, [(0, b"k", ok_ops, "attribute k", None)], None)
 hc.HookCall(f, 0, None, b"f", None, True, False, None, good)
+part = (ok_ops, "w")
+rare = (fail, w._cval, w.number, None, None, [], None, [part, part],
+        None, (part, part), True)
+hc.HookCall(f, 0, None, b"f", None, True, False, None, rare)
+hc.HookCall(f, 0, None, b"f", None, True, False, None,
+            (fail, w._cval, w.number, None, None, [], None, None, (ok_ops, "e", [("k",) + part]),
+             None, False))
+base = (fail, w._cval, w.number, None, None, [], None)
 bad = [
+    (fail, w._cval, w.number, ok_ops, "rid", [], None, [part], None, None, False),
+    base + (None, (ok_ops, "e", []), None, True),
+    base + ([5], None, None, False),
+    base + ([(ok_ops, 5)], None, None, False),
+    base + (None, (ok_ops,), None, False),
+    base + (None, (ok_ops, "e", [(5, ok_ops, "w")]), None, False),
+    base + (None, (ok_ops, "e", [("k", [], "w")]), None, False),
+    base + (None, None, (part, part, part), False),
+    base + (None, None, (part, ([(99, None, None, None)], "t")), False),
     (fail,),
     (fail, w._cval, w.number, [(99, None, None, None)], "rid", [], None),
     (fail, w._cval, w.number, [(8, 5, "a", None)], "rid", [], None),
@@ -542,7 +559,7 @@ class CWrapper(unittest.TestCase):
         d = T.tmpdir(self)
         script = H.write(d, "bad.py", BAD_SPECS)
         p = T.run([H.PY, script], env=H.env(d), cwd=d, timeout=60)
-        self.assertIn("refused 13 of 13", p.stdout)
+        self.assertIn("refused 22 of 22", p.stdout)
 
     def test_introspection_sees_the_original(self):
         intro = self.runs["c"][0]["intro"]

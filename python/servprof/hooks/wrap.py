@@ -34,15 +34,15 @@ The C wrapper: when the optional extension servprof._hookcall is built
 (python/servprof/_hookcall.c) a plain function without caller_filter or
 handler is wrapped by a HookCall instead, whose off path forwards the
 caller's arguments with no packing and no Python frame (docs/hooks.md,
-"What a hook costs"). On, a plain function's record of the common shapes
-(a rid expression or none, attributes, metrics, a scope) is made in C as
-well: Binding._c_prog() describes it, expr.flatten() turns each
-expression into the op list the extension compiles (_hookexpr.c), and
-Python runs only when a value is of an unusual type or an expression
-raises. Every other shape writes its record with ONE call,
-_hookcall.emit(), instead of a ctypes call per attribute.
-SERVPROF_HOOKS_CEXPR=0 keeps the expressions in Python (_record_c): the
-tests compare the rows of both. The extension is
+"What a hook costs"). On, a plain function's record is made in C as
+well, whatever its shape (a rid expression, a rid list, `each`,
+attributes, metrics, a scope, a link): Binding._c_prog() describes it,
+expr.flatten() turns each expression into the op list the extension
+compiles (_hookexpr.c), and Python runs only when a value is of an
+unusual type or an expression raises. SERVPROF_HOOKS_CEXPR=0 keeps the
+expressions in Python (_record_c), which writes its record with ONE call,
+_hookcall.emit(), instead of a ctypes call per attribute: the tests
+compare the rows of both. The extension is
 looked for in the package, then next to the libservprof the binding
 loaded (where the build puts it). SERVPROF_HOOKS_PURE=1 forces the
 pure-Python wrapper and the ctypes record path; a missing extension falls
@@ -118,13 +118,21 @@ class Binding:
 
     def _c_prog(self, hook, params):
         """The spec HookCall compiles into a record made in C
-        (_hookcall.c, "Compiled records"), or None for the shapes left to
-        _record_c: a rid list or "each", a link, nothing to evaluate."""
-        if self.simple or self.link is not None or self.kind == "link" or \
-                (self.rid is not None and self.rid1 is None):
+        (_hookcall.c, "Compiled records", every shape), or None when
+        there is nothing to evaluate (the C wrapper records that itself)."""
+        if self.simple:
             return None
         flat = _expr.flatten
         rid = flat(hook.rid[0].tree, params) if self.rid1 is not None else None
+        rids = each = None
+        if isinstance(hook.rid, tuple):
+            each = (flat(hook.rid[1].tree, params), hook.rid[1].what,
+                    [(k, flat(e.tree, params), e.what) for k, e in hook.rid[2]])
+        elif hook.rid is not None and rid is None:
+            rids = [(flat(e.tree, params), e.what) for e in hook.rid]
+        link = None
+        if hook.link:
+            link = tuple((flat(e.tree, params), e.what) for e in hook.link)
         items = [(0, b(k), flat(e.tree, params), e.what, None) for k, e in hook.attributes]
         items += [(2 if inc else 1, b(n), flat(e.tree, params), e.what,
                    b(n + ("+" if inc else "="))) for n, e, inc in hook.metrics]
@@ -134,7 +142,7 @@ class Binding:
             scope = (3, n, v.encode("utf-8", "replace")) if type(v) is str else \
                 (0, b"scope#" + n, _cval(v))
         return (self.fail, _cval, number, rid, None if rid is None else self.rid1[1], items,
-                scope)
+                scope, rids, each, link, self.kind == "link")
 
     # ------------------------------------------------------------ values
 
@@ -375,7 +383,8 @@ _FUNCS = ("servprof_now_ns", "servprof_rec_begin_slow", "servprof_rec_cancel", "
           "servprof_event", "servprof_attr_bool", "servprof_attr_str", "servprof_attr_strn",
           "servprof_attr_int", "servprof_attr_double", "servprof_attr_json", "servprof_res_str",
           "servprof_res_int", "servprof_metric", "servprof_metric_inc", "servprof_metric_scope",
-          "servprof_attr_array_begin", "servprof_attr_object_begin", "servprof_attr_end")
+          "servprof_attr_array_begin", "servprof_attr_object_begin", "servprof_attr_end",
+          "servprof_link")
 
 
 def _json_bytes(v):
