@@ -17,14 +17,17 @@
  * (owner, mode, link count) rather than by a path that could be swapped
  * between the check and the use.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -236,6 +239,56 @@ static int write_in_place(const char *path, const void *data, size_t len, mode_t
     return rc;
 }
 
+/* Whether name is ".BASE.tmp.PID.N" (sp_write_replace's temp for base):
+ * *pid is then its writer's process id. */
+static int temp_of(const char *name, const char *base, long *pid)
+{
+    size_t bl = strlen(base);
+    if (name[0] != '.' || strncmp(name + 1, base, bl) != 0 || strncmp(name + 1 + bl, ".tmp.", 5) != 0)
+        return 0;
+    const char *p = name + 1 + bl + 5;
+    char *end;
+    *pid = strtol(p, &end, 10);
+    if (end == p || *pid <= 0 || *end != '.' || !end[1])
+        return 0;
+    for (p = end + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
+/* Removes the temps a writer killed between open and rename left beside
+ * base in dir (a split killed while writing its CSVs, say): ours, regular
+ * files, their writer gone (kill(pid, 0): ESRCH) and at least
+ * TEMP_LEFTOVER_AGE_S old. The age is there because a pid means
+ * something only in our pid namespace: a folder shared with a container
+ * may hold a live writer's temp under a pid we do not see, and no writer
+ * keeps a temp of a small file open for minutes. Best effort, silent
+ * (debug log): a leftover that stays costs only its bytes. */
+#define TEMP_LEFTOVER_AGE_S 600
+static void sweep_temps(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    time_t now = time(NULL);
+    struct dirent *de;
+    long pid;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!temp_of(de->d_name, base, &pid) || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) /* alive, or not ours to signal */
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || now - st.st_mtime < TEMP_LEFTOVER_AGE_S)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            sp_log(SP_LOG_DEBUG, "removed %s/%s, left by process %ld that is gone", dir, de->d_name, pid);
+    }
+    closedir(d);
+}
+
 int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable)
 {
     static _Atomic unsigned counter;
@@ -251,6 +304,7 @@ int sp_write_replace(const char *path, const void *data, size_t len, mode_t mode
         mode = st.st_mode & 07777;
     char dir[SP_PATH_MAX], tmp[SP_PATH_MAX + 64];
     sp_path_dirname(target, dir, sizeof dir);
+    sweep_temps(dir, sp_path_basename(target));
     int n = snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d.%u", dir, sp_path_basename(target),
                      (int)getpid(), atomic_fetch_add(&counter, 1));
     if (n < 0 || (size_t)n >= sizeof tmp)

@@ -66,7 +66,8 @@ int sp_output_name_trusted(const char *path);
  * kept, otherwise `mode` is used. A symlink is followed, so the link
  * stays and its target is replaced. A path that is not a regular file (a
  * FIFO, a device: sp_output_target) is written in place, not replaced.
- * Returns 0 or -errno. */
+ * The temps of path that a killed writer left (its process gone, the file
+ * ten minutes old) are removed first. Returns 0 or -errno. */
 int sp_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
 /* The same; durable = 0 skips the fsync (files that only matter while the

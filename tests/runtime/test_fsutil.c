@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -172,6 +174,44 @@ static void test_output_target(void)
     CHECK_INT(sp_output_target(at("dirlink"), target, sizeof target), -EISDIR);
 }
 
+/* A file at name, its mtime age_s seconds ago. */
+static void plant(const char *name, int age_s)
+{
+    int fd = open(at(name), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    close(fd);
+    struct timespec ts[2] = {{time(NULL) - age_s, 0}, {time(NULL) - age_s, 0}};
+    CHECK_INT(utimensat(AT_FDCWD, at(name), ts, 0), 0);
+}
+
+/* The temps of a writer killed before its rename go with the next write
+ * of the same name; a live writer's, a young one and another name's stay. */
+static void test_write_sweeps_leftovers(void)
+{
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    CHECK(dead > 0);
+    CHECK_INT(waitpid(dead, NULL, 0), dead);
+    char old[64], young[64], live[64], other[64];
+    snprintf(old, sizeof old, ".swept.csv.tmp.%d.0", (int)dead);
+    snprintf(young, sizeof young, ".swept.csv.tmp.%d.1", (int)dead);
+    snprintf(live, sizeof live, ".swept.csv.tmp.%d.7", (int)getppid());
+    snprintf(other, sizeof other, ".other.csv.tmp.%d.0", (int)dead);
+    plant(old, 3600);
+    plant(young, 5);
+    plant(live, 3600);
+    plant(other, 3600);
+    CHECK_INT(sp_write_atomic(at("swept.csv"), "a,b\n", 4, 0644), 0);
+    CHECK(access(at(old), F_OK) != 0);
+    CHECK(access(at(young), F_OK) == 0);
+    CHECK(access(at(live), F_OK) == 0);
+    CHECK(access(at(other), F_OK) == 0);
+    unlink(at(young));
+    unlink(at(live));
+    unlink(at(other));
+}
+
 static void test_write_replace(void)
 {
     mode_t old = umask(077);
@@ -231,6 +271,7 @@ int main(void)
     test_paths();
     test_output_target();
     test_write_replace();
+    test_write_sweeps_leftovers();
     check_remove_tree(tmp);
     CHECK_DONE();
 }
