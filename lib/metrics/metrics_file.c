@@ -38,6 +38,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -45,7 +46,14 @@
 
 #define MAGIC "SPMETRC1"
 #define WORDS (sizeof(sp_mdata) / 8)
-#define READ_TRIES 1000
+/* How long a reader waits for a publish under way to end: a writer
+ * preempted with seq odd (a loaded machine, a sanitizer build) holds it
+ * for milliseconds, and a count of sched_yield() tries ran out in about
+ * one. Spin first (a publish is microseconds), then sleep between tries;
+ * only a reader waits, never the writer. */
+#define READ_SPINS 64
+#define READ_NAP_NS 200000L
+#define READ_WAIT_NS 500000000LL
 
 _Static_assert(sizeof(sp_mdata) % 8 == 0, "sp_mdata is stored as 64-bit words");
 
@@ -188,13 +196,21 @@ void sp_mfile_forget(sp_mfile *f)
     sp_mfile_close(f); /* the parent's lock lives on in the parent's descriptor */
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* Copies the words under the sequence lock. Returns 0, or -1 when a
- * publish was under way at every try. */
+ * publish was under way at every try for READ_WAIT_NS. */
 static int copy_words(file_hdr *h, sp_mdata *out)
 {
     _Atomic uint64_t *w = words_of(h);
     uint8_t *dst = (uint8_t *)out;
-    for (int t = 0; t < READ_TRIES; t++) {
+    int64_t give_up = 0;
+    for (int t = 0;; t++) {
         uint64_t s1 = atomic_load_explicit(&h->seq, memory_order_acquire);
         if (!(s1 & 1)) {
             for (size_t i = 0; i < WORDS; i++) {
@@ -204,9 +220,18 @@ static int copy_words(file_hdr *h, sp_mdata *out)
             if (atomic_load_explicit(&h->seq, memory_order_relaxed) == s1)
                 return 0;
         }
-        sched_yield();
+        if (t < READ_SPINS) {
+            sched_yield();
+            continue;
+        }
+        int64_t now = mono_ns();
+        if (!give_up)
+            give_up = now + READ_WAIT_NS;
+        else if (now >= give_up)
+            return -1;
+        struct timespec nap = {0, READ_NAP_NS};
+        nanosleep(&nap, NULL);
     }
-    return -1;
 }
 
 int sp_mfile_read(const char *path, sp_mdata *out, int *alive, int64_t *pid, char *why,
@@ -242,8 +267,8 @@ int sp_mfile_read(const char *path, sp_mdata *out, int *alive, int64_t *pid, cha
         *pid = h->pid;
         if (copy_words(h, out) != 0) {
             if (*alive) {
-                snprintf(why, whylen, "busy: a publish was under way at each of %d tries",
-                         READ_TRIES);
+                snprintf(why, whylen, "busy: a publish was under way for %lld ms",
+                         READ_WAIT_NS / 1000000);
                 rc = -1;
             } else {
                 /* Died in the middle of a publish: the values are final, at most

@@ -11,6 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -212,6 +217,60 @@ static void test_invalid_utf8(const char *parent)
     free(d);
 }
 
+/* The file's sequence word (file_hdr.seq in metrics_file.c: after magic,
+ * layout, version, pid and start_ns), mapped writable as a stand-in for a
+ * writer stuck in the middle of a publish. */
+#define SEQ_OFFSET 32
+
+static void *end_publish_later(void *seq)
+{
+    struct timespec ts = {0, 50 * 1000000L}; /* a writer preempted for 50 ms */
+    nanosleep(&ts, NULL);
+    atomic_fetch_add((_Atomic uint64_t *)seq, 1);
+    return NULL;
+}
+
+/* A publish under way (seq odd) makes a reader wait for its end, not give
+ * up after a few yields; one that never ends is reported as busy. */
+static void test_publish_under_way(const char *parent)
+{
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/busy", parent);
+    sp_mfile *f = sp_mfile_create(dir);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    sp_mdata *d = calloc(1, sizeof *d), *back = calloc(1, sizeof *back);
+    d->counter[SP_MC_PROMPT_TOKENS] = 42;
+    sp_mfile_publish(f, d);
+    int fd = open(sp_mfile_path(f), O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED);
+    _Atomic uint64_t *seq = (_Atomic uint64_t *)(m + SEQ_OFFSET);
+    CHECK((atomic_load(seq) & 1) == 0);
+    int alive = 0;
+    int64_t pid = 0;
+    char why[256] = "";
+
+    atomic_fetch_add(seq, 1); /* odd: under way, ended by the thread */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, end_publish_later, (void *)seq) == 0);
+    CHECK(sp_mfile_read(sp_mfile_path(f), back, &alive, &pid, why, sizeof why) == 0);
+    pthread_join(t, NULL);
+    CHECK(back->counter[SP_MC_PROMPT_TOKENS] == 42);
+
+    atomic_fetch_add(seq, 1); /* odd, and nobody ends it */
+    CHECK(sp_mfile_read(sp_mfile_path(f), back, &alive, &pid, why, sizeof why) == -1);
+    CHECK(strstr(why, "busy") != NULL);
+    atomic_fetch_add(seq, 1);
+    munmap(m, 4096);
+    close(fd);
+    sp_mfile_close(f);
+    free(d);
+    free(back);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/sp-mfiles-XXXXXX";
@@ -222,6 +281,7 @@ int main(void)
     test_bad_folders();
     test_buckets();
     test_invalid_utf8(dir);
+    test_publish_under_way(dir);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
