@@ -459,24 +459,7 @@ class CWrapper(unittest.TestCase):
         # c: the compiled records of the C wrapper; recc: its _record_c
         # (Python expressions, SERVPROF_HOOKS_CEXPR=0); pure: no extension.
         for mode in ("c", "recc", "pure", "leaks"):
-            d = T.tmpdir(_ClassScope(cls))
-            H.write(d, "cmod.py", MOD)
-            hooks = H.write(d, "hooks.yaml", HOOKS)
-            drv = H.write(d, "driver.py", DRIVER)
-            cfg = T.make_config(d, enable=0)
-            out = os.path.join(d, "out.json")
-            extra = {"SERVPROF_HOOKS_PURE": "1" if mode == "pure" else "0",
-                     "SERVPROF_HOOKS_CEXPR": "0" if mode == "recc" else "1",
-                     "SERVPROF_HOOKS_QUIET": "1"}
-            p = T.run([H.PY, drv, hooks, out, "leaks" if mode == "leaks" else "calls"],
-                      env=H.env(d, cfg, **extra), cwd=d, timeout=120)
-            with open(out) as f:
-                res = json.load(f)
-            rows = [(r["name"], r["cat"], r["args"]) for r in H.records(os.path.join(d, "prof"))]
-            # The warnings of failing expressions, the file's folder left out.
-            warn = sorted(line.replace(d, "D") for line in p.stderr.splitlines()
-                          if "raised" in line or "failed" in line)
-            cls.runs[mode] = (res, rows, warn)
+            cls.runs[mode] = H.run_wrapper_mode(_ClassScope(cls), "cmod", MOD, HOOKS, DRIVER, mode)
 
 
     def test_same_results_as_the_python_wrapper(self):

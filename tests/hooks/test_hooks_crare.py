@@ -26,11 +26,9 @@ before a record. What must hold:
 """
 
 import json
-import os
 import unittest
 
 import hooklib as H
-from hooklib import T
 from test_hooks_ccall import c_built, _ClassScope
 
 H.need("yaml")
@@ -183,23 +181,7 @@ json.dump(out, open(sys.argv[2], "w"))
 
 
 def _run(cls, mode):
-    d = T.tmpdir(_ClassScope(cls))
-    H.write(d, "smod.py", MOD)
-    hooks = H.write(d, "hooks.yaml", HOOKS)
-    drv = H.write(d, "driver.py", DRIVER)
-    cfg = T.make_config(d, enable=0)
-    out = os.path.join(d, "out.json")
-    extra = {"SERVPROF_HOOKS_PURE": "1" if mode == "pure" else "0",
-             "SERVPROF_HOOKS_CEXPR": "0" if mode == "recc" else "1",
-             "SERVPROF_HOOKS_QUIET": "1"}
-    p = T.run([H.PY, drv, hooks, out, "leaks" if mode == "leaks" else "calls"],
-              env=H.env(d, cfg, **extra), cwd=d, timeout=120)
-    with open(out) as f:
-        res = json.load(f)
-    rows = [(r["name"], r["cat"], r["args"]) for r in H.records(os.path.join(d, "prof"))]
-    warn = sorted(line.replace(d, "D") for line in p.stderr.splitlines()
-                  if "raised" in line or "failed" in line)
-    return res, rows, warn
+    return H.run_wrapper_mode(_ClassScope(cls), "smod", MOD, HOOKS, DRIVER, mode)
 
 
 class RareShapes(unittest.TestCase):
