@@ -32,12 +32,17 @@ its file written.
 
 Clock. torch's event times are microseconds from an origin of its own
 (the legacy profiler: its start mark; kineto: the trace start). Right after
-the start, five tiny clock ops (torch.eye(1), aten::eye) run, each between
-two time.time_ns() reads; the tightest window is matched to its op's
-midpoint, which gives "baseTimeNanoseconds" (epoch ns) such that base + ts
-* 1000 is the wall clock of every stored record. The error is about half
-that window plus torch's resolution: a few µs (the legacy profiler stamps
-in whole µs). A record_function range is no good as the anchor: its enter
+the start, sixteen tiny clock ops (torch.ones(1), aten::ones) run, each
+between two time.time_ns() reads. Each op lies inside its window, which
+bounds "baseTimeNanoseconds" (epoch ns, such that base + ts * 1000 is the
+wall clock of every stored record) from below and above; base is the
+middle of where the sixteen bounds meet (_clock). The error is half the
+gap between the tightest bounds plus torch's resolution: a few µs (the
+legacy profiler stamps in whole µs), even when a preemption widened some
+windows. (The first version matched the tightest of five windows to the
+first five aten::eye events, but torch records an eye inside some eyes
+(14 events for 6 calls, measured), so windows met the wrong ops: off by
+20 to 190 µs, a CI failure at 40. aten::ones is one event a call.) A record_function range is no good as the anchor: its enter
 costs tens to hundreds of µs before torch stamps it (measured). The clock
 ops (and the ops inside them) are left out of the written trace.
 
@@ -58,7 +63,9 @@ from ._core import state, LEVEL_UNINIT, now_ns
 TRACE_PREFIX = "torch_prof_"
 SPAN_DOMAIN = b"torch"
 SPAN_NAME = b"torch_profiler"
-ANCHORS = 5  # clock ops run right after the start (see Clock above)
+ANCHORS = 16  # clock ops run right after the start (see Clock above): ~0.2 ms
+CLOCK_SLACK_NS = 1000  # torch's stamps: whole µs with the legacy profiler
+CLOCK_OP = "aten::ones"  # torch.ones(1): one event a call, nothing of its name inside
 
 
 def _warn(msg):
@@ -202,7 +209,7 @@ class Controller:
             self.anchors = []
             for _ in range(ANCHORS):
                 a = time.time_ns()
-                torch.eye(1)
+                torch.ones(1)
                 self.anchors.append((a, time.time_ns()))
             self.modules = _ModuleRanges(torch) if modules and not kineto else None
         except Exception as e:
@@ -340,31 +347,53 @@ def _event_json(e):
     return out
 
 
+def _clock_ops(events):
+    """The events of the clock ops (CLOCK_OP, one per call), in time
+    order, on the thread of the first: the calls run right after the start
+    on the starting thread, and another thread's op of the same name must
+    not be taken for one of them."""
+    ops = sorted((e for e in events if e.name == CLOCK_OP), key=lambda e: e.time_range.start)
+    return [e for e in ops if e.thread == ops[0].thread] if ops else []
+
+
 def _clock(events, anchors):
     """(base_ns, clock events): base_ns + torch µs * 1000 = epoch ns. The
-    clock ops are the first aten::eye events; the tightest (before, after)
-    window is matched to its op's midpoint."""
-    eyes = sorted((e for e in events if e.name == "aten::eye"),
-                  key=lambda e: e.time_range.start)[:len(anchors)]
-    if not eyes:
+    clock ops are the first CLOCK_OP events (_clock_ops). Each ran inside its (before,
+    after) window, so each bounds base on both sides: before - start * 1000
+    <= base <= after - end * 1000, give or take torch's stamp resolution
+    (CLOCK_SLACK_NS). base is the middle of where all the bounds meet, so
+    the error is half of the tightest lower and upper bounds' gap, whichever
+    ops gave them: on a loaded machine, where a window is widened by a
+    preemption, one op's window is rarely loose on both sides. Bounds that
+    do not meet (a stamp off by more than the slack) fall back to the
+    tightest window matched to its op's midpoint."""
+    ops = _clock_ops(events)[:len(anchors)]
+    if not ops:
         return None, ()
-    (a, b), e = min(zip(anchors, eyes), key=lambda p: p[0][1] - p[0][0])
+    pairs = list(zip(anchors, ops))
+    lo = max(a - e.time_range.start * 1000.0 for (a, _), e in pairs) - CLOCK_SLACK_NS
+    hi = min(b - e.time_range.end * 1000.0 for (_, b), e in pairs) + CLOCK_SLACK_NS
+    if lo <= hi:
+        return int((lo + hi) // 2), ops
+    (a, b), e = min(pairs, key=lambda p: p[0][1] - p[0][0])
     mid_us = (e.time_range.start + e.time_range.end) / 2.0
-    return int((a + b) // 2 - mid_us * 1000.0), eyes
+    return int((a + b) // 2 - mid_us * 1000.0), ops
 
 
 def _write_trace(path, events, anchors, meta):
     """Writes the trace atomically (.tmp, then rename). Runs on a writer thread."""
     try:
-        base, eyes = _clock(events, anchors)
+        base, ops = _clock(events, anchors)
         if base is None:
             _warn("the torch trace %s has no clock ops; not written" % path)
             return
         # The clock ops and what they ran inside them are ours, not the model's.
-        spans = [(e.thread, e.time_range.start, e.time_range.end) for e in eyes]
+        spans = [(e.thread, e.time_range.start, e.time_range.end) for e in ops]
+        first, last = min(x[1] for x in spans), max(x[2] for x in spans)
         ours = set(id(e) for e in events
-                   if any(e.thread == t and s <= e.time_range.start and e.time_range.end <= x
-                          for t, s, x in spans))
+                   if first <= e.time_range.start and e.time_range.end <= last and
+                   any(e.thread == t and s <= e.time_range.start and e.time_range.end <= x
+                       for t, s, x in spans))
         trace = {"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": base,
                  "servprof": meta,
                  "traceEvents": [_event_json(e) for e in events if id(e) not in ours]}

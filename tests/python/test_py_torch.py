@@ -34,8 +34,41 @@ NEEDS_TORCH = unittest.skipUnless(
     "the torch profiler path cannot run")
 
 
+class _Ev:
+    """A stand-in for torch's FunctionEvent: what _clock reads."""
+    class _Range:
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+    def __init__(self, name, thread, start_us, end_us):
+        self.name, self.thread, self.time_range = name, thread, _Ev._Range(start_us, end_us)
 
 
+class Clock(unittest.TestCase):
+    """The torch clock's anchor (python/servprof/_torch.py, _clock): every
+    clock op bounds the offset from both sides, and only the starting
+    thread's ops count. Needs no torch."""
+
+    def setUp(self):
+        if T.PYDIR not in sys.path:
+            sys.path.insert(0, T.PYDIR)
+        from servprof import _torch
+        self.t = _torch
+
+    def test_bounds_of_two_loose_windows_meet(self):
+        base = 1_000_000_000_000  # the true epoch ns of torch's 0 µs
+        op = self.t.CLOCK_OP
+        # Op 1 ran at 100..101 µs in a window loose before it (a preemption
+        # before the op), op 2 at 200..201 µs in one loose after it.
+        ops = [_Ev(op, 7, 100, 101), _Ev("aten::mm", 7, 150, 160), _Ev(op, 9, 120, 121), _Ev(op, 7, 200, 201)]
+        anchors = [(base + 40_000, base + 101_500), (base + 199_500, base + 260_000)]
+        got, used = self.t._clock(ops, anchors)
+        self.assertEqual([e.time_range.start for e in used], [100, 200])  # thread 9's op is not ours
+        # Each window alone puts its midpoint 29-30 µs off; together they meet within 1.5 µs.
+        self.assertLessEqual(abs(got - base), 1_500, got - base)
+
+    def test_no_clock_op_is_no_anchor(self):
+        self.assertEqual(self.t._clock([_Ev("aten::mm", 1, 0, 5)], [(0, 10)]), (None, ()))
 
 
 class Torch(unittest.TestCase):
