@@ -51,15 +51,23 @@ CHART_PROBE = r"""
     const mx = Math.max(d[i], d[i + 1], d[i + 2]), mn = Math.min(d[i], d[i + 1], d[i + 2]);
     if (d[i + 3] > 100 && mx - mn > 60) coloured++;
   }
-  const xs = u.data[0];
-  let idx = -1;
-  for (let k = Math.floor(xs.length / 2); k < xs.length && idx < 0; k++)
-    if (u.data.slice(1).some(s => s[k] != null)) idx = k;
-  for (let k = 0; k < xs.length && idx < 0; k++)
-    if (u.data.slice(1).some(s => s[k] != null)) idx = k;
-  if (idx >= 0) u.setCursor({ left: u.valToPos(xs[idx], 'x'), top: 5 });
-  const legend = [...u.root.querySelectorAll('.u-legend .u-series')].slice(1)
+  // Hover a point that has data, from the middle on, then from the start.
+  // A pixel can hold several x values (two runs' windows side by side in a
+  // comparison), and uPlot shows the one the pixel maps to, which may have
+  // no value: so the next point with data is tried until the legend shows
+  // one (at most 200 tries), and the legend is read at the last one.
+  const xs = u.data[0], n = xs.length, from = Math.floor(n / 2);
+  const read = () => [...u.root.querySelectorAll('.u-legend .u-series')].slice(1)
     .map(e => e.querySelector('.u-value').textContent);
+  let legend = read(), tries = 0;
+  for (let j = 0; j < n && tries < 200; j++) {
+    const k = (from + j) % n;
+    if (!u.data.slice(1).some(s => s[k] != null)) continue;
+    tries++;
+    u.setCursor({ left: u.valToPos(xs[k], 'x'), top: 5 });
+    legend = read();
+    if (legend.some(v => v !== '–' && v !== '')) break;
+  }
   const labels = u.series.slice(1).map(s => s.label);
   return { id: c.id, kind: c.kind, points: c.points, coloured, legend, labels };
 }))()
