@@ -42,9 +42,10 @@ legacy profiler stamps in whole µs), even when a preemption widened some
 windows. (The first version matched the tightest of five windows to the
 first five aten::eye events, but torch records an eye inside some eyes
 (14 events for 6 calls, measured), so windows met the wrong ops: off by
-20 to 190 µs, a CI failure at 40. aten::ones is one event a call.) A record_function range is no good as the anchor: its enter
-costs tens to hundreds of µs before torch stamps it (measured). The clock
-ops (and the ops inside them) are left out of the written trace.
+20 to 190 µs, a CI failure at 40. aten::ones is one event a call.)
+A record_function range is no good as the anchor: its enter costs tens
+to hundreds of µs before torch stamps it (measured). The clock ops (and
+the ops inside them) are left out of the written trace.
 
 Failures (torch missing, a profiler error, an unwritable folder) are one
 RuntimeWarning per session, and the service records go on.
@@ -358,8 +359,8 @@ def _clock_ops(events):
 
 def _clock(events, anchors):
     """(base_ns, clock events): base_ns + torch µs * 1000 = epoch ns. The
-    clock ops are the first CLOCK_OP events (_clock_ops). Each ran inside its (before,
-    after) window, so each bounds base on both sides: before - start * 1000
+    clock ops are the first CLOCK_OP events (_clock_ops). Each ran inside
+    its (before, after) window, so each bounds base on both sides: before - start * 1000
     <= base <= after - end * 1000, give or take torch's stamp resolution
     (CLOCK_SLACK_NS). base is the middle of where all the bounds meet, so
     the error is half of the tightest lower and upper bounds' gap, whichever
