@@ -52,6 +52,24 @@ def load(name):
         return json.load(f)
 
 
+def sglang_stand_in(d, version, scheduler_py, prog_py):
+    """An installed "sglang" of version in folder d: the package path of
+    its scheduler module (scheduler_py), its dist-info, and prog.py, run
+    under `servprof run --set sglang`. Returns the finished process."""
+    pkg = os.path.join(d, "sglang", "srt", "managers")
+    os.makedirs(pkg)
+    for p in ("sglang", "sglang/srt", "sglang/srt/managers"):
+        H.write(os.path.join(d, p), "__init__.py", "")
+    H.write(pkg, "scheduler.py", scheduler_py)
+    di = os.path.join(d, "sglang-%s.dist-info" % version)
+    os.makedirs(di)
+    H.write(di, "METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: %s\n" % version)
+    H.write(d, "prog.py", prog_py)
+    cfg = T.make_config(d, enable=1)
+    return T.run([H.PY, "-m", "servprof", "run", "--set", "sglang", "--", H.PY,
+                  os.path.join(d, "prog.py")], env=H.env(d, cfg), cwd=d, timeout=60)
+
+
 def stand_in(folder, man, dist, ver):
     """Modules with the classes and signatures of the manifest's source for
     release ver, and a dist-info saying ver."""
@@ -183,11 +201,7 @@ class Sets(unittest.TestCase):
         # and no error.
         for ver, plan in (("0.5.18", True), ("0.5.15.post1", False)):
             d = T.tmpdir(self)
-            pkg = os.path.join(d, "sglang", "srt", "managers")
-            os.makedirs(pkg)
-            for p in ("sglang", "sglang/srt", "sglang/srt/managers"):
-                H.write(os.path.join(d, p), "__init__.py", "")
-            H.write(pkg, "scheduler.py", """
+            scheduler = """
 import functools
 class Req:
     def __init__(self, rid):
@@ -212,17 +226,11 @@ class Scheduler:
         self.left -= 1
         return %s
 """ % ((", running_batch, last_batch", "NextBatchPlan(batch, running_batch)") if plan
-                else ("", "batch")))
-            di = os.path.join(d, "sglang-%s.dist-info" % ver)
-            os.makedirs(di)
-            H.write(di, "METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: %s\n" % ver)
+                else ("", "batch"))
             call = ("s.get_next_batch_to_run(running_batch=None, last_batch=None)" if plan
                     else "s.get_next_batch_to_run()")
-            H.write(d, "prog.py", "from sglang.srt.managers.scheduler import Scheduler\n"
-                    "s = Scheduler()\n%s\n%s\n" % (call, call))
-            cfg = T.make_config(d, enable=1)
-            p = T.run([H.PY, "-m", "servprof", "run", "--set", "sglang", "--", H.PY,
-                       os.path.join(d, "prog.py")], env=H.env(d, cfg), cwd=d, timeout=60)
+            p = sglang_stand_in(d, ver, scheduler, "from sglang.srt.managers.scheduler import Scheduler\n"
+                                "s = Scheduler()\n%s\n%s\n" % (call, call))
             bs = [r["a"] for r in H.records(os.path.join(d, "prof")) if r["name"] == "BatchSchedule"]
             self.assertEqual(len(bs), 2, (ver, p.stderr))
             self.assertEqual(bs[0].get("rid"), [{"rid": "r0"}, {"rid": "r1"}], (ver, bs, p.stderr))
@@ -268,11 +276,7 @@ class Scheduler:
         # available_size(), the tree cache's evictable_size()): one event per
         # process_batch_result, which parse turns into kvcache.csv rows.
         d = T.tmpdir(self)
-        pkg = os.path.join(d, "sglang", "srt", "managers")
-        os.makedirs(pkg)
-        for p in ("sglang", "sglang/srt", "sglang/srt/managers"):
-            H.write(os.path.join(d, p), "__init__.py", "")
-        H.write(pkg, "scheduler.py", """
+        scheduler = """
 class Allocator:
     def __init__(self):
         self.free = 1000
@@ -289,15 +293,9 @@ class Scheduler:
     def process_batch_result(self, batch, result):
         self.token_to_kv_pool_allocator.free -= 100
         return None
-""")
-        di = os.path.join(d, "sglang-0.5.6.dist-info")
-        os.makedirs(di)
-        H.write(di, "METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.6\n")
-        H.write(d, "prog.py", "from sglang.srt.managers.scheduler import Scheduler\n"
-                "s = Scheduler()\nfor _ in range(3):\n    s.process_batch_result(None, None)\n")
-        cfg = T.make_config(d, enable=1)
-        p = T.run([H.PY, "-m", "servprof", "run", "--set", "sglang", "--", H.PY,
-                   os.path.join(d, "prog.py")], env=H.env(d, cfg), cwd=d, timeout=60)
+"""
+        p = sglang_stand_in(d, "0.5.6", scheduler, "from sglang.srt.managers.scheduler import Scheduler\n"
+                            "s = Scheduler()\nfor _ in range(3):\n    s.process_batch_result(None, None)\n")
         self.assertIn("sglang.yaml", p.stderr)
         kv = [r for r in H.records(os.path.join(d, "prof")) if r["name"] == "KVCacheStatus"]
         self.assertEqual(len(kv), 3, p.stderr)
